@@ -1,0 +1,44 @@
+// Seeded defects: deliberate bugs that a test-only build of ipcref (IPCREF_WITH_DEFECTS)
+// can switch on one at a time with IPCREF_DEFECT=<name>, each breaking one clause the
+// way a real runtime once did. The default build compiles none of them in.
+#pragma once
+
+#include <span>
+
+namespace ipcref::defects {
+
+enum class id : int {
+  none = 0,
+  open_same_mapping,       // repeated open returns the first mapping
+  close_keeps_mapping,     // close forgets the pointer but does not unmap
+  skip_token_check,        // open maps any sealed object the handle names
+  skip_size_check,         // open accepts a wrong byte count
+  allow_profiling_ipc,     // IPC + profiling events are created
+  put_keeps_export,        // put does not revoke the export
+  opened_phys_size_zero,   // an opened physical object reports size 0
+  close_ignores_refcount,  // physical close frees a retained object
+  event_signal_private,    // a signal through an opened event stays in that process
+  leak_fd_per_open,        // every open leaks one descriptor
+  crash_on_truncated,      // a short handle is read past its end (SIGSEGV)
+  hang_exporter_gone,      // open spins forever when the exporter has exited
+  skip_pid_guard,          // a reused pid is trusted
+  double_close_ok,         // closing an unknown pointer succeeds silently
+  stale_mapping_cache,     // mappings are cached by (pid, fd) and served after reallocation
+};
+
+struct info {
+  id defect;
+  const char* name;
+  const char* clause;       // the clause a correct harness reports broken
+  const char* description;
+};
+
+// Every defect of the catalog, whether or not this build compiles them in.
+std::span<const info> catalog() noexcept;
+// True in the test-only build that can switch defects on.
+bool compiled_in() noexcept;
+// The defect selected by IPCREF_DEFECT in this process (none in the default build).
+id active() noexcept;
+inline bool is(id d) noexcept { return compiled_in() && active() == d; }
+
+}  // namespace ipcref::defects

@@ -1,0 +1,52 @@
+#include "ipcref/defects.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace ipcref::defects {
+namespace {
+
+constexpr info kCatalog[] = {
+    {id::open_same_mapping, "open_same_mapping", "ze.mem.open.unique", "repeated open returns the first mapping"},
+    {id::close_keeps_mapping, "close_keeps_mapping", "rb.close.no_leak", "close forgets the pointer but does not unmap it"},
+    {id::skip_token_check, "skip_token_check", "rb.open.confused_deputy", "open maps any sealed object the handle names"},
+    {id::skip_size_check, "skip_size_check", "sycl.mem.open.size", "open accepts a handle of the wrong byte count"},
+    {id::allow_profiling_ipc, "allow_profiling_ipc", "ur.event.create.profiling_ipc", "events with IPC and profiling are created"},
+    {id::put_keeps_export, "put_keeps_export", "rb.put.revokes", "put does not revoke the export"},
+    {id::opened_phys_size_zero, "opened_phys_size_zero", "sycl.phys.open.keeps_size", "an opened physical object reports size 0"},
+    {id::close_ignores_refcount, "close_ignores_refcount", "sycl.phys.close.refcount", "physical close frees an object that was retained"},
+    {id::event_signal_private, "event_signal_private", "ur.event.bidirectional", "a signal through an opened event is not seen by the exporter"},
+    {id::leak_fd_per_open, "leak_fd_per_open", "rb.close.no_leak", "every open leaks one descriptor"},
+    {id::crash_on_truncated, "crash_on_truncated", "rb.open.garbage", "a truncated handle is read past its end"},
+    {id::hang_exporter_gone, "hang_exporter_gone", "rb.open.exporter_gone", "open spins forever when the exporter has exited"},
+    {id::skip_pid_guard, "skip_pid_guard", "rb.open.pid_reuse", "a handle naming a reused pid reaches the new process"},
+    {id::double_close_ok, "double_close_ok", "rb.close.double", "closing a pointer twice succeeds silently"},
+    {id::stale_mapping_cache, "stale_mapping_cache", "rb.realloc.fresh", "mappings cached by (pid, fd) are served after reallocation"},
+};
+
+[[maybe_unused]] id parse_env() noexcept {
+  const char* v = std::getenv("IPCREF_DEFECT");
+  if (!v || !*v || std::strcmp(v, "none") == 0) return id::none;
+  for (const auto& d : kCatalog)
+    if (std::strcmp(d.name, v) == 0) return d.defect;
+  std::fprintf(stderr, "ipcref: IPCREF_DEFECT=%s names no defect; see ipcref::defects::catalog()\n", v);
+  std::abort();
+}
+
+}  // namespace
+
+std::span<const info> catalog() noexcept { return kCatalog; }
+
+#ifdef IPCREF_WITH_DEFECTS
+bool compiled_in() noexcept { return true; }
+id active() noexcept {
+  static const id selected = parse_env();
+  return selected;
+}
+#else
+bool compiled_in() noexcept { return false; }
+id active() noexcept { return id::none; }
+#endif
+
+}  // namespace ipcref::defects
