@@ -1,0 +1,37 @@
+# ipcheck_add_case_tests(ADAPTER name [SUFFIX s] [ENVIRONMENT k=v...] [LABELS l...] [ARGS a...])
+#
+# Registers one CTest test per (case, adapter): "<adapter><suffix>:<case id>", labelled
+# "cases;<area>;<adapter>" plus LABELS. The list comes from `ipcheck list --format json`
+# when ctest reads the tests (listing never loads a GPU runtime). A case that skips
+# (no driver, no aspect) reports as skipped with its reason in the output.
+function(ipcheck_add_case_tests)
+  cmake_parse_arguments(A "" "ADAPTER;SUFFIX" "ENVIRONMENT;LABELS;ARGS" ${ARGN})
+  set(name "${A_ADAPTER}${A_SUFFIX}")
+  set(out_dir "${CMAKE_BINARY_DIR}/ctest-results/${name}")
+  set(env "${A_ENVIRONMENT}")
+  set(labels cases ${A_ADAPTER} ${A_LABELS})
+  list(JOIN A_ARGS " " extra)
+  set(script "${CMAKE_BINARY_DIR}/ctest/ipcheck-${name}.cmake")
+  file(GENERATE OUTPUT "${script}" CONTENT "
+execute_process(COMMAND \"$<TARGET_FILE:ipcheck>\" list --format json
+                OUTPUT_VARIABLE cases RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  add_test(\"${name}:list\" \"$<TARGET_FILE:ipcheck>\" list --format json)
+  return()
+endif()
+string(JSON n LENGTH \"\${cases}\")
+if(n EQUAL 0)
+  return()
+endif()
+math(EXPR last \"\${n} - 1\")
+foreach(i RANGE \${last})
+  string(JSON id GET \"\${cases}\" \${i} id)
+  string(JSON area GET \"\${cases}\" \${i} area)
+  add_test(\"${name}:\${id}\" \"$<TARGET_FILE:ipcheck>\" run --adapter ${A_ADAPTER} --filter \${id} --exact
+           --quiet --skip-exit-code 77 --out \"${out_dir}/\${id}\" ${extra})
+  set_tests_properties(\"${name}:\${id}\" PROPERTIES LABELS \"${labels};\${area}\" SKIP_RETURN_CODE 77
+                       TIMEOUT 600 ENVIRONMENT \"${env}\")
+endforeach()
+")
+  set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY TEST_INCLUDE_FILES "${script}")
+endfunction()

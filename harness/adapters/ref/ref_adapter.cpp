@@ -1,0 +1,266 @@
+// The `ref` adapter: ipcheck's verbs over the reference implementation (lib/, ipcref).
+// Claims every profile, including robustness.
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "ipcheck/adapter.hpp"
+#include "ipcref/ipcref.hpp"
+
+#ifndef IPCHECK_VERSION
+#define IPCHECK_VERSION "unknown"
+#endif
+
+namespace ipcheck {
+namespace {
+
+Errc map_errc(ipcref::errc e) {
+  switch (e) {
+    case ipcref::errc::invalid: return Errc::invalid;
+    case ipcref::errc::feature_not_supported: return Errc::feature_not_supported;
+    case ipcref::errc::exporter_gone: return Errc::exporter_gone;
+    case ipcref::errc::permission_denied: return Errc::permission_denied;
+    case ipcref::errc::exhausted: return Errc::exhausted;
+    case ipcref::errc::timeout: return Errc::timeout;
+  }
+  return Errc::other;
+}
+
+Outcome from(const ipcref::exception& e) {
+  return Outcome::failure(map_errc(e.code_value()), e.what(), e.code().value(),
+                          std::string("ipcref::errc::") + ipcref::errc_name(e.code_value()));
+}
+
+// Runs `f`, turning ipcref's exceptions into outcomes (nothing crosses the adapter boundary).
+template <class T, class F>
+Result<T> guarded(F&& f) {
+  try {
+    return {Outcome::success(), f()};
+  } catch (const ipcref::exception& e) {
+    return {from(e), T{}};
+  } catch (const std::exception& e) {
+    return {Outcome::failure(Errc::other, e.what()), T{}};
+  }
+}
+
+template <class F>
+Outcome guarded_void(F&& f) {
+  try {
+    f();
+    return Outcome::success();
+  } catch (const ipcref::exception& e) {
+    return from(e);
+  } catch (const std::exception& e) {
+    return Outcome::failure(Errc::other, e.what());
+  }
+}
+
+class RefAdapter final : public Adapter {
+ public:
+  RefAdapter() { adapter_name_ = "ref"; }
+
+  Outcome init(const AdapterConfig& config) override {
+    if (auto it = config.options.find("devices"); it != config.options.end())
+      ::setenv("IPCHECK_REF_DEVICES", it->second.c_str(), 1);
+    for (const auto& [k, v] : config.options)
+      if (k != "devices")
+        return Outcome::failure(Errc::invalid, "ref: unknown adapter option '" + k + "'; ref knows: devices");
+    scm_ = config.transport == "scm";
+    return guarded_void([&] {
+      devices_ = ipcref::get_devices();
+      ctx_.emplace(devices_);
+      // Under Yama ptrace_scope 1, let the run's process tree take our descriptors.
+      if (!scm_ && config.runner_pid > 0) ipcref::allow_importer(config.runner_pid);
+    });
+  }
+
+  AdapterInfo info() override {
+    AdapterInfo i;
+    i.driver_name = "ipcref";
+    i.driver_version = IPCHECK_VERSION;
+    i.api_version = "sycl_ext_oneapi_inter_process_communication on host memory";
+    i.handle_layout = "ipcref/1";
+    i.transport = scm_ ? "scm" : "pidfd";
+    i.extra["device_config"] = ipcref::device_config_source();
+    i.extra["exporter_guard"] = ipcref::exporter_guard_kind();
+    for (const auto& d : devices_) {
+      DeviceInfo di;
+      di.name = d.name();
+      di.uuid = "ipcref-" + std::to_string(d.index());
+      di.aspects["ipc_memory"] = d.has(ipcref::aspect::ipc_memory);
+      di.aspects["ipc_physical_memory"] = d.has(ipcref::aspect::ipc_physical_memory);
+      di.aspects["ipc_event"] = d.has(ipcref::aspect::ipc_event);
+      i.devices.push_back(di);
+    }
+    return i;
+  }
+
+  std::size_t device_count() override { return devices_.size(); }
+
+  Result<DevPtr> alloc(int device, std::size_t bytes, MemKind kind) override {
+    return guarded<DevPtr>([&] {
+      void* p = nullptr;
+      switch (kind) {
+        case MemKind::device: p = ipcref::malloc_device(bytes, dev(device), *ctx_); break;
+        case MemKind::shared: p = ipcref::malloc_shared(bytes, dev(device), *ctx_); break;
+        case MemKind::host: p = ipcref::malloc_host(bytes, *ctx_); break;
+      }
+      return reinterpret_cast<DevPtr>(p);
+    });
+  }
+
+  Outcome free(DevPtr p) override { return guarded_void([&] { ipcref::free(ptr(p), *ctx_); }); }
+
+  // Copies through the kernel so that a bad pointer is an error, not a crash of the role.
+  Outcome write(DevPtr dst, std::span<const std::byte> src) override {
+    iovec local{const_cast<std::byte*>(src.data()), src.size()};
+    iovec remote{ptr(dst), src.size()};
+    if (::process_vm_writev(::getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(src.size()))
+      return Outcome::failure(Errc::invalid, "write: " + std::to_string(src.size()) + " bytes at " + hex(dst) +
+                                                 " are not writable memory", errno, "EFAULT");
+    return Outcome::success();
+  }
+
+  Outcome read(DevPtr src, std::span<std::byte> dst) override {
+    iovec local{dst.data(), dst.size()};
+    iovec remote{ptr(src), dst.size()};
+    if (::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(dst.size()))
+      return Outcome::failure(Errc::invalid, "read: " + std::to_string(dst.size()) + " bytes at " + hex(src) +
+                                                 " are not readable memory", errno, "EFAULT");
+    return Outcome::success();
+  }
+
+  Result<Exported> mem_get(DevPtr p) override {
+    return guarded<Exported>([&] { return keep(ipcref::ipc::memory::get(ptr(p), *ctx_), Kind::memory); });
+  }
+  Outcome mem_put(ObjectId id) override {
+    return guarded_void([&] { ipcref::ipc::memory::put(take(id, Kind::memory), *ctx_); });
+  }
+  Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags) override {
+    if (flags != 0)
+      return {Outcome::failure(Errc::invalid, "ref: memory open takes no flags, got " + hex(flags), 0,
+                               "ipcref::errc::invalid")};
+    return guarded<DevPtr>([&] {
+      return reinterpret_cast<DevPtr>(ipcref::ipc::memory::open(bytes, *ctx_, dev(device), {fd}));
+    });
+  }
+  Outcome mem_close(DevPtr p) override { return guarded_void([&] { ipcref::ipc::memory::close(ptr(p), *ctx_); }); }
+
+  std::size_t phys_granularity(int) override { return ipcref::physical_granularity(); }
+  Result<ObjectId> phys_create(int device, std::size_t bytes, bool ipc) override {
+    return guarded<ObjectId>([&] { return id(ipcref::physical_create(*ctx_, dev(device), bytes, ipc)); });
+  }
+  Result<Exported> phys_get(ObjectId pm) override {
+    return guarded<Exported>([&] { return keep(ipcref::ipc::physical_memory::get(phys(pm), *ctx_), Kind::physical); });
+  }
+  Outcome phys_put(ObjectId id) override {
+    return guarded_void([&] { ipcref::ipc::physical_memory::put(take(id, Kind::physical), *ctx_); });
+  }
+  Result<ObjectId> phys_open(std::span<const std::byte> bytes, int fd, int device) override {
+    return guarded<ObjectId>([&] { return id(ipcref::ipc::physical_memory::open(bytes, *ctx_, dev(device), {fd})); });
+  }
+  Outcome phys_close(ObjectId pm) override {
+    return guarded_void([&] { ipcref::ipc::physical_memory::close(phys(pm), *ctx_); });
+  }
+  Outcome phys_retain(ObjectId pm) override { return guarded_void([&] { ipcref::physical_retain(phys(pm)); }); }
+  Outcome phys_release(ObjectId pm) override { return guarded_void([&] { ipcref::physical_release(phys(pm)); }); }
+  Result<std::size_t> phys_size(ObjectId pm) override {
+    return guarded<std::size_t>([&] { return ipcref::physical_size(phys(pm)); });
+  }
+  Result<bool> phys_ipc_enabled(ObjectId pm) override {
+    return guarded<bool>([&] { return ipcref::physical_ipc_enabled(phys(pm)); });
+  }
+  Result<DevPtr> vm_reserve(int, std::size_t bytes) override {
+    return guarded<DevPtr>([&] { return reinterpret_cast<DevPtr>(ipcref::virtual_reserve(*ctx_, bytes)); });
+  }
+  Outcome vm_free(DevPtr p, std::size_t bytes) override {
+    return guarded_void([&] { ipcref::virtual_free(*ctx_, ptr(p), bytes); });
+  }
+  Outcome vm_map(DevPtr p, std::size_t bytes, ObjectId pm, std::size_t offset) override {
+    return guarded_void(
+        [&] { ipcref::virtual_map(*ctx_, ptr(p), bytes, phys(pm), offset, ipcref::access::read_write); });
+  }
+  Outcome vm_unmap(DevPtr p, std::size_t bytes) override {
+    return guarded_void([&] { ipcref::virtual_unmap(*ctx_, ptr(p), bytes); });
+  }
+
+  Result<ObjectId> event_create(int device, EventFlags flags) override {
+    return guarded<ObjectId>([&] {
+      return id(ipcref::event_create(*ctx_, dev(device), {flags.ipc, flags.profiling}));
+    });
+  }
+  Result<Exported> event_get(ObjectId e) override {
+    return guarded<Exported>([&] { return keep(ipcref::ipc::event::get(event(e), *ctx_), Kind::event); });
+  }
+  Outcome event_put(ObjectId id) override {
+    return guarded_void([&] { ipcref::ipc::event::put(take(id, Kind::event), *ctx_); });
+  }
+  Result<ObjectId> event_open(std::span<const std::byte> bytes, int fd, int device) override {
+    return guarded<ObjectId>([&] { return id(ipcref::ipc::event::open(bytes, *ctx_, dev(device), {fd})); });
+  }
+  Outcome event_signal(ObjectId e) override { return guarded_void([&] { ipcref::event_signal(event(e)); }); }
+  Outcome event_reset(ObjectId e) override { return guarded_void([&] { ipcref::event_reset(event(e)); }); }
+  Result<bool> event_query(ObjectId e) override { return guarded<bool>([&] { return ipcref::event_query(event(e)); }); }
+  Result<bool> event_wait(ObjectId e, std::chrono::nanoseconds t) override {
+    return guarded<bool>([&] { return ipcref::event_wait(event(e), t); });
+  }
+  Outcome event_retain(ObjectId e) override { return guarded_void([&] { ipcref::event_retain(event(e)); }); }
+  Outcome event_release(ObjectId e) override { return guarded_void([&] { ipcref::event_release(event(e)); }); }
+
+ private:
+  enum class Kind { memory, physical, event };
+  struct Kept {
+    ipcref::handle handle;
+    Kind kind;
+  };
+
+  static void* ptr(DevPtr p) { return reinterpret_cast<void*>(p); }
+  static ObjectId id(const void* p) { return reinterpret_cast<ObjectId>(p); }
+  static ipcref::physical_mem phys(ObjectId v) { return reinterpret_cast<ipcref::physical_mem>(v); }
+  static ipcref::event event(ObjectId v) { return reinterpret_cast<ipcref::event>(v); }
+  static std::string hex(std::uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
+    return b;
+  }
+
+  const ipcref::device& dev(int index) const {
+    if (index < 0 || static_cast<std::size_t>(index) >= devices_.size())
+      throw ipcref::exception(ipcref::errc::invalid, "device index " + std::to_string(index) + " is not one of the " +
+                                                         std::to_string(devices_.size()) + " devices");
+    return devices_[static_cast<std::size_t>(index)];
+  }
+
+  Exported keep(ipcref::handle h, Kind kind) {
+    Exported e;
+    e.id = next_id_++;
+    e.bytes.assign(h.data().begin(), h.data().end());
+    e.fd = scm_ ? h.descriptor() : -1;
+    kept_.emplace(e.id, Kept{std::move(h), kind});
+    return e;
+  }
+
+  // The handle of export `id`; an unknown id is put as an empty (invalid) handle.
+  ipcref::handle& take(ObjectId id, Kind kind) {
+    auto it = kept_.find(id);
+    if (it == kept_.end() || it->second.kind != kind)
+      throw ipcref::exception(ipcref::errc::invalid, "put: export id " + std::to_string(id) + " is not a live export");
+    return it->second.handle;
+  }
+
+  std::vector<ipcref::device> devices_;
+  std::optional<ipcref::context> ctx_;
+  bool scm_ = false;
+  ObjectId next_id_ = 1;
+  std::map<ObjectId, Kept> kept_;
+};
+
+const AdapterRegistration reg{{"ref",
+                               "ipcheck's reference implementation (lib/, host memory)",
+                               {"sycl", "ur", "ze", "cuda", "rb"},
+                               [] { return std::unique_ptr<Adapter>(new RefAdapter); }}};
+
+}  // namespace
+}  // namespace ipcheck

@@ -1,0 +1,212 @@
+#include "ipcheck/cli.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#ifndef IPCHECK_VERSION
+#define IPCHECK_VERSION "unknown"
+#endif
+
+namespace ipcheck::cli {
+
+namespace {
+std::map<std::string, Command>& registry() {
+  static std::map<std::string, Command> r;
+  return r;
+}
+
+void print_top_help() {
+  std::printf(
+      "ipcheck %s: conformance, fuzzing and regression harness for GPU inter-process communication\n\n"
+      "usage: ipcheck <command> [options]      ipcheck <command> --help\n\ncommands:\n",
+      IPCHECK_VERSION);
+  for (const auto& [name, c] : registry())
+    if (!c.hidden) std::printf("  %-8s %s\n", name.c_str(), c.summary.c_str());
+  std::printf("\nexit status: 0 every result as expected, 1 a result was not, 2 bad command line\n");
+}
+}  // namespace
+
+void register_command(Command c) { registry()[c.name] = std::move(c); }
+const std::map<std::string, Command>& commands() { return registry(); }
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    if (args.size() >= 2) {
+      auto it = registry().find(args[1]);
+      if (it != registry().end()) return it->second.run({"--help"});
+    }
+    print_top_help();
+    return args.empty() ? kUsage : kOk;
+  }
+  if (args[0] == "--version") {
+    std::printf("ipcheck %s\n", IPCHECK_VERSION);
+    return kOk;
+  }
+  auto it = registry().find(args[0]);
+  if (it == registry().end()) {
+    std::fprintf(stderr, "ipcheck: unknown command '%s'; run 'ipcheck --help' for the list\n", args[0].c_str());
+    return kUsage;
+  }
+  return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
+}
+
+int run_command(const std::string& name, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "ipcheck %s: %s\nrun 'ipcheck %s --help' for usage\n", name.c_str(), e.what(), name.c_str());
+    return kUsage;
+  }
+}
+
+Options::Options(std::string command, std::string synopsis, std::string description)
+    : command_(std::move(command)), synopsis_(std::move(synopsis)), description_(std::move(description)) {}
+
+Options& Options::flag(const std::string& name, const std::string& help) {
+  specs_.push_back({name, "", help, "", false, false});
+  return *this;
+}
+Options& Options::value(const std::string& name, const std::string& metavar, const std::string& help,
+                        const std::string& fallback) {
+  specs_.push_back({name, metavar, help, fallback, true, false});
+  return *this;
+}
+Options& Options::multi(const std::string& name, const std::string& metavar, const std::string& help) {
+  specs_.push_back({name, metavar, help, "", true, true});
+  return *this;
+}
+Options& Options::positional(const std::string& metavar, const std::string& help, bool many, bool required) {
+  positional_specs_.push_back({metavar, help, many, required});
+  return *this;
+}
+
+const Options::Spec* Options::find(const std::string& name) const {
+  for (const auto& s : specs_)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+bool Options::parse(const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << help();
+      return false;
+    }
+    if (a.rfind("-", 0) == 0 && a.size() > 1) {
+      std::string name = a, val;
+      bool inline_value = false;
+      if (a.rfind("-j", 0) == 0 && a.size() > 2 && a[2] != '=') {  // -j4
+        name = "-j";
+        val = a.substr(2);
+        inline_value = true;
+      } else if (auto eq = a.find('='); eq != std::string::npos) {
+        name = a.substr(0, eq);
+        val = a.substr(eq + 1);
+        inline_value = true;
+      }
+      if (name == "-j") name = "--jobs";
+      const Spec* s = find(name);
+      if (!s) throw UsageError("unknown option '" + name + "'");
+      if (!s->takes_value) {
+        if (inline_value) throw UsageError("option '" + name + "' takes no value");
+        values_[name].push_back("1");
+        continue;
+      }
+      if (!inline_value) {
+        if (i + 1 >= args.size()) throw UsageError("option '" + name + "' needs a value (" + s->metavar + ")");
+        val = args[++i];
+      }
+      if (!s->repeated && values_.count(name)) throw UsageError("option '" + name + "' is given twice");
+      values_[name].push_back(val);
+      continue;
+    }
+    positional_values_.push_back(a);
+  }
+  std::size_t need = 0;
+  bool many = false;
+  for (const auto& p : positional_specs_) {
+    need += p.required ? 1 : 0;
+    many = many || p.many;
+  }
+  if (positional_values_.size() < need)
+    throw UsageError("missing " + positional_specs_[positional_values_.size()].metavar);
+  if (!many && positional_values_.size() > positional_specs_.size())
+    throw UsageError("unexpected argument '" + positional_values_[positional_specs_.size()] + "'");
+  return true;
+}
+
+bool Options::has(const std::string& name) const { return values_.count(name) > 0; }
+
+std::string Options::get(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it != values_.end()) return it->second.back();
+  const Spec* s = find(name);
+  return s ? s->fallback : "";
+}
+
+std::vector<std::string> Options::all(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? std::vector<std::string>{} : it->second;
+}
+
+int Options::get_int(const std::string& name, int min, int max) const {
+  const std::string v = get(name);
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(v, &used);
+    if (used == v.size() && n >= min && n <= max) return n;
+  } catch (const std::exception&) {
+  }
+  throw UsageError("option '" + name + "' is '" + v + "'; give a whole number from " + std::to_string(min) + " to " +
+                   std::to_string(max));
+}
+
+double Options::get_double(const std::string& name, double min, double max) const {
+  const std::string v = get(name);
+  try {
+    std::size_t used = 0;
+    const double n = std::stod(v, &used);
+    if (used == v.size() && n >= min && n <= max) return n;
+  } catch (const std::exception&) {
+  }
+  std::ostringstream s;
+  s << "option '" << name << "' is '" << v << "'; give a number from " << min << " to " << max;
+  throw UsageError(s.str());
+}
+
+std::map<std::string, std::string> Options::get_map(const std::string& name) const {
+  std::map<std::string, std::string> out;
+  for (const auto& kv : all(name)) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("option '" + name + "' is '" + kv + "'; write key=value");
+    out[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return out;
+}
+
+std::string Options::help() const {
+  std::ostringstream s;
+  s << "usage: ipcheck " << command_ << " " << synopsis_ << "\n\n" << description_ << "\n";
+  if (!positional_specs_.empty()) {
+    s << "\narguments:\n";
+    for (const auto& p : positional_specs_) s << "  " << p.metavar << std::string(std::max<int>(2, 26 - int(p.metavar.size())), ' ') << p.help << "\n";
+  }
+  s << "\noptions:\n";
+  for (const auto& o : specs_) {
+    std::string left = o.name + (o.takes_value ? " " + o.metavar : "");
+    if (o.name == "--jobs") left = "-j, " + left;
+    s << "  " << left << std::string(std::max<int>(2, 26 - int(left.size())), ' ') << o.help;
+    if (!o.fallback.empty()) s << " (default: " << o.fallback << ")";
+    if (o.repeated) s << " (repeatable)";
+    s << "\n";
+  }
+  s << "  --help                    this text\n";
+  return s.str();
+}
+
+}  // namespace ipcheck::cli

@@ -1,0 +1,146 @@
+// `ipcheck run`: the conformance suite against one adapter.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "ipcheck/cli.hpp"
+#include "ipcheck/reports/report_set.hpp"
+#include "ipcheck/runner.hpp"
+
+namespace ipcheck::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void on_interrupt(int) {
+  g_interrupted = true;
+  ::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends ipcheck at once
+}
+
+// Expectations travel with the binary: <bin>/../share/ipcheck/expectations/<adapter>.txt.
+std::string default_expectations(const std::string& adapter) {
+  namespace fs = std::filesystem;
+  const fs::path p = fs::path(self_executable()).parent_path() / ".." / "share" / "ipcheck" / "expectations" /
+                     (adapter + ".txt");
+  std::error_code ec;
+  return fs::exists(p, ec) ? fs::weakly_canonical(p, ec).string() : std::string();
+}
+
+std::vector<InjectPoint> parse_inject(const std::vector<std::string>& specs) {
+  std::vector<InjectPoint> out;
+  for (const auto& s : specs) {
+    if (s == "all") {
+      std::set<std::pair<std::string, std::string>> seen;
+      for (const auto& c : cases())
+        for (const auto& st : c.steps)
+          for (const auto& r : c.roles)
+            if (seen.insert({r.name, st}).second) out.push_back({r.name, st});
+      continue;
+    }
+    const auto colon = s.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == s.size())
+      throw UsageError("--inject is '" + s + "'; write ROLE:STEP (for example producer:after_export) or all");
+    out.push_back({s.substr(0, colon), s.substr(colon + 1)});
+  }
+  return out;
+}
+
+int run(const std::vector<std::string>& args) {
+  Options o("run", "--adapter NAME [--filter GLOB]... [-j N] [--out DIR] [options]",
+            "Runs the conformance suite: each case in fresh producer and consumer processes\n"
+            "(fork + exec), judged against the spec profiles the adapter claims. Writes\n"
+            "DIR/results.json and its renderings, and prints where they are.");
+  o.value("--adapter", "NAME", "adapter to test (ipcheck list --adapters)", "ref")
+      .multi("--filter", "GLOB", "only cases whose id matches GLOB (a bare word matches anywhere)")
+      .flag("--exact", "filters are exact case ids")
+      .value("--jobs", "N", "cases run in parallel", "1")
+      .value("--timeout", "S", "seconds a case may take", "60")
+      .value("--inactivity", "S", "seconds without any message or output before a case times out", "20")
+      .value("--out", "DIR", "where results go", "ipcheck-results/<adapter>")
+      .value("--transport", "T", "descriptor transport: pidfd, scm or auto", "auto")
+      .multi("--adapter-opt", "KEY=VALUE", "adapter option (ref: devices=...)")
+      .multi("--param", "KEY=VALUE", "case parameter (sizes, iteration counts)")
+      .value("--expectations", "FILE", "known deviations (none: no file)", "share/ipcheck/expectations/<adapter>.txt")
+      .multi("--inject", "ROLE:STEP", "kill ROLE at protocol step STEP; 'all' runs every point")
+      .value("--audit", "METHOD", "proc or off", "proc")
+      .flag("--include-hidden", "also run the harness's self-test cases")
+      .flag("--quiet", "print only the summary")
+      .value("--skip-exit-code", "N", "exit with N when every selected case was skipped (for CTest)");
+  return run_command("run", [&] {
+    if (!o.parse(args)) return kOk;
+    RunOptions r;
+    r.adapter = o.get("--adapter");
+    if (!find_adapter(r.adapter))
+      throw UsageError("unknown adapter '" + r.adapter + "'; 'ipcheck list --adapters' shows them");
+    r.filters = o.all("--filter");
+    r.exact = o.has("--exact");
+    r.jobs = o.get_int("--jobs", 1, 256);
+    r.timeout_s = o.get_double("--timeout", 0.1, 86400);
+    r.inactivity_s = o.get_double("--inactivity", 0.1, 86400);
+    r.transport = o.get("--transport");
+    if (r.transport != "pidfd" && r.transport != "scm" && r.transport != "auto")
+      throw UsageError("--transport is '" + r.transport + "'; use pidfd, scm or auto");
+    r.adapter_options = o.get_map("--adapter-opt");
+    r.params = o.get_map("--param");
+    r.include_hidden = o.has("--include-hidden");
+    r.audit = o.get("--audit");
+    if (r.audit != "proc" && r.audit != "off") throw UsageError("--audit is '" + r.audit + "'; use proc or off");
+    r.inject = parse_inject(o.all("--inject"));
+    if (o.has("--expectations")) {
+      const std::string e = o.get("--expectations");
+      r.expectations_path = e == "none" ? "" : e;
+      if (!r.expectations_path.empty() && !std::filesystem::exists(r.expectations_path))
+        throw UsageError("--expectations file '" + e + "' does not exist");
+    } else {
+      r.expectations_path = default_expectations(r.adapter);
+    }
+    try {
+      validate_selection(r);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    const std::string out = o.has("--out") ? o.get("--out") : "ipcheck-results/" + r.adapter;
+    const bool quiet = o.has("--quiet");
+    const bool tty = ::isatty(STDOUT_FILENO);
+    r.interrupted = &g_interrupted;
+    ::signal(SIGINT, on_interrupt);
+    ::signal(SIGTERM, on_interrupt);
+    ::signal(SIGPIPE, SIG_IGN);
+    r.on_case_done = [&](const reports::CaseResult& c, std::size_t done, std::size_t total) {
+      if (quiet) return;
+      if (tty) std::printf("\r\033[K");
+      std::printf("[%3zu/%zu] %-10s %s (%.0f ms)\n", done, total, reports::to_string(c.status), c.id.c_str(),
+                  c.duration_s * 1000);
+      if (c.status != reports::Status::pass && !c.reason.empty()) std::printf("           %s\n", c.reason.c_str());
+      if (tty && done < total) {
+        const int width = 30, filled = static_cast<int>(width * done / total);
+        std::printf("[%s%s] %zu/%zu", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), done,
+                    total);
+      }
+      std::fflush(stdout);
+    };
+    reports::Results results = run_suite(r);
+    const auto paths = reports::write_report_set(out, results);
+    const auto& s = results.summary;
+    std::string counts;
+    for (const auto& [k, v] : s.counts)
+      if (v) counts += (counts.empty() ? "" : ", ") + std::to_string(v) + " " + k;
+    std::printf("\n%s: %d cases: %s; %.1f s (%s %s)\n", r.adapter.c_str(), s.total, counts.c_str(),
+                results.run.duration_s, results.run.driver_name.c_str(), results.run.driver_version.c_str());
+    if (r.expectations_path.size()) std::printf("expectations: %s\n", r.expectations_path.c_str());
+    for (const auto& p : paths) std::printf("wrote %s\n", p.c_str());
+    if (g_interrupted) return kFailed;
+    if (o.has("--skip-exit-code") && s.total > 0 && s.counts.at("skip") == s.total)
+      return o.get_int("--skip-exit-code", 0, 255);
+    return s.unexpected == 0 ? kOk : kFailed;
+  });
+}
+
+const CommandRegistration reg{{"run", "run the conformance suite against an adapter", run}};
+
+}  // namespace
+}  // namespace ipcheck::cli

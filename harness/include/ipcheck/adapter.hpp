@@ -1,0 +1,173 @@
+// The adapter interface: the verbs every GPU IPC API shares, each returning an Outcome
+// (never throwing across this boundary). An adapter is created and initialised only in
+// a role process, never in the runner.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ipcheck {
+
+// ipcheck's common error vocabulary; each adapter maps its native codes onto it.
+enum class Errc {
+  success = 0,
+  invalid,                // bad argument or handle
+  feature_not_supported,  // the device lacks the capability
+  exporter_gone,          // the exporting process has exited
+  permission_denied,      // the OS refused (ptrace/Yama, device permissions)
+  exhausted,              // out of memory, descriptors, slots
+  timeout,                // a wait ran out of time
+  not_implemented,        // the adapter or the driver has no such function (skip, not fail)
+  device_lost,            // the runtime reports its device unusable
+  other,                  // anything else; see native_name
+};
+const char* errc_name(Errc e) noexcept;
+
+struct Outcome {
+  Errc code = Errc::success;
+  long long native = 0;     // ze_result_t, CUresult, ipcref errc value, errno...
+  std::string native_name;  // "ZE_RESULT_ERROR_INVALID_ARGUMENT", "CUDA_ERROR_INVALID_VALUE"
+  std::string message;
+
+  bool ok() const noexcept { return code == Errc::success; }
+  static Outcome success() { return {}; }
+  static Outcome failure(Errc c, std::string message, long long native = 0, std::string native_name = {}) {
+    return {c, native, std::move(native_name), std::move(message)};
+  }
+  // "invalid (ZE_RESULT_ERROR_INVALID_ARGUMENT): message"
+  std::string describe() const;
+};
+
+template <class T>
+struct Result {
+  Outcome outcome;
+  T value{};
+  bool ok() const noexcept { return outcome.ok(); }
+};
+
+using DevPtr = std::uint64_t;    // a device (or host) address as the runtime returns it
+using ObjectId = std::uint64_t;  // an adapter-side id for physical memory, events, exports
+
+enum class MemKind { device, host, shared };
+const char* mem_kind_name(MemKind k) noexcept;
+
+// What `get` produced: the bytes to send, and a descriptor to move by SCM_RIGHTS when the
+// handle convention needs one (-1 otherwise). The descriptor stays the adapter's.
+struct Exported {
+  ObjectId id = 0;  // pass to the matching put
+  std::vector<std::byte> bytes;
+  int fd = -1;
+};
+
+struct EventFlags {
+  bool ipc = false;
+  bool profiling = false;
+};
+
+struct DeviceInfo {
+  std::string name;
+  std::string uuid;
+  std::map<std::string, bool> aspects;  // ipc_memory, ipc_physical_memory, ipc_event
+};
+
+struct AdapterInfo {
+  std::string driver_name;
+  std::string driver_version;
+  std::string api_version;
+  std::vector<DeviceInfo> devices;
+  std::string handle_layout;             // name of the handle layout fuzz/ knows ("ipcref/1", "opaque")
+  std::string transport;                 // how descriptors move: pidfd | scm | none
+  std::map<std::string, std::string> extra;  // anything else worth recording
+};
+
+// How a run asks the adapter to behave; adapters ignore what they do not use.
+struct AdapterConfig {
+  std::string transport = "auto";  // pidfd | scm | auto
+  std::map<std::string, std::string> options;  // --adapter-opt key=value
+  int runner_pid = 0;                          // allowed to take descriptors under Yama
+};
+
+class Adapter {
+ public:
+  virtual ~Adapter() = default;
+
+  virtual Outcome init(const AdapterConfig& config) = 0;
+  virtual AdapterInfo info() = 0;
+  virtual std::size_t device_count() = 0;
+
+  // Memory. `write` and `read` copy between host and any pointer the adapter gave out
+  // (allocations and opened mappings); on a GPU they go through the copy engine.
+  virtual Result<DevPtr> alloc(int device, std::size_t bytes, MemKind kind);
+  virtual Outcome free(DevPtr ptr);
+  virtual Outcome write(DevPtr dst, std::span<const std::byte> src);
+  virtual Outcome read(DevPtr src, std::span<std::byte> dst);
+
+  virtual Result<Exported> mem_get(DevPtr ptr);
+  virtual Outcome mem_put(ObjectId export_id);
+  // `fd` is the descriptor received with the bytes (or -1); `flags` are native open flags.
+  virtual Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags = 0);
+  virtual Outcome mem_close(DevPtr ptr);
+
+  // Physical memory and virtual ranges.
+  virtual std::size_t phys_granularity(int device);
+  virtual Result<ObjectId> phys_create(int device, std::size_t bytes, bool ipc);
+  virtual Result<Exported> phys_get(ObjectId pm);
+  virtual Outcome phys_put(ObjectId export_id);
+  virtual Result<ObjectId> phys_open(std::span<const std::byte> bytes, int fd, int device);
+  virtual Outcome phys_close(ObjectId pm);
+  virtual Outcome phys_retain(ObjectId pm);
+  virtual Outcome phys_release(ObjectId pm);
+  virtual Result<std::size_t> phys_size(ObjectId pm);
+  virtual Result<bool> phys_ipc_enabled(ObjectId pm);
+  virtual Result<DevPtr> vm_reserve(int device, std::size_t bytes);
+  virtual Outcome vm_free(DevPtr ptr, std::size_t bytes);
+  virtual Outcome vm_map(DevPtr ptr, std::size_t bytes, ObjectId pm, std::size_t offset);
+  virtual Outcome vm_unmap(DevPtr ptr, std::size_t bytes);
+
+  // Events.
+  virtual Result<ObjectId> event_create(int device, EventFlags flags);
+  virtual Result<Exported> event_get(ObjectId ev);
+  virtual Outcome event_put(ObjectId export_id);
+  virtual Result<ObjectId> event_open(std::span<const std::byte> bytes, int fd, int device);
+  virtual Outcome event_signal(ObjectId ev);
+  virtual Outcome event_reset(ObjectId ev);
+  virtual Result<bool> event_query(ObjectId ev);
+  // True when signaled within `timeout`; false (and success) when the time ran out.
+  virtual Result<bool> event_wait(ObjectId ev, std::chrono::nanoseconds timeout);
+  virtual Outcome event_retain(ObjectId ev);
+  virtual Outcome event_release(ObjectId ev);
+
+  // Calls that only some APIs have, by name ("ze.mem_open_flags", "ze.null_context"...).
+  // Cases that need one skip when it answers not_implemented.
+  virtual Outcome native(const std::string& what, const std::map<std::string, std::string>& args);
+
+ protected:
+  Outcome missing(const char* verb) const;
+  std::string adapter_name_;
+};
+
+// Registry of adapters. Registration carries what the runner needs without creating one.
+struct AdapterDesc {
+  std::string name;
+  std::string description;
+  std::vector<std::string> profiles;  // spec profiles the adapter is judged on
+  std::function<std::unique_ptr<Adapter>()> create;
+};
+
+void register_adapter(AdapterDesc desc);
+const std::vector<AdapterDesc>& adapters();
+const AdapterDesc* find_adapter(const std::string& name);
+
+// Registers an adapter at static-initialisation time.
+struct AdapterRegistration {
+  explicit AdapterRegistration(AdapterDesc desc) { register_adapter(std::move(desc)); }
+};
+
+}  // namespace ipcheck

@@ -1,0 +1,156 @@
+// Cases: a dotted id, a one-line description, the clauses it checks, and one body per
+// role. Bodies read like the spec: export, send, receive, open, check, close.
+//
+//   IPCHECK_CASE(Case("memory.roundtrip.page", "Producer data reaches the consumer and back")
+//                    .clause("sycl.mem.roundtrip")
+//                    .role("producer", produce)
+//                    .role("consumer", consume));
+#pragma once
+
+#include <csignal>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ipcheck/adapter.hpp"
+#include "ipcheck/channel.hpp"
+
+namespace ipcheck {
+
+class Role;
+using RoleBody = std::function<void(Role&)>;
+
+struct RoleDef {
+  std::string name;  // base name; with count > 1 the instances are name0, name1, ...
+  int count = 1;
+  RoleBody body;
+};
+
+struct CaseDef {
+  std::string id;
+  std::string description;
+  std::vector<std::string> clauses;
+  std::vector<RoleDef> roles;
+  double timeout_s = 0;                    // 0: the run's --timeout
+  std::vector<std::string> allowed_leaks;  // audit items (substrings) a role may keep at its end
+  std::vector<std::string> steps;          // fault-injection points its roles announce
+  bool hidden = false;                     // harness self-tests: listed only on request
+
+  std::string area() const { return id.substr(0, id.find('.')); }
+  // Role instance names in spawn order ("producer", "consumer0", "consumer1").
+  std::vector<std::string> instance_names() const;
+  const RoleDef* role_for(const std::string& instance, int* index = nullptr) const;
+};
+
+class Case {
+ public:
+  Case(std::string id, std::string description);
+  Case& clause(std::string id);
+  Case& clauses(std::initializer_list<std::string> ids);
+  Case& role(std::string name, RoleBody body);
+  Case& roles(std::string name, int count, RoleBody body);
+  Case& timeout(double seconds);
+  Case& allow_leak(std::string item_substring);
+  Case& steps(std::initializer_list<std::string> names);
+  Case& hidden();
+  CaseDef def;
+};
+
+void register_case(CaseDef def);
+const std::vector<CaseDef>& cases();
+const CaseDef* find_case(const std::string& id);
+
+struct CaseRegistration {
+  CaseRegistration(Case c) { register_case(std::move(c.def)); }  // NOLINT: implicit on purpose
+  explicit CaseRegistration(const std::function<void()>& add_many) { add_many(); }
+};
+
+#define IPCHECK_CONCAT_INNER(a, b) a##b
+#define IPCHECK_CONCAT(a, b) IPCHECK_CONCAT_INNER(a, b)
+// Registers a case (or, given a lambda, runs it to register several) at start-up.
+#define IPCHECK_CASE(...) \
+  static const ::ipcheck::CaseRegistration IPCHECK_CONCAT(ipcheck_case_, __LINE__){__VA_ARGS__}
+
+// Thrown to end a role body early: after a failed requirement (already reported), a
+// skip, or a broken barrier. Case bodies never catch it.
+struct RoleAbort {
+  std::string why;
+};
+
+struct Received {
+  std::string from;
+  std::string tag;
+  std::vector<std::byte> bytes;
+  unique_fd fd;
+};
+
+using Where = std::source_location;
+
+class Role {
+ public:
+  virtual ~Role() = default;
+
+  virtual Adapter& adapter() = 0;
+  virtual const std::string& name() const = 0;       // "consumer3"
+  virtual const std::string& base_name() const = 0;  // "consumer"
+  virtual int index() const = 0;                     // 3
+  virtual std::vector<std::string> peers() const = 0;
+  virtual int pid_of(const std::string& role) const = 0;
+  virtual const std::string& adapter_name() const = 0;
+  // --param key=value given to the run (sizes, iteration counts for stress cases).
+  virtual std::string param(const std::string& key, const std::string& fallback) const = 0;
+
+  // ---- talking (through the runner)
+  virtual void send(const std::string& to, const std::string& tag, std::span<const std::byte> bytes,
+                    int fd = -1) = 0;
+  // Sends an export; its descriptor goes along when the handle convention or the run's
+  // transport needs it.
+  virtual void send_handle(const std::string& to, const std::string& tag, const Exported& e) = 0;
+  virtual Received receive(const std::string& tag) = 0;
+  // Waits until every role of the case still running has reached `name`.
+  virtual void barrier(const std::string& name) = 0;
+  // Waits until `role` has ended; returns how ("exit 0", "signal SIGKILL").
+  virtual std::string wait_exit(const std::string& role) = 0;
+  // Has the runner kill `role` (an expected death: not a crash of the case).
+  virtual void kill(const std::string& role, int signal = SIGKILL) = 0;
+  // A named protocol step; under --inject the runner may kill this role here.
+  virtual void step(const std::string& name) = 0;
+
+  // ---- judging
+  virtual bool check(bool ok, std::string_view clause, const std::string& message, Where w = Where::current()) = 0;
+  bool check_ok(const Outcome& o, std::string_view clause, const std::string& what, Where w = Where::current());
+  bool check_error(const Outcome& o, Errc expected, std::string_view clause, const std::string& what,
+                   Where w = Where::current());
+  // Like check, but ends the role body on failure.
+  void require(bool ok, std::string_view clause, const std::string& message, Where w = Where::current());
+  template <class T>
+  T require(Result<T> r, std::string_view clause, const std::string& what, Where w = Where::current()) {
+    if (!check_ok(r.outcome, clause, what, w)) throw RoleAbort{what + " failed"};
+    return std::move(r.value);
+  }
+  void require_ok(const Outcome& o, std::string_view clause, const std::string& what, Where w = Where::current());
+  virtual void observe(const std::string& name, const std::string& value, std::string_view clause = {}) = 0;
+  // Records a native error seen on the way (also done by check_ok/check_error).
+  virtual void native_error(const std::string& verb, const Outcome& o) = 0;
+  [[noreturn]] virtual void skip(const std::string& reason) = 0;
+  // Skips with the outcome's message when it says the verb or feature is not there.
+  void skip_if_unsupported(const Outcome& o, const std::string& what);
+  // A line in the role's output (kept in the report's output tail).
+  virtual void note(const std::string& text) = 0;
+  // Attribution for the OS audit: the adapter verb about to run.
+  virtual void mark(const char* verb) = 0;
+  // Sends a named JSON document to the runner (campaign statistics, benchmark figures).
+  virtual void data(const std::string& key, const std::string& json) = 0;
+};
+
+// Deterministic byte patterns that expose wrong offsets and stale data: byte i of the
+// pattern for `seed` depends on both i and seed.
+std::vector<std::byte> pattern(std::uint64_t seed, std::size_t bytes, std::size_t offset = 0);
+// Index of the first byte of `got` that differs from the pattern, or npos.
+std::size_t first_mismatch(std::span<const std::byte> got, std::uint64_t seed, std::size_t offset = 0);
+
+}  // namespace ipcheck

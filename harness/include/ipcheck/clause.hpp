@@ -1,0 +1,33 @@
+// Clauses: the normative statements cases check. The catalog of them lives in cases/
+// and registers here; the runner judges a case's checks by their clause's level and
+// by whether the adapter claims the clause's profile.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ipcheck {
+
+enum class Level { must, should, observe };
+const char* level_name(Level l) noexcept;
+
+struct Clause {
+  std::string id;         // "sycl.mem.open.size"; the profile is the part before the first dot
+  Level level = Level::must;
+  std::string source;     // "SYCL ext IPC, ipc::memory::open"
+  std::string statement;  // one sentence
+  std::string uncovered_reason;  // set when no case can check it here, with the reason
+  std::string profile() const { return id.substr(0, id.find('.')); }
+};
+
+void register_clause(Clause c);
+const std::vector<Clause>& clauses();
+const Clause* find_clause(const std::string& id);
+
+struct ClauseRegistration {
+  explicit ClauseRegistration(std::vector<Clause> list) {
+    for (auto& c : list) register_clause(std::move(c));
+  }
+};
+
+}  // namespace ipcheck

@@ -1,0 +1,71 @@
+// The runner: picks cases, runs each in fresh role processes (fork + exec), relays their
+// messages, watches them (timeouts, crashes, leaks) and classifies every case.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ipcheck/case.hpp"
+#include "ipcheck/reports/results.hpp"
+
+namespace ipcheck {
+
+// Kill a role at a named protocol step: "producer:after_export".
+struct InjectPoint {
+  std::string role;  // base role name
+  std::string step;
+  std::string describe() const { return role + ":" + step; }
+};
+
+struct RunOptions {
+  std::string adapter = "ref";
+  std::vector<std::string> filters;  // globs over case ids; empty: all listed cases
+  bool exact = false;                // filters are exact ids
+  int jobs = 1;
+  double timeout_s = 60;             // per case (a case may ask for more)
+  double inactivity_s = 20;          // no message and no output for this long: timeout
+  double grace_s = 1;                // SIGTERM to SIGKILL
+  std::string transport = "auto";
+  std::map<std::string, std::string> adapter_options;
+  std::map<std::string, std::string> params;
+  std::string expectations_path;     // empty: none
+  std::string role_executable;       // default: /proc/self/exe
+  bool include_hidden = false;
+  std::vector<InjectPoint> inject;   // each case runs once per applicable point
+  std::string audit = "proc";        // proc | off (bpf: see harness/trace)
+  std::vector<std::string> env;      // extra "KEY=VALUE" for role processes
+  std::atomic<bool>* interrupted = nullptr;
+  // Called from worker threads (serialised) as each case finishes.
+  std::function<void(const reports::CaseResult&, std::size_t done, std::size_t total)> on_case_done;
+};
+
+struct AdapterProbe {
+  bool available = false;
+  bool broken = false;  // the probe itself failed (crashed, hung): a harness error, not a skip
+  std::string reason;   // why not, when not available
+  reports::RunInfo info;
+};
+
+// The cases the options select, in catalog order (expanded by injection points).
+std::vector<const CaseDef*> select_cases(const RunOptions& options);
+// Throws std::invalid_argument with a message naming the filter when it matches nothing.
+void validate_selection(const RunOptions& options);
+
+// Asks a role process for the adapter's driver and devices (the runner never loads one).
+AdapterProbe probe_adapter(const RunOptions& options);
+
+// Runs one case (with an optional injection point) and classifies it.
+reports::CaseResult run_case(const CaseDef& c, const RunOptions& options, const InjectPoint* inject = nullptr);
+
+// Runs the selection and returns the whole results document (not yet written).
+reports::Results run_suite(const RunOptions& options);
+
+// Fills results.clauses: every clause with its cases and a verdict from this run.
+void fill_clause_coverage(reports::Results& r);
+
+std::string self_executable();
+
+}  // namespace ipcheck

@@ -1,0 +1,93 @@
+// The process driver: starts one role by fork + exec in its own process group, with
+// PR_SET_PDEATHSIG, a close-on-exec status pipe that reports a failed exec, and its
+// stdout and stderr captured into one pipe. The runner (which never loads a GPU
+// runtime) is the only caller; every child it starts is reaped.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ipcref/unique_fd.hpp"
+
+namespace ipcheck {
+
+using ipcref::unique_fd;
+
+struct SpawnSpec {
+  std::string executable;              // absolute path
+  std::vector<std::string> args;       // argv[1..]
+  std::vector<std::string> env;        // "KEY=VALUE" set on top of the runner's environment
+  int channel_fd = -1;                 // becomes fd 3 in the child
+};
+
+// A failed exec, with the errno the child reported.
+class SpawnError : public std::runtime_error {
+ public:
+  SpawnError(const std::string& what, int err) : std::runtime_error(what), error(err) {}
+  int error;
+};
+
+struct ExitStatus {
+  bool exited = false;  // true: code is valid; false: signal is valid
+  int code = 0;
+  int signal = 0;
+  std::string describe() const;  // "exit 0", "signal SIGSEGV"
+};
+
+class RoleProcess {
+ public:
+  static constexpr std::size_t kTailBytes = 8192;
+
+  // Throws SpawnError when exec fails (the child is reaped before it returns).
+  static RoleProcess spawn(const SpawnSpec& spec);
+
+  RoleProcess() = default;
+  RoleProcess(RoleProcess&& o) noexcept { *this = std::move(o); }
+  RoleProcess& operator=(RoleProcess&& o) noexcept;
+  // Kills the whole group and reaps the child if that has not happened.
+  ~RoleProcess();
+
+  pid_t pid() const noexcept { return pid_; }
+  int pidfd() const noexcept { return pidfd_.get(); }    // readable when the child exits
+  int output_fd() const noexcept { return output_.get(); }
+  std::chrono::steady_clock::time_point started() const noexcept { return started_; }
+
+  // Reads what output is available; false once the pipe reached end of file.
+  bool read_output();
+  const std::string& output_tail() const noexcept { return tail_; }
+  bool output_open() const noexcept { return static_cast<bool>(output_); }
+
+  // Reaps the child if it has exited; the status once known.
+  const std::optional<ExitStatus>& poll_exit();
+  const std::optional<ExitStatus>& status() const noexcept { return status_; }
+
+  // Signals the role's process group (the role and whatever it forked).
+  void signal_group(int sig) const noexcept;
+  // Processes other than the reaped role still in its group, as "pid (comm)".
+  std::vector<std::string> group_survivors() const;
+
+ private:
+  void kill_and_reap() noexcept;
+  pid_t pid_ = 0;
+  unique_fd pidfd_;
+  unique_fd output_;
+  std::string tail_;
+  std::optional<ExitStatus> status_;
+  std::chrono::steady_clock::time_point started_{};
+};
+
+// Makes the calling process the reaper of orphaned descendants (PR_SET_CHILD_SUBREAPER),
+// so grandchildren that escape their group can still be found and reaped.
+void become_subreaper();
+// Kills and reaps every child of this process not in `keep` (orphans that were
+// re-parented here); returns them as "pid (comm)".
+std::vector<std::string> reap_orphans(const std::vector<pid_t>& keep = {});
+
+std::string signal_name(int sig);
+
+}  // namespace ipcheck

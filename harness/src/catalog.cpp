@@ -1,0 +1,179 @@
+// Registries of clauses and cases, filled at start-up by cases/.
+#include <algorithm>
+#include <stdexcept>
+
+#include "ipcheck/case.hpp"
+#include "ipcheck/clause.hpp"
+
+namespace ipcheck {
+
+namespace {
+std::vector<Clause>& clause_registry() {
+  static std::vector<Clause> r;
+  return r;
+}
+std::vector<CaseDef>& case_registry() {
+  static std::vector<CaseDef> r;
+  return r;
+}
+}  // namespace
+
+const char* level_name(Level l) noexcept {
+  switch (l) {
+    case Level::must: return "must";
+    case Level::should: return "should";
+    case Level::observe: return "observe";
+  }
+  return "unknown";
+}
+
+void register_clause(Clause c) {
+  if (find_clause(c.id)) throw std::logic_error("clause " + c.id + " is registered twice");
+  clause_registry().push_back(std::move(c));
+}
+
+const std::vector<Clause>& clauses() { return clause_registry(); }
+
+const Clause* find_clause(const std::string& id) {
+  for (const auto& c : clause_registry())
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+void register_case(CaseDef def) {
+  if (find_case(def.id)) throw std::logic_error("case " + def.id + " is registered twice");
+  if (def.roles.empty()) throw std::logic_error("case " + def.id + " has no role");
+  case_registry().push_back(std::move(def));
+}
+
+const std::vector<CaseDef>& cases() { return case_registry(); }
+
+const CaseDef* find_case(const std::string& id) {
+  for (const auto& c : case_registry())
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+std::vector<std::string> CaseDef::instance_names() const {
+  std::vector<std::string> out;
+  for (const auto& r : roles) {
+    if (r.count == 1) {
+      out.push_back(r.name);
+    } else {
+      for (int i = 0; i < r.count; ++i) out.push_back(r.name + std::to_string(i));
+    }
+  }
+  return out;
+}
+
+const RoleDef* CaseDef::role_for(const std::string& instance, int* index) const {
+  for (const auto& r : roles) {
+    if (r.count == 1 && r.name == instance) {
+      if (index) *index = 0;
+      return &r;
+    }
+    if (r.count > 1 && instance.rfind(r.name, 0) == 0) {
+      const std::string tail = instance.substr(r.name.size());
+      if (tail.empty() || !std::all_of(tail.begin(), tail.end(), ::isdigit)) continue;
+      const int i = std::stoi(tail);
+      if (i < r.count) {
+        if (index) *index = i;
+        return &r;
+      }
+    }
+  }
+  return nullptr;
+}
+
+Case::Case(std::string id, std::string description) {
+  def.id = std::move(id);
+  def.description = std::move(description);
+}
+Case& Case::clause(std::string id) {
+  def.clauses.push_back(std::move(id));
+  return *this;
+}
+Case& Case::clauses(std::initializer_list<std::string> ids) {
+  for (const auto& id : ids) def.clauses.push_back(id);
+  return *this;
+}
+Case& Case::role(std::string name, RoleBody body) {
+  def.roles.push_back({std::move(name), 1, std::move(body)});
+  return *this;
+}
+Case& Case::roles(std::string name, int count, RoleBody body) {
+  def.roles.push_back({std::move(name), count, std::move(body)});
+  return *this;
+}
+Case& Case::timeout(double seconds) {
+  def.timeout_s = seconds;
+  return *this;
+}
+Case& Case::allow_leak(std::string item) {
+  def.allowed_leaks.push_back(std::move(item));
+  return *this;
+}
+Case& Case::steps(std::initializer_list<std::string> names) {
+  for (const auto& n : names) def.steps.push_back(n);
+  return *this;
+}
+Case& Case::hidden() {
+  def.hidden = true;
+  return *this;
+}
+
+// ---- Role helpers shared by every role implementation
+
+bool Role::check_ok(const Outcome& o, std::string_view clause, const std::string& what, Where w) {
+  if (!o.ok()) native_error(what, o);
+  return check(o.ok(), clause, o.ok() ? what + " succeeded" : what + " failed: " + o.describe(), w);
+}
+
+bool Role::check_error(const Outcome& o, Errc expected, std::string_view clause, const std::string& what, Where w) {
+  if (!o.ok()) native_error(what, o);
+  if (o.code == expected) return check(true, clause, what + " gave " + errc_name(expected) + " as required", w);
+  const std::string got = o.ok() ? std::string("success") : o.describe();
+  return check(false, clause, what + " gave " + got + ", expected " + errc_name(expected), w);
+}
+
+void Role::require(bool ok, std::string_view clause, const std::string& message, Where w) {
+  if (!check(ok, clause, message, w)) throw RoleAbort{message};
+}
+
+void Role::require_ok(const Outcome& o, std::string_view clause, const std::string& what, Where w) {
+  if (!check_ok(o, clause, what, w)) throw RoleAbort{what + " failed"};
+}
+
+void Role::skip_if_unsupported(const Outcome& o, const std::string& what) {
+  if (o.code == Errc::not_implemented || o.code == Errc::feature_not_supported) skip(what + ": " + o.describe());
+}
+
+namespace {
+// Mixes position and seed so that a shifted, stale or foreign buffer never matches.
+inline std::uint64_t pattern_word(std::uint64_t word, std::uint64_t seed) noexcept {
+  std::uint64_t x = word * 0x9e3779b97f4a7c15ull ^ (seed + 1) * 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 31;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 29);
+}
+}  // namespace
+
+std::vector<std::byte> pattern(std::uint64_t seed, std::size_t bytes, std::size_t offset) {
+  std::vector<std::byte> out(bytes);
+  std::size_t i = 0;
+  while (i < bytes) {
+    const std::size_t pos = offset + i;
+    const std::uint64_t v = pattern_word(pos >> 3, seed);
+    for (std::size_t b = pos & 7; b < 8 && i < bytes; ++b, ++i) out[i] = static_cast<std::byte>(v >> (8 * b));
+  }
+  return out;
+}
+
+std::size_t first_mismatch(std::span<const std::byte> got, std::uint64_t seed, std::size_t offset) {
+  const auto want = pattern(seed, got.size(), offset);
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i]) return i;
+  return static_cast<std::size_t>(-1);
+}
+
+}  // namespace ipcheck

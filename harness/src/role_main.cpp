@@ -1,0 +1,298 @@
+// The role process: says hello, waits for the start document, initialises the adapter,
+// takes the audit baseline, runs the case's body for its role, audits again, reports.
+#include "ipcheck/role_main.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <deque>
+#include <iostream>
+
+#include "ipcheck/audit.hpp"
+#include "ipcheck/case.hpp"
+#include "ipcheck/reports/results.hpp"
+#include "ipcheck/tracing_adapter.hpp"
+
+namespace ipcheck {
+
+using nlohmann::json;
+
+namespace {
+
+struct RoleSkip {};
+
+class RoleImpl final : public Role {
+ public:
+  RoleImpl(Channel& ch, TracingAdapter& a, std::string name, std::string base, int index, std::string adapter_name,
+           json start)
+      : ch_(ch), adapter_(a), name_(std::move(name)), base_(std::move(base)), index_(index),
+        adapter_name_(std::move(adapter_name)), start_(std::move(start)) {
+    steps_ = start_.value("steps", false);
+  }
+
+  Adapter& adapter() override { return adapter_; }
+  const std::string& name() const override { return name_; }
+  const std::string& base_name() const override { return base_; }
+  int index() const override { return index_; }
+  const std::string& adapter_name() const override { return adapter_name_; }
+
+  std::vector<std::string> peers() const override {
+    std::vector<std::string> out;
+    for (const auto& [n, pid] : start_["peers"].items())
+      if (n != name_) out.push_back(n);
+    return out;
+  }
+
+  int pid_of(const std::string& role) const override {
+    const auto& p = start_["peers"];
+    return p.contains(role) ? p[role].get<int>() : 0;
+  }
+
+  std::string param(const std::string& key, const std::string& fallback) const override {
+    const auto& p = start_["params"];
+    return p.contains(key) ? p[key].get<std::string>() : fallback;
+  }
+
+  void send(const std::string& to, const std::string& tag, std::span<const std::byte> bytes, int fd) override {
+    if (!ch_.send(MsgType::send, {to, tag, to_field(bytes)}, fd)) throw RoleAbort{"the runner is gone"};
+  }
+
+  void send_handle(const std::string& to, const std::string& tag, const Exported& e) override {
+    send(to, tag, e.bytes, e.fd);
+  }
+
+  Received receive(const std::string& tag) override {
+    Message m = wait_for([&](const Message& x) { return x.type == MsgType::deliver && x.fields.at(1) == tag; });
+    return {m.field(0), m.field(1), from_field(m.field(2)), std::move(m.fd)};
+  }
+
+  void barrier(const std::string& name) override {
+    ch_.send(MsgType::barrier, {name});
+    Message m = wait_for([&](const Message& x) { return x.type == MsgType::release && x.fields.at(0) == name; });
+    if (!m.field(1).empty()) throw RoleAbort{"barrier '" + name + "' broken: " + m.field(1)};
+  }
+
+  std::string wait_exit(const std::string& role) override {
+    if (auto it = exited_.find(role); it != exited_.end()) return it->second;
+    wait_for([&](const Message& x) { return x.type == MsgType::peer_exit && x.fields.at(0) == role; }, false);
+    return exited_[role];
+  }
+
+  void kill(const std::string& role, int signal) override {
+    ch_.send(MsgType::kill_peer, {role, std::to_string(signal)});
+  }
+
+  void step(const std::string& name) override {
+    if (!steps_) return;
+    ch_.send(MsgType::step, {name});
+    wait_for([&](const Message& x) { return x.type == MsgType::proceed && x.fields.at(0) == name; });
+  }
+
+  bool check(bool ok, std::string_view clause, const std::string& message, Where w) override {
+    json j = {{"clause", clause}, {"ok", ok}, {"message", message}, {"where", where(w)}};
+    ch_.send(MsgType::check, {j.dump()});
+    if (!ok) std::fprintf(stderr, "[%s] FAILED %.*s: %s (%s)\n", name_.c_str(), static_cast<int>(clause.size()),
+                          clause.data(), message.c_str(), where(w).c_str());
+    return ok;
+  }
+
+  void observe(const std::string& name, const std::string& value, std::string_view clause) override {
+    ch_.send(MsgType::observe, {name, value, std::string(clause)});
+  }
+
+  void native_error(const std::string& verb, const Outcome& o) override {
+    json j = {{"verb", verb}, {"errc", errc_name(o.code)}, {"native", o.native},
+              {"native_name", o.native_name}, {"message", o.message}};
+    ch_.send(MsgType::native_error, {j.dump()});
+  }
+
+  [[noreturn]] void skip(const std::string& reason) override {
+    ch_.send(MsgType::skip, {reason});
+    throw RoleSkip{};
+  }
+
+  void note(const std::string& text) override { std::fprintf(stderr, "[%s] %s\n", name_.c_str(), text.c_str()); }
+
+  void mark(const char* verb) override {
+    std::snprintf(ipcheck_verb_mark.verb, sizeof ipcheck_verb_mark.verb, "%s", verb);
+  }
+
+  void data(const std::string& key, const std::string& doc) override { ch_.send(MsgType::data, {key, doc}); }
+
+ private:
+  static std::string where(const Where& w) {
+    std::string file = w.file_name();
+    // Paths relative to the source tree read better in reports than build-machine paths.
+    for (const char* top : {"/cases/", "/harness/", "/fuzz/", "/bench/"})
+      if (auto at = file.rfind(top); at != std::string::npos) {
+        file = file.substr(at + 1);
+        break;
+      }
+    return file + ":" + std::to_string(w.line());
+  }
+
+  // Returns the first message (queued or new) that `want` accepts; remembers peer exits.
+  template <class Pred>
+  Message wait_for(Pred want, bool abort_on_peer_crash = false) {
+    for (auto it = pending_.begin(); it != pending_.end(); ++it)
+      if (want(*it)) {
+        Message m = std::move(*it);
+        pending_.erase(it);
+        return m;
+      }
+    for (;;) {
+      std::optional<Message> m;
+      try {
+        m = ch_.receive(-1);
+      } catch (const ChannelError& e) {
+        throw RoleAbort{std::string("the runner closed the channel: ") + e.what()};
+      }
+      if (!m) continue;
+      if (m->type == MsgType::peer_exit) exited_[m->field(0)] = m->field(1);
+      if (want(*m)) return std::move(*m);
+      if (m->type != MsgType::peer_exit) pending_.push_back(std::move(*m));
+      (void)abort_on_peer_crash;
+    }
+  }
+
+  Channel& ch_;
+  TracingAdapter& adapter_;
+  std::string name_, base_;
+  int index_;
+  std::string adapter_name_;
+  json start_;
+  bool steps_ = false;
+  std::deque<Message> pending_;
+  std::map<std::string, std::string> exited_;
+};
+
+json info_json(const AdapterInfo& i) {
+  json devices = json::array();
+  for (const auto& d : i.devices) devices.push_back({{"name", d.name}, {"uuid", d.uuid}, {"aspects", d.aspects}});
+  return {{"driver_name", i.driver_name}, {"driver_version", i.driver_version}, {"api_version", i.api_version},
+          {"devices", devices},           {"handle_layout", i.handle_layout},   {"transport", i.transport},
+          {"extra", i.extra}};
+}
+
+struct RoleArgs {
+  std::string case_id, role, adapter;
+};
+
+RoleArgs parse_role_args(const std::vector<std::string>& args) {
+  RoleArgs r;
+  for (std::size_t i = 0; i + 1 < args.size(); i += 2) {
+    if (args[i] == "--case") r.case_id = args[i + 1];
+    else if (args[i] == "--role") r.role = args[i + 1];
+    else if (args[i] == "--adapter") r.adapter = args[i + 1];
+  }
+  return r;
+}
+
+}  // namespace
+
+int role_main(const std::vector<std::string>& args) {
+  const RoleArgs a = parse_role_args(args);
+  Channel ch{unique_fd(3)};
+  char mark_addr[32];
+  std::snprintf(mark_addr, sizeof mark_addr, "%p", static_cast<void*>(&ipcheck_verb_mark));
+  if (!ch.send(MsgType::hello, {a.role, std::to_string(::getpid()), mark_addr})) return 3;
+  json start;
+  try {
+    for (;;) {
+      auto m = ch.receive(-1);
+      if (m && m->type == MsgType::start) {
+        start = json::parse(m->field(0));
+        break;
+      }
+    }
+  } catch (const ChannelError&) {
+    return 3;  // the runner went away before the start
+  }
+
+  auto done = [&](const char* how, const std::string& message) {
+    ch.send(MsgType::done, {how, message});
+    std::fflush(nullptr);
+  };
+
+  const AdapterDesc* desc = find_adapter(a.adapter);
+  if (!desc) {
+    std::fprintf(stderr, "role: unknown adapter '%s'\n", a.adapter.c_str());
+    return 2;
+  }
+  TracingAdapter adapter(desc->create());
+  AdapterConfig config;
+  config.transport = start.value("transport", "auto");
+  config.runner_pid = start.value("runner_pid", 0);
+  for (const auto& [k, v] : start["adapter_options"].items()) config.options[k] = v.get<std::string>();
+  const Outcome init = adapter.init(config);
+
+  if (a.case_id == kInfoCase) {
+    json info = init.ok() ? info_json(adapter.info())
+                          : json{{"error", "adapter '" + a.adapter + "' is not available: " + init.describe()},
+                                 {"errc", errc_name(init.code)}};
+    ch.send(MsgType::info, {info.dump()});
+    done("ok", "");
+    return 0;
+  }
+
+  const CaseDef* def = find_case(a.case_id);
+  int index = 0;
+  const RoleDef* rd = def ? def->role_for(a.role, &index) : nullptr;
+  if (!rd) {
+    std::fprintf(stderr, "role: case '%s' has no role '%s'\n", a.case_id.c_str(), a.role.c_str());
+    done("aborted", "no such case or role");
+    return 2;
+  }
+  RoleImpl role(ch, adapter, a.role, rd->name, index, a.adapter, start);
+  if (!init.ok()) {
+    if (init.code == Errc::not_implemented || init.code == Errc::feature_not_supported ||
+        init.code == Errc::device_lost) {
+      try {
+        role.skip("adapter '" + a.adapter + "' is not available here: " + init.describe());
+      } catch (const RoleSkip&) {
+      }
+      done("ok", "skipped");
+      return 0;
+    }
+    role.check(false, "harness.adapter_init", "adapter '" + a.adapter + "' failed to initialise: " + init.describe(), Where::current());
+    done("aborted", "adapter init failed");
+    return 0;
+  }
+
+  const bool audit = start.value("audit", "proc") != "off";
+  ProcSnapshot before;
+  if (audit) before = take_proc_snapshot();
+  const char* how = "ok";
+  std::string message;
+  try {
+    rd->body(role);
+  } catch (const RoleAbort& e) {
+    how = "aborted";
+    message = e.why;
+    std::fprintf(stderr, "[%s] stopped: %s\n", a.role.c_str(), e.why.c_str());
+  } catch (const RoleSkip&) {
+    how = "ok";
+    message = "skipped";
+  } catch (const std::exception& e) {
+    role.check(false, "harness.role", std::string("uncaught exception: ") + e.what(), Where::current());
+    how = "aborted";
+    message = e.what();
+  }
+  if (audit) {
+    const ProcSnapshot after = take_proc_snapshot();
+    json leaks = json::array();
+    for (const auto& l : diff_snapshots(before, after)) leaks.push_back({{"kind", l.kind}, {"item", l.item}});
+    json doc = {{"method", "proc"},
+                {"fds_before", before.fds.size()},
+                {"fds_after", after.fds.size()},
+                {"tracked_mappings_before", before.mappings.size()},
+                {"tracked_mappings_after", after.mappings.size()},
+                {"verbs", adapter.calls()},
+                {"leaks", leaks}};
+    ch.send(MsgType::audit, {doc.dump()});
+  }
+  done(how, message);
+  return 0;
+}
+
+}  // namespace ipcheck

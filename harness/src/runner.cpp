@@ -1,0 +1,798 @@
+#include "ipcheck/runner.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "ipcheck/clause.hpp"
+#include "ipcheck/expectations.hpp"
+#include "ipcheck/role_main.hpp"
+#include "ipcheck/spawn.hpp"
+
+#ifndef IPCHECK_VERSION
+#define IPCHECK_VERSION "unknown"
+#endif
+
+namespace ipcheck {
+
+using nlohmann::json;
+using reports::CaseResult;
+using reports::Status;
+using Clock = std::chrono::steady_clock;
+
+std::string self_executable() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("/proc/self/exe");
+}
+
+namespace {
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string iso_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string last_line(const std::string& text) {
+  auto end = text.find_last_not_of("\n ");
+  if (end == std::string::npos) return {};
+  auto begin = text.rfind('\n', end);
+  return text.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1) + 1);
+}
+
+std::vector<std::string> role_args(const RunOptions& o, const std::string& case_id, const std::string& role) {
+  return {"role", "--case", case_id, "--role", role, "--adapter", o.adapter};
+}
+
+json start_document(const RunOptions& o, const json& peers, bool steps_enabled) {
+  return {{"peers", peers},
+          {"runner_pid", ::getpid()},
+          {"transport", o.transport},
+          {"adapter_options", o.adapter_options},
+          {"params", o.params},
+          {"audit", o.audit},
+          {"steps", steps_enabled}};
+}
+
+// One role process of a running case.
+struct RoleState {
+  std::string name;
+  std::string base;
+  RoleProcess proc;
+  Channel channel;
+  bool started = false;       // spawned
+  std::string spawn_error;
+  bool hello = false;
+  bool done = false;
+  bool aborted = false;
+  std::string done_message;
+  bool skipped = false;
+  bool expected_death = false;  // killed on request or by injection
+  std::optional<std::string> at_barrier;
+  std::optional<ExitStatus> exit;
+  Clock::time_point exit_time{};
+  double duration_s = 0;
+  json audit;
+  std::vector<std::string> survivors;
+  // Messages the role has not taken yet (it may be busy, or never read at all).
+  std::deque<Message> outbox;
+
+  // Sends without ever blocking the runner; queues what does not fit.
+  void post(MsgType t, std::vector<std::string> fields, int fd = -1) {
+    if (!channel || exit) return;
+    if (outbox.empty()) {
+      const auto r = channel.try_send(t, fields, fd);
+      if (r != Channel::TrySend::full) return;
+    }
+    Message m;
+    m.type = t;
+    m.fields = std::move(fields);
+    if (fd >= 0) m.fd = unique_fd(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    outbox.push_back(std::move(m));
+  }
+  void flush() {
+    while (!outbox.empty() && channel) {
+      const Message& m = outbox.front();
+      const auto r = channel.try_send(m.type, m.fields, m.fd.get());
+      if (r == Channel::TrySend::full) return;
+      outbox.pop_front();
+    }
+  }
+};
+
+class CaseRun {
+ public:
+  CaseRun(const CaseDef& def, const RunOptions& opt, const InjectPoint* inject)
+      : def_(def), opt_(opt), inject_(inject), adapter_(find_adapter(opt.adapter)) {
+    if (!adapter_) throw std::invalid_argument("unknown adapter '" + opt.adapter + "'");
+  }
+
+  CaseResult run();
+
+ private:
+  void spawn_all();
+  void loop();
+  void handle(RoleState& r, Message& m);
+  void reap(RoleState& r);
+  void release_barriers();
+  void begin_termination(const std::string& why, bool is_timeout);
+  void collect_survivors();
+  void classify();
+  RoleState* role(const std::string& name);
+  bool all_exited() const;
+  void broadcast(MsgType t, const std::vector<std::string>& fields, const RoleState* except = nullptr);
+
+  const CaseDef& def_;
+  const RunOptions& opt_;
+  const InjectPoint* inject_;
+  const AdapterDesc* adapter_;
+  std::deque<RoleState> roles_;
+  CaseResult result_;
+  Clock::time_point start_{};
+  Clock::time_point last_activity_{};
+  double timeout_s_ = 0;
+  bool terminating_ = false;
+  bool timed_out_ = false;
+  bool interrupted_ = false;
+  std::string termination_reason_;
+  Clock::time_point kill_at_{};
+  int checks_ = 0;
+  std::string skip_reason_;
+};
+
+RoleState* CaseRun::role(const std::string& name) {
+  for (auto& r : roles_)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+bool CaseRun::all_exited() const {
+  // Output is read for a moment after exit; a descendant that escaped the role's group
+  // may hold the pipe open for ever.
+  const auto now = Clock::now();
+  for (const auto& r : roles_)
+    if (r.started && (!r.exit || (r.proc.output_open() && now - r.exit_time < std::chrono::seconds(1)))) return false;
+  return true;
+}
+
+void CaseRun::broadcast(MsgType t, const std::vector<std::string>& fields, const RoleState* except) {
+  for (auto& r : roles_)
+    if (&r != except && r.started && !r.done) r.post(t, fields);
+}
+
+void CaseRun::spawn_all() {
+  const std::string exe = opt_.role_executable.empty() ? self_executable() : opt_.role_executable;
+  for (const auto& name : def_.instance_names()) {
+    RoleState& r = roles_.emplace_back();
+    r.name = name;
+    const RoleDef* rd = def_.role_for(name);
+    r.base = rd ? rd->name : name;
+    auto [mine, theirs] = make_channel_pair();
+    SpawnSpec spec;
+    spec.executable = exe;
+    spec.args = role_args(opt_, def_.id, name);
+    spec.env = opt_.env;
+    spec.channel_fd = theirs.get();
+    try {
+      r.proc = RoleProcess::spawn(spec);
+      r.channel = Channel(std::move(mine));
+      r.started = true;
+    } catch (const SpawnError& e) {
+      r.spawn_error = e.what();
+    }
+  }
+}
+
+void CaseRun::release_barriers() {
+  // A barrier opens when every role still running waits at it.
+  std::optional<std::string> name;
+  for (const auto& r : roles_) {
+    if (!r.started || r.exit || r.done) continue;
+    if (!r.at_barrier) return;
+    if (name && *name != *r.at_barrier) return;  // roles wait at different barriers
+    name = r.at_barrier;
+  }
+  if (!name) return;
+  std::string broken;
+  for (const auto& r : roles_)
+    if (r.exit && !r.done && !r.expected_death)
+      broken += (broken.empty() ? "" : ", ") + r.name + " ended (" + r.exit->describe() + ") before reaching it";
+  for (auto& r : roles_)
+    if (r.at_barrier && !r.exit) {
+      r.post(MsgType::release, {*name, broken});
+      r.at_barrier.reset();
+    }
+}
+
+void CaseRun::begin_termination(const std::string& why, bool is_timeout) {
+  if (terminating_) return;
+  terminating_ = true;
+  timed_out_ = is_timeout;
+  termination_reason_ = why;
+  for (auto& r : roles_)
+    if (r.started && !r.exit) r.proc.signal_group(SIGTERM);
+  kill_at_ = Clock::now() + std::chrono::milliseconds(static_cast<int>(opt_.grace_s * 1000));
+}
+
+void CaseRun::reap(RoleState& r) {
+  if (r.exit || !r.proc.poll_exit()) return;
+  // What the role sent before it exited is still queued: read it all first.
+  try {
+    while (r.channel)
+      if (auto m = r.channel.receive(0))
+        handle(r, *m);
+      else
+        break;
+  } catch (const std::exception&) {
+  }
+  r.channel = Channel();
+  r.exit = r.proc.status();
+  r.exit_time = Clock::now();
+  r.duration_s = seconds_since(r.proc.started());
+  // Grandchildren left in the role's group are a leak of processes; they die here.
+  r.survivors = r.proc.group_survivors();
+  if (!r.survivors.empty()) {
+    r.proc.signal_group(SIGKILL);
+    // As the subreaper the runner inherited them: reap, so no zombie outlives the case.
+    for (const auto& s : r.survivors) {
+      const pid_t p = std::atoi(s.c_str());
+      int status;
+      while (::waitpid(p, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  broadcast(MsgType::peer_exit, {r.name, r.exit->describe()}, &r);
+  release_barriers();
+}
+
+void CaseRun::handle(RoleState& r, Message& m) {
+  switch (m.type) {
+    case MsgType::hello: {
+      r.hello = true;
+      if (std::all_of(roles_.begin(), roles_.end(), [](const RoleState& x) { return !x.started || x.hello; })) {
+        json peers = json::object();
+        for (const auto& x : roles_)
+          if (x.started) peers[x.name] = x.proc.pid();
+        for (auto& x : roles_) {
+          const bool steps = inject_ && inject_->role == x.base;
+          if (x.started) x.post(MsgType::start, {start_document(opt_, peers, steps).dump()});
+        }
+      }
+      break;
+    }
+    case MsgType::send: {
+      RoleState* to = role(m.field(0));
+      if (!to) {
+        result_.warnings.push_back(r.name + " sent '" + m.field(1) + "' to unknown role '" + m.field(0) + "'");
+        break;
+      }
+      to->post(MsgType::deliver, {r.name, m.field(1), m.field(2)}, m.fd.get());
+      break;
+    }
+    case MsgType::barrier:
+      r.at_barrier = m.field(0);
+      release_barriers();
+      break;
+    case MsgType::check: {
+      ++checks_;
+      json j = json::parse(m.field(0));
+      reports::Check c;
+      c.clause = j.value("clause", "");
+      c.role = r.name;
+      c.message = j.value("message", "");
+      c.where = j.value("where", "");
+      const bool ok = j.value("ok", false);
+      const Clause* clause = find_clause(c.clause);
+      const Level level = clause ? clause->level : Level::must;
+      c.level = level_name(level);
+      const auto& claimed = adapter_->profiles;
+      const std::string profile = c.clause.substr(0, c.clause.find('.'));
+      const bool judged = std::find(claimed.begin(), claimed.end(), profile) != claimed.end() || profile == "harness";
+      if (!clause && profile != "harness")
+        result_.warnings.push_back("check names clause '" + c.clause + "', which the catalog lacks");
+      if (ok)
+        c.result = "pass";
+      else if (!judged || level == Level::observe)
+        c.result = "observed";
+      else if (level == Level::should)
+        c.result = "warn";
+      else
+        c.result = "fail";
+      if (c.result == "observed") result_.observations["clause." + c.clause] = "violated: " + c.message;
+      if (c.result == "warn") result_.warnings.push_back(c.clause + ": " + c.message);
+      result_.checks.push_back(std::move(c));
+      break;
+    }
+    case MsgType::observe: {
+      result_.observations[m.field(0)] = m.field(1);
+      if (!m.field(2).empty()) {
+        ++checks_;
+        reports::Check c;
+        c.clause = m.field(2);
+        c.role = r.name;
+        c.level = "observe";
+        c.result = "observed";
+        c.message = m.field(0) + " = " + m.field(1);
+        result_.checks.push_back(std::move(c));
+      }
+      break;
+    }
+    case MsgType::native_error: {
+      json j = json::parse(m.field(0));
+      reports::NativeError e;
+      e.role = r.name;
+      e.verb = j.value("verb", "");
+      e.errc = j.value("errc", "");
+      e.native = j.value("native", 0LL);
+      e.native_name = j.value("native_name", "");
+      e.message = j.value("message", "");
+      if (result_.native_errors.size() < 200) result_.native_errors.push_back(std::move(e));
+      break;
+    }
+    case MsgType::skip:
+      r.skipped = true;
+      if (skip_reason_.empty()) skip_reason_ = m.field(0);
+      // One role cannot run the case: the others would wait for it forever.
+      for (auto& x : roles_)
+        if (x.started && !x.exit) x.expected_death = true;
+      begin_termination("skipped: " + m.field(0), false);
+      break;
+    case MsgType::step:
+      if (inject_ && inject_->role == r.base && inject_->step == m.field(0)) {
+        result_.injection = r.name + ":" + m.field(0);
+        r.expected_death = true;
+        r.proc.signal_group(SIGKILL);
+      } else {
+        r.post(MsgType::proceed, {m.field(0)});
+      }
+      break;
+    case MsgType::kill_peer: {
+      RoleState* target = role(m.field(0));
+      if (!target || !target->started) {
+        result_.warnings.push_back(r.name + " asked to kill unknown role '" + m.field(0) + "'");
+        break;
+      }
+      target->expected_death = true;
+      if (!target->exit) target->proc.signal_group(std::stoi(m.field(1)));
+      break;
+    }
+    case MsgType::audit:
+      r.audit = json::parse(m.field(0));
+      break;
+    case MsgType::data: {
+      json& data = result_.audit["data"];
+      data[m.field(0)] = json::parse(m.field(1));
+      break;
+    }
+    case MsgType::done:
+      r.done = true;
+      r.aborted = m.field(0) == "aborted";
+      r.done_message = m.field(1);
+      release_barriers();
+      break;
+    case MsgType::info:
+    case MsgType::mark:
+      break;
+    default:
+      result_.warnings.push_back(r.name + " sent an unexpected " + std::string(msg_type_name(m.type)) + " message");
+  }
+}
+
+void CaseRun::loop() {
+  const double inactivity = std::min(opt_.inactivity_s, timeout_s_);
+  while (!all_exited()) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<RoleState*, int>> owners;  // kind: 0 channel, 1 output, 2 pidfd
+    for (auto& r : roles_) {
+      if (!r.started) continue;
+      if (!r.exit && r.channel) {
+        fds.push_back({r.channel.fd(), static_cast<short>(POLLIN | (r.outbox.empty() ? 0 : POLLOUT)), 0});
+        owners.emplace_back(&r, 0);
+      }
+      if (r.proc.output_open()) {
+        fds.push_back({r.proc.output_fd(), POLLIN, 0});
+        owners.emplace_back(&r, 1);
+      }
+      if (!r.exit) {
+        fds.push_back({r.proc.pidfd(), POLLIN, 0});
+        owners.emplace_back(&r, 2);
+      }
+    }
+    const auto now = Clock::now();
+    Clock::time_point wake = terminating_ ? kill_at_
+                                          : std::min(start_ + std::chrono::milliseconds(int(timeout_s_ * 1000)),
+                                                     last_activity_ + std::chrono::milliseconds(int(inactivity * 1000)));
+    const int wait_ms = static_cast<int>(
+        std::clamp<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1, 0, 200));
+    const int n = ::poll(fds.data(), fds.size(), wait_ms);
+    if (n < 0 && errno != EINTR) throw std::runtime_error("poll failed");
+
+    if (opt_.interrupted && opt_.interrupted->load() && !interrupted_) {
+      interrupted_ = true;
+      begin_termination("the run was interrupted", false);
+    }
+    for (std::size_t i = 0; n > 0 && i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      auto [r, kind] = owners[i];
+      last_activity_ = Clock::now();
+      if (kind == 0) {
+        if (r->exit || !r->channel) continue;
+        if (fds[i].revents & POLLOUT) r->flush();
+        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        try {
+          if (auto m = r->channel.receive(0)) handle(*r, *m);
+        } catch (const ChannelError&) {
+          r->channel = Channel();  // the role closed its end (exiting)
+        } catch (const std::exception& e) {
+          result_.warnings.push_back(r->name + ": bad message: " + e.what());
+        }
+      } else if (kind == 1) {
+        r->proc.read_output();
+      } else {
+        reap(*r);
+      }
+    }
+    for (auto& r : roles_)
+      if (r.started && !r.exit) reap(r);
+
+    const auto t = Clock::now();
+    if (!terminating_) {
+      if (t - start_ >= std::chrono::milliseconds(int(timeout_s_ * 1000))) {
+        begin_termination("case timeout after " + std::to_string(int(timeout_s_)) + " s", true);
+      } else if (t - last_activity_ >= std::chrono::milliseconds(int(inactivity * 1000))) {
+        begin_termination("no message and no output for " + std::to_string(int(inactivity)) + " s", true);
+      }
+    } else if (t >= kill_at_) {
+      for (auto& r : roles_)
+        if (r.started && !r.exit) r.proc.signal_group(SIGKILL);
+      kill_at_ = t + std::chrono::seconds(3600);
+    }
+  }
+}
+
+std::string waiting_where(const std::deque<RoleState>& roles) {
+  std::string s;
+  for (const auto& r : roles) {
+    if (!r.started || r.done) continue;
+    s += (s.empty() ? "" : "; ") + r.name;
+    s += r.at_barrier ? " waiting at barrier '" + *r.at_barrier + "'" : " still running";
+  }
+  return s;
+}
+
+void CaseRun::classify() {
+  auto& c = result_;
+  for (const auto& r : roles_) {
+    reports::RoleExit x;
+    x.name = r.name;
+    x.pid = r.started ? r.proc.pid() : 0;
+    x.duration_s = r.duration_s;
+    x.output_tail = r.proc.output_tail();
+    if (!r.started) {
+      x.exit = "could not start: " + r.spawn_error;
+      x.code = 127;
+    } else if (r.exit) {
+      x.exit = r.exit->describe();
+      x.code = r.exit->code;
+      x.signal = r.exit->signal;
+      if (r.expected_death && !r.exit->exited) x.exit += " (expected)";
+    }
+    c.roles.push_back(std::move(x));
+    if (r.audit.is_object()) c.audit["roles"][r.name] = r.audit;
+    for (const auto& s : r.survivors)
+      c.findings.push_back({r.name, "process", s, "", "left running after the role exited; killed"});
+    if (r.audit.is_object() && r.audit.contains("leaks"))
+      for (const auto& l : r.audit["leaks"]) {
+        const std::string item = l.value("item", "");
+        const bool allowed = std::any_of(def_.allowed_leaks.begin(), def_.allowed_leaks.end(),
+                                         [&](const std::string& a) { return item.find(a) != std::string::npos; });
+        if (!allowed) c.findings.push_back({r.name, l.value("kind", ""), item, l.value("verb", ""), ""});
+      }
+  }
+  c.audit["method"] = opt_.audit;
+
+  auto set = [&](Status s, std::string reason) {
+    c.status = s;
+    c.reason = std::move(reason);
+  };
+  if (interrupted_) return set(Status::incomplete, "the run was interrupted before this case finished");
+  if (timed_out_) return set(Status::timeout, termination_reason_ + " (" + waiting_where(roles_) + ")");
+  for (const auto& r : roles_)
+    if (!r.started) return set(Status::fail, "role " + r.name + " could not start: " + r.spawn_error);
+  for (const auto& r : roles_)
+    if (r.exit && !r.exit->exited && !r.expected_death) {
+      std::string why = r.name + " died by " + signal_name(r.exit->signal);
+      const std::string last = last_line(r.proc.output_tail());
+      if (!last.empty()) why += " (last output: " + last + ")";
+      return set(Status::crash, why);
+    }
+  if (!c.findings.empty()) {
+    const auto& f = c.findings.front();
+    return set(Status::leak, f.role + " left " + std::to_string(c.findings.size()) + " item(s) behind, first: " + f.kind +
+                                 " " + f.item);
+  }
+  for (const auto& k : c.checks)
+    if (k.result == "fail")
+      return set(Status::fail, "[" + k.role + "] " + k.clause + ": " + k.message + (k.where.empty() ? "" : " (" + k.where + ")"));
+  for (const auto& r : roles_)
+    if (r.exit && r.exit->exited && r.exit->code != 0 && !r.expected_death)
+      return set(Status::fail, r.name + " exited with code " + std::to_string(r.exit->code) +
+                                   (r.done ? "" : " before finishing") + ": " + last_line(r.proc.output_tail()));
+  for (const auto& r : roles_)
+    if (r.exit && !r.done && !r.expected_death && !r.skipped)
+      return set(Status::fail, r.name + " ended (" + r.exit->describe() + ") without finishing its body: " +
+                                   last_line(r.proc.output_tail()));
+  if (!skip_reason_.empty()) return set(Status::skip, skip_reason_);
+  if (checks_ == 0 && c.observations.empty())
+    return set(Status::fail, "the case made no check and no observation; a case must judge something");
+  set(Status::pass, "");
+}
+
+CaseResult CaseRun::run() {
+  result_.id = def_.id;
+  result_.description = def_.description;
+  result_.area = def_.area();
+  result_.clauses = def_.clauses;
+  timeout_s_ = std::max(opt_.timeout_s, def_.timeout_s);
+  start_ = last_activity_ = Clock::now();
+  spawn_all();
+  loop();
+  classify();
+  result_.duration_s = seconds_since(start_);
+  return result_;
+}
+
+}  // namespace
+
+std::vector<const CaseDef*> select_cases(const RunOptions& o) {
+  std::vector<const CaseDef*> out;
+  for (const auto& c : cases()) {
+    if (c.hidden && !o.include_hidden) {
+      // Hidden cases run only when a filter names them exactly.
+      if (std::none_of(o.filters.begin(), o.filters.end(), [&](const std::string& f) { return f == c.id; })) continue;
+    }
+    if (!o.filters.empty()) {
+      const bool hit = std::any_of(o.filters.begin(), o.filters.end(), [&](const std::string& f) {
+        return o.exact ? f == c.id : glob_match(f, c.id) || glob_match("*" + f + "*", c.id);
+      });
+      if (!hit) continue;
+    }
+    out.push_back(&c);
+  }
+  return out;
+}
+
+void validate_selection(const RunOptions& o) {
+  for (const auto& f : o.filters) {
+    RunOptions one = o;
+    one.filters = {f};
+    if (select_cases(one).empty())
+      throw std::invalid_argument("filter '" + f + "' matches no case; 'ipcheck list' shows the case ids");
+  }
+  if (select_cases(o).empty()) throw std::invalid_argument("no case selected");
+}
+
+AdapterProbe probe_adapter(const RunOptions& o) {
+  AdapterProbe p;
+  const AdapterDesc* desc = find_adapter(o.adapter);
+  p.info.adapter = o.adapter;
+  if (desc) p.info.profiles = desc->profiles;
+  auto [mine, theirs] = make_channel_pair();
+  SpawnSpec spec;
+  spec.executable = o.role_executable.empty() ? self_executable() : o.role_executable;
+  spec.args = role_args(o, kInfoCase, "info");
+  spec.env = o.env;
+  spec.channel_fd = theirs.get();
+  RoleProcess proc;
+  try {
+    proc = RoleProcess::spawn(spec);
+  } catch (const SpawnError& e) {
+    p.reason = std::string("cannot start an adapter probe: ") + e.what();
+    p.broken = true;
+    return p;
+  }
+  theirs.reset();
+  Channel ch(std::move(mine));
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  json info;
+  try {
+    while (Clock::now() < deadline) {
+      auto m = ch.receive(200);
+      if (!m) {
+        proc.read_output();
+        continue;
+      }
+      if (m->type == MsgType::hello) {
+        ch.send(MsgType::start, {start_document(o, json::object({{"info", proc.pid()}}), false).dump()});
+      } else if (m->type == MsgType::info) {
+        info = json::parse(m->field(0));
+      } else if (m->type == MsgType::done) {
+        break;
+      }
+    }
+  } catch (const ChannelError&) {
+  }
+  while (proc.read_output()) {
+  }
+  for (int i = 0; i < 100 && !proc.poll_exit(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (info.is_null()) {
+    p.broken = true;
+    p.reason = "the adapter probe ended without answering (" +
+               (proc.status() ? proc.status()->describe() : std::string("still running")) + "): " +
+               last_line(proc.output_tail());
+    return p;
+  }
+  if (info.contains("error")) {
+    p.reason = info["error"].get<std::string>();
+    return p;
+  }
+  p.available = true;
+  p.info.driver_name = info.value("driver_name", "");
+  p.info.driver_version = info.value("driver_version", "");
+  p.info.devices = info.value("devices", json::array());
+  p.info.transport = info.value("transport", "");
+  return p;
+}
+
+void fill_clause_coverage(reports::Results& r) {
+  r.clauses.clear();
+  for (const auto& k : clauses()) {
+    reports::ClauseInfo ci;
+    ci.id = k.id;
+    ci.profile = k.profile();
+    ci.level = level_name(k.level);
+    ci.source = k.source;
+    ci.statement = k.statement;
+    ci.uncovered_reason = k.uncovered_reason;
+    for (const auto& c : cases())
+      if (!c.hidden && std::find(c.clauses.begin(), c.clauses.end(), k.id) != c.clauses.end()) ci.cases.push_back(c.id);
+    // Verdict: the worst check result for the clause over the run.
+    int worst = -1;
+    static const char* order[] = {"skip", "pass", "observed", "warn", "fail"};
+    for (const auto& c : r.cases) {
+      const bool covers = std::find(c.clauses.begin(), c.clauses.end(), k.id) != c.clauses.end();
+      if (covers && c.status == Status::skip) worst = std::max(worst, 0);
+      for (const auto& ch : c.checks) {
+        if (ch.clause != k.id) continue;
+        for (int i = 0; i < 5; ++i)
+          if (ch.result == order[i]) worst = std::max(worst, i);
+      }
+    }
+    ci.verdict = worst < 0 ? "not_run" : order[worst];
+    r.clauses.push_back(std::move(ci));
+  }
+}
+
+CaseResult run_case(const CaseDef& c, const RunOptions& options, const InjectPoint* inject) {
+  return CaseRun(c, options, inject).run();
+}
+
+reports::Results run_suite(const RunOptions& o) {
+  become_subreaper();
+  reports::Results results;
+  const auto t0 = Clock::now();
+  results.run.start = iso_now();
+  AdapterProbe probe = probe_adapter(o);
+  results.run = probe.info;
+  results.run.start = iso_now();
+  results.run.adapter = o.adapter;
+  results.run.ipcheck_version = IPCHECK_VERSION;
+  utsname u{};
+  if (::uname(&u) == 0) {
+    results.run.kernel = std::string(u.sysname) + " " + u.release;
+    results.run.hostname = u.nodename;
+  }
+  results.run.audit = o.audit;
+  results.run.options = {{"jobs", o.jobs},       {"filters", o.filters},   {"timeout_s", o.timeout_s},
+                         {"transport", o.transport}, {"params", o.params}, {"adapter_options", o.adapter_options},
+                         {"expectations", o.expectations_path}};
+  if (!o.inject.empty()) {
+    std::vector<std::string> pts;
+    for (const auto& p : o.inject) pts.push_back(p.describe());
+    results.run.options["inject"] = pts;
+  }
+  std::optional<Expectations> expectations;
+  if (!o.expectations_path.empty()) expectations = Expectations::load(o.expectations_path);
+
+  // Jobs: each selected case, once per injection point that names one of its steps.
+  struct Job {
+    const CaseDef* def;
+    std::optional<InjectPoint> inject;
+  };
+  std::vector<Job> jobs;
+  for (const CaseDef* c : select_cases(o)) {
+    if (o.inject.empty()) {
+      jobs.push_back({c, std::nullopt});
+      continue;
+    }
+    for (const auto& p : o.inject) {
+      const bool has_role = std::any_of(c->roles.begin(), c->roles.end(), [&](const RoleDef& r) { return r.name == p.role; });
+      if (has_role && std::find(c->steps.begin(), c->steps.end(), p.step) != c->steps.end()) jobs.push_back({c, p});
+    }
+  }
+  results.cases.resize(jobs.size());
+  std::mutex lock;
+  std::size_t next = 0, finished = 0;
+  auto worker = [&] {
+    for (;;) {
+      std::size_t i;
+      {
+        std::lock_guard g(lock);
+        if (next >= jobs.size()) return;
+        i = next++;
+      }
+      const Job& job = jobs[i];
+      CaseResult res;
+      if (!probe.available) {
+        res.id = job.def->id;
+        res.description = job.def->description;
+        res.area = job.def->area();
+        res.clauses = job.def->clauses;
+        res.status = probe.broken ? Status::fail : Status::skip;
+        res.reason = probe.broken ? "the adapter probe failed: " + probe.reason : probe.reason;
+      } else if (o.interrupted && o.interrupted->load()) {
+        res.id = job.def->id;
+        res.description = job.def->description;
+        res.area = job.def->area();
+        res.clauses = job.def->clauses;
+        res.status = Status::incomplete;
+        res.reason = "the run was interrupted before this case started";
+      } else {
+        res = run_case(*job.def, o, job.inject ? &*job.inject : nullptr);
+      }
+      if (job.inject) res.id += "@" + job.inject->describe();
+      if (expectations) {
+        if (const Expectation* e = expectations->match(res)) {
+          e->used = true;
+          res.expectation = e->reason + " (" + e->where + ")";
+          res.reason = "expected " + std::string(reports::to_string(res.status)) + ": " + res.reason;
+          res.status = Status::xfail;
+        }
+      }
+      std::lock_guard g(lock);
+      results.cases[i] = std::move(res);
+      ++finished;
+      if (o.on_case_done) o.on_case_done(results.cases[i], finished, jobs.size());
+    }
+  };
+  const int n = std::max(1, std::min<int>(o.jobs, static_cast<int>(jobs.size())));
+  std::vector<std::thread> threads;
+  for (int t = 1; t < n; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  reap_orphans();
+
+  if (expectations)
+    for (const auto& e : expectations->entries())
+      if (!e.used) {
+        // An expected failure that no longer happens: say so, so the line gets removed.
+        for (auto& c : results.cases)
+          if (glob_match(e.pattern, c.id) && c.status == Status::pass)
+            c.warnings.push_back("expectation no longer needed: " + e.where + " expects " + reports::to_string(e.status));
+      }
+  results.summary = reports::summarize(results.cases);
+  results.run.duration_s = seconds_since(t0);
+  if (!probe.available) results.run.options["adapter_unavailable"] = probe.reason;
+  fill_clause_coverage(results);
+  return results;
+}
+
+}  // namespace ipcheck

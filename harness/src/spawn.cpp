@@ -1,0 +1,238 @@
+#include "ipcheck/spawn.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <utility>
+
+extern char** environ;
+
+namespace ipcheck {
+
+std::string signal_name(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+std::string ExitStatus::describe() const {
+  return exited ? "exit " + std::to_string(code) : "signal " + signal_name(signal);
+}
+
+namespace {
+
+unique_fd open_pidfd(pid_t pid) { return unique_fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))); }
+
+std::string read_comm(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+}  // namespace
+
+RoleProcess RoleProcess::spawn(const SpawnSpec& spec) {
+  // Everything the child needs is built before fork: between fork and exec it may only
+  // make async-signal-safe calls (the runner has other threads).
+  std::vector<std::string> argv_s{spec.executable};
+  argv_s.insert(argv_s.end(), spec.args.begin(), spec.args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv;
+  }
+  for (const auto& kv : spec.env) env[kv.substr(0, kv.find('='))] = kv;
+  std::vector<std::string> env_s;
+  for (auto& [k, v] : env) env_s.push_back(v);
+  std::vector<char*> envp;
+  for (auto& v : env_s) envp.push_back(v.data());
+  envp.push_back(nullptr);
+
+  int out[2], st[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) throw SpawnError(std::string("pipe2: ") + std::strerror(errno), errno);
+  unique_fd out_r(out[0]), out_w(out[1]);
+  if (::pipe2(st, O_CLOEXEC) != 0) throw SpawnError(std::string("pipe2: ") + std::strerror(errno), errno);
+  unique_fd st_r(st[0]), st_w(st[1]);
+  unique_fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!devnull) throw SpawnError(std::string("/dev/null: ") + std::strerror(errno), errno);
+
+  const pid_t parent = ::getpid();
+  const int channel = spec.channel_fd;
+  const pid_t pid = ::fork();
+  if (pid < 0) throw SpawnError(std::string("fork: ") + std::strerror(errno), errno);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the runner died before prctl took effect
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    // Move every source above the target numbers first, so no dup2 clobbers another.
+    const int hi_null = ::fcntl(devnull.get(), F_DUPFD, 10);
+    const int hi_out = ::fcntl(out_w.get(), F_DUPFD, 10);
+    const int hi_chan = channel >= 0 ? ::fcntl(channel, F_DUPFD, 10) : -1;
+    const int hi_st = ::fcntl(st_w.get(), F_DUPFD, 10);
+    ::dup2(hi_null, 0);
+    ::dup2(hi_out, 1);
+    ::dup2(hi_out, 2);
+    if (hi_chan >= 0) ::dup2(hi_chan, 3);
+    ::dup3(hi_st, 4, O_CLOEXEC);  // closes on a successful exec: EOF tells the runner it worked
+    ::close_range(5, ~0U, 0);
+    ::execve(argv[0], argv.data(), envp.data());
+    const int err = errno;
+    (void)!::write(4, &err, sizeof err);
+    ::_exit(127);
+  }
+
+  RoleProcess p;
+  p.pid_ = pid;
+  p.started_ = std::chrono::steady_clock::now();
+  p.pidfd_ = open_pidfd(pid);
+  out_w.reset();
+  st_w.reset();
+  int err = 0;
+  ssize_t n;
+  do n = ::read(st_r.get(), &err, sizeof err);
+  while (n < 0 && errno == EINTR);
+  if (n == static_cast<ssize_t>(sizeof err)) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    p.pid_ = 0;
+    throw SpawnError("exec " + spec.executable + ": " + std::strerror(err), err);
+  }
+  ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
+  p.output_ = std::move(out_r);
+  return p;
+}
+
+RoleProcess& RoleProcess::operator=(RoleProcess&& o) noexcept {
+  if (this != &o) {
+    kill_and_reap();
+    pid_ = std::exchange(o.pid_, 0);
+    pidfd_ = std::move(o.pidfd_);
+    output_ = std::move(o.output_);
+    tail_ = std::move(o.tail_);
+    status_ = std::exchange(o.status_, std::nullopt);
+    started_ = o.started_;
+  }
+  return *this;
+}
+
+RoleProcess::~RoleProcess() { kill_and_reap(); }
+
+void RoleProcess::kill_and_reap() noexcept {
+  if (pid_ > 0 && !status_) {
+    signal_group(SIGKILL);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+bool RoleProcess::read_output() {
+  if (!output_) return false;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(output_.get(), buf, sizeof buf);
+    if (n > 0) {
+      tail_.append(buf, static_cast<std::size_t>(n));
+      if (tail_.size() > 2 * kTailBytes) tail_.erase(0, tail_.size() - kTailBytes);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return true;
+    output_.reset();  // end of file (or an error, which ends the capture the same way)
+    if (tail_.size() > kTailBytes) tail_.erase(0, tail_.size() - kTailBytes);
+    return false;
+  }
+}
+
+const std::optional<ExitStatus>& RoleProcess::poll_exit() {
+  if (pid_ > 0 && !status_) {
+    int status = 0;
+    pid_t r;
+    do r = ::waitpid(pid_, &status, WNOHANG);
+    while (r < 0 && errno == EINTR);
+    if (r == pid_) {
+      ExitStatus s;
+      s.exited = WIFEXITED(status);
+      s.code = s.exited ? WEXITSTATUS(status) : 0;
+      s.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      status_ = s;
+    }
+  }
+  return status_;
+}
+
+void RoleProcess::signal_group(int sig) const noexcept {
+  if (pid_ > 0) ::kill(-pid_, sig);
+}
+
+std::vector<std::string> RoleProcess::group_survivors() const {
+  std::vector<std::string> out;
+  if (pid_ <= 0 || ::kill(-pid_, 0) != 0) return out;  // no member left: no /proc scan
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    if (!std::isdigit(static_cast<unsigned char>(e->d_name[0]))) continue;
+    const pid_t p = std::atoi(e->d_name);
+    if (p == pid_ && status_) continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) continue;
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state, ppid, pgrp;
+    rest >> state >> ppid >> pgrp;
+    if (std::atoi(pgrp.c_str()) == pid_ && state != "Z")
+      out.push_back(std::to_string(p) + " (" + read_comm(p) + ")");
+  }
+  ::closedir(d);
+  return out;
+}
+
+void become_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+std::vector<std::string> reap_orphans(const std::vector<pid_t>& keep) {
+  std::vector<std::string> found;
+  std::vector<pid_t> children;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/children");
+      pid_t p;
+      while (in >> p) children.push_back(p);
+    }
+    ::closedir(d);
+  }
+  for (pid_t p : children) {
+    if (std::find(keep.begin(), keep.end(), p) != keep.end()) continue;
+    found.push_back(std::to_string(p) + " (" + read_comm(p) + ")");
+    ::kill(p, SIGKILL);
+    int status;
+    while (::waitpid(p, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  return found;
+}
+
+}  // namespace ipcheck

@@ -1,0 +1,178 @@
+// The runner against deliberately broken roles: each gets the right verdict, and after
+// every case no process of it remains and the runner holds no extra descriptor.
+#include <dirent.h>
+#include <signal.h>
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "ipcheck/audit.hpp"
+#include "ipcheck/runner.hpp"
+#include "ipcheck/spawn.hpp"
+
+namespace ipcheck {
+namespace {
+
+using reports::Status;
+
+std::vector<pid_t> children_of_self() {
+  std::vector<pid_t> out;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/children");
+      pid_t p;
+      while (in >> p) out.push_back(p);
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { become_subreaper(); }
+
+  reports::CaseResult run(const std::string& id, double timeout = 10, const InjectPoint* inject = nullptr) {
+    RunOptions o;
+    o.adapter = "ref";
+    o.role_executable = IPCHECK_SELFTEST_EXE;
+    o.timeout_s = timeout;
+    o.inactivity_s = timeout;
+    o.grace_s = 0.5;
+    const CaseDef* c = find_case(id);
+    EXPECT_NE(c, nullptr) << id;
+    const std::size_t fds = count_open_fds();
+    reports::CaseResult r = run_case(*c, o, inject);
+    // Nothing of the case may remain: no child (the runner reaps) and no extra descriptor.
+    EXPECT_EQ(children_of_self(), std::vector<pid_t>{}) << id << " left processes behind";
+    EXPECT_EQ(count_open_fds(), fds) << id << " left the runner holding descriptors";
+    return r;
+  }
+};
+
+TEST_F(RunnerTest, PassingCasePasses) {
+  auto r = run("selftest.pass");
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  ASSERT_EQ(r.roles.size(), 2u);
+  EXPECT_EQ(r.roles[0].exit, "exit 0");
+}
+
+TEST_F(RunnerTest, MustFailureFails) {
+  auto r = run("selftest.fail");
+  EXPECT_EQ(r.status, Status::fail);
+  EXPECT_NE(r.reason.find("deliberate failure"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("selftest_cases.cpp"), std::string::npos) << "the reason names file:line: " << r.reason;
+}
+
+TEST_F(RunnerTest, ShouldFailureWarns) {
+  auto r = run("selftest.should");
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("deliberate warning"), std::string::npos);
+}
+
+TEST_F(RunnerTest, SegvIsCrashNamingRoleAndSignal) {
+  auto r = run("selftest.crash.segv");
+  EXPECT_EQ(r.status, Status::crash);
+  EXPECT_NE(r.reason.find("consumer died by SIGSEGV"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("about to crash"), std::string::npos) << "last output is quoted: " << r.reason;
+}
+
+TEST_F(RunnerTest, AbortIsCrash) {
+  auto r = run("selftest.crash.abort");
+  EXPECT_EQ(r.status, Status::crash);
+  EXPECT_NE(r.reason.find("SIGABRT"), std::string::npos) << r.reason;
+}
+
+TEST_F(RunnerTest, HangIsTimeoutAndTheGroupIsKilled) {
+  auto r = run("selftest.hang", 1.5);
+  EXPECT_EQ(r.status, Status::timeout);
+  EXPECT_NE(r.reason.find("consumer still running"), std::string::npos) << r.reason;
+  EXPECT_LT(r.duration_s, 5.0);
+}
+
+TEST_F(RunnerTest, EarlyExitFails) {
+  auto r = run("selftest.early_exit");
+  EXPECT_EQ(r.status, Status::fail);
+  EXPECT_NE(r.reason.find("consumer exited with code 3"), std::string::npos) << r.reason;
+}
+
+TEST_F(RunnerTest, ExecFailureFailsWithTheReason) {
+  RunOptions o;
+  o.adapter = "ref";
+  o.role_executable = "/nonexistent/ipcheck";
+  const std::size_t fds = count_open_fds();
+  auto r = run_case(*find_case("selftest.pass"), o);
+  EXPECT_EQ(r.status, Status::fail);
+  EXPECT_NE(r.reason.find("could not start"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("No such file"), std::string::npos) << r.reason;
+  EXPECT_EQ(count_open_fds(), fds);
+  EXPECT_TRUE(children_of_self().empty());
+}
+
+TEST_F(RunnerTest, RoleThatNeverReadsDoesNotBlockTheRunner) {
+  auto r = run("selftest.no_read", 3);
+  EXPECT_EQ(r.status, Status::timeout) << r.reason;
+  // The producer finished its 64 MB of sends: the runner kept relaying without blocking.
+  bool producer_done = false;
+  for (const auto& c : r.checks) producer_done |= c.role == "producer" && c.result == "pass";
+  EXPECT_TRUE(producer_done);
+}
+
+TEST_F(RunnerTest, LeakedDescriptorIsLeak) {
+  auto r = run("selftest.leak.fd");
+  EXPECT_EQ(r.status, Status::leak);
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].kind, "fd");
+  EXPECT_NE(r.findings[0].item.find("/dev/null"), std::string::npos) << r.findings[0].item;
+}
+
+TEST_F(RunnerTest, LeakedMappingIsLeak) {
+  auto r = run("selftest.leak.mapping");
+  EXPECT_EQ(r.status, Status::leak);
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].kind, "mapping");
+  EXPECT_NE(r.findings[0].item.find("rw-s"), std::string::npos) << r.findings[0].item;
+}
+
+TEST_F(RunnerTest, GrandchildIsLeakAndKilled) {
+  auto r = run("selftest.grandchild");
+  EXPECT_EQ(r.status, Status::leak) << r.reason;
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].kind, "process");
+  const pid_t grandchild = std::stoi(r.findings[0].item);
+  EXPECT_NE(::kill(grandchild, 0), 0) << "grandchild " << grandchild << " still exists";
+}
+
+TEST_F(RunnerTest, SkipEndsTheCaseAsSkip) {
+  auto r = run("selftest.skip");
+  EXPECT_EQ(r.status, Status::skip);
+  EXPECT_EQ(r.reason, "deliberately not supported");
+}
+
+TEST_F(RunnerTest, CaseWithoutChecksFails) {
+  auto r = run("selftest.no_checks");
+  EXPECT_EQ(r.status, Status::fail);
+  EXPECT_NE(r.reason.find("no check"), std::string::npos) << r.reason;
+}
+
+TEST_F(RunnerTest, RequestedKillIsNotACrash) {
+  auto r = run("selftest.kill_expected");
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  EXPECT_EQ(r.roles[1].exit, "signal SIGKILL (expected)");
+}
+
+TEST_F(RunnerTest, InjectionKillsAtTheNamedStep) {
+  const InjectPoint at{"producer", "second"};
+  auto r = run("selftest.inject", 10, &at);
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  EXPECT_EQ(r.injection, "producer:second");
+  bool saw = false;
+  for (const auto& c : r.checks) saw |= c.message.find("producer ended: signal SIGKILL") != std::string::npos;
+  EXPECT_TRUE(saw);
+}
+
+}  // namespace
+}  // namespace ipcheck

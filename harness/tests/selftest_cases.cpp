@@ -1,0 +1,165 @@
+// Deliberately broken roles: each must get the right verdict from the runner. Hidden
+// from `list` and `run` unless named exactly; linked only into ipcheck-selftest.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+
+#include "ipcheck/case.hpp"
+#include "ipcheck/clause.hpp"
+
+namespace ipcheck::selftest {
+namespace {
+
+const ClauseRegistration clauses{{
+    {"harness.selftest.must", Level::must, "ipcheck self-test", "a must-level statement", ""},
+    {"harness.selftest.should", Level::should, "ipcheck self-test", "a should-level statement", ""},
+}};
+
+std::vector<std::byte> bytes(const std::string& s) {
+  const auto* p = reinterpret_cast<const std::byte*>(s.data());
+  return {p, p + s.size()};
+}
+
+void talk_producer(Role& r) {
+  r.send("consumer", "greeting", bytes("hello"));
+  r.barrier("met");
+}
+
+void talk_consumer(Role& r) {
+  Received m = r.receive("greeting");
+  r.check(m.bytes == bytes("hello") && m.from == "producer", "harness.selftest.must", "greeting arrived intact");
+  r.barrier("met");
+}
+
+void segv() {
+  volatile int* volatile p = nullptr;
+  *p = 1;
+}
+
+IPCHECK_CASE(Case("selftest.pass", "Two roles exchange a message and meet at a barrier")
+                 .hidden()
+                 .clause("harness.selftest.must")
+                 .role("producer", talk_producer)
+                 .role("consumer", talk_consumer));
+
+IPCHECK_CASE(Case("selftest.fail", "A must-level check fails")
+                 .hidden()
+                 .role("producer", [](Role& r) { r.check(false, "harness.selftest.must", "deliberate failure"); }));
+
+IPCHECK_CASE(Case("selftest.should", "A should-level check fails: a warning, not a failure")
+                 .hidden()
+                 .role("producer", [](Role& r) {
+                   r.check(true, "harness.selftest.must", "fine");
+                   r.check(false, "harness.selftest.should", "deliberate warning");
+                 }));
+
+IPCHECK_CASE(Case("selftest.crash.segv", "The consumer dies by SIGSEGV after the handshake")
+                 .hidden()
+                 .role("producer", talk_producer)
+                 .role("consumer", [](Role& r) {
+                   r.receive("greeting");
+                   r.note("about to crash");
+                   segv();
+                 }));
+
+IPCHECK_CASE(Case("selftest.crash.abort", "The producer aborts")
+                 .hidden()
+                 .role("producer", [](Role&) { std::abort(); }));
+
+IPCHECK_CASE(Case("selftest.hang", "The consumer never returns")
+                 .hidden()
+                 .role("producer", talk_producer)
+                 .role("consumer", [](Role& r) {
+                   r.receive("greeting");
+                   for (;;) ::pause();
+                 }));
+
+IPCHECK_CASE(Case("selftest.early_exit", "The consumer exits with code 3 in the middle of its body")
+                 .hidden()
+                 .role("producer", talk_producer)
+                 .role("consumer", [](Role& r) {
+                   r.receive("greeting");
+                   std::fflush(nullptr);
+                   ::_exit(3);
+                 }));
+
+// The producer floods a consumer that never reads; the runner must not block on it.
+IPCHECK_CASE(Case("selftest.no_read", "The consumer never reads its channel while the producer floods it")
+                 .hidden()
+                 .role("producer",
+                       [](Role& r) {
+                         const std::vector<std::byte> chunk(32 * 1024, std::byte{7});
+                         for (int i = 0; i < 2000; ++i) r.send("consumer", "flood", chunk);
+                         r.check(true, "harness.selftest.must", "64 MB sent without the runner blocking");
+                       })
+                 .role("consumer", [](Role&) {
+                   for (;;) ::pause();
+                 }));
+
+IPCHECK_CASE(Case("selftest.leak.fd", "The role keeps a descriptor it opened")
+                 .hidden()
+                 .role("producer", [](Role& r) {
+                   const int fd = ::open("/dev/null", O_RDONLY);
+                   r.check(fd >= 0, "harness.selftest.must", "opened /dev/null and kept it");
+                 }));
+
+IPCHECK_CASE(Case("selftest.leak.mapping", "The role keeps a shared mapping it made")
+                 .hidden()
+                 .role("producer", [](Role& r) {
+                   void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                   r.check(p != MAP_FAILED, "harness.selftest.must", "mapped a shared page and kept it");
+                 }));
+
+IPCHECK_CASE(Case("selftest.grandchild", "The role forks a child that outlives it")
+                 .hidden()
+                 .role("producer", [](Role& r) {
+                   const pid_t child = ::fork();
+                   if (child == 0) {
+                     ::sleep(60);
+                     ::_exit(0);
+                   }
+                   r.check(child > 0, "harness.selftest.must", "forked pid " + std::to_string(child));
+                 }));
+
+IPCHECK_CASE(Case("selftest.skip", "The role skips: not supported here")
+                 .hidden()
+                 .role("producer", [](Role& r) { r.skip("deliberately not supported"); })
+                 .role("consumer", [](Role& r) { r.receive("never sent"); }));
+
+IPCHECK_CASE(Case("selftest.no_checks", "The role judges nothing")
+                 .hidden()
+                 .role("producer", [](Role&) {}));
+
+IPCHECK_CASE(Case("selftest.kill_expected", "The producer has the runner kill the consumer: an expected death")
+                 .hidden()
+                 .role("producer",
+                       [](Role& r) {
+                         r.receive("ready");
+                         r.kill("consumer");
+                         const std::string how = r.wait_exit("consumer");
+                         r.check(how == "signal SIGKILL", "harness.selftest.must", "consumer ended by " + how);
+                       })
+                 .role("consumer", [](Role& r) {
+                   r.send("producer", "ready", {});
+                   for (;;) ::pause();
+                 }));
+
+IPCHECK_CASE(Case("selftest.inject", "A role announces steps; --inject kills it at one")
+                 .hidden()
+                 .steps({"first", "second"})
+                 .role("producer",
+                       [](Role& r) {
+                         r.step("first");
+                         r.step("second");
+                         r.send("consumer", "done", {});
+                       })
+                 .role("consumer", [](Role& r) {
+                   const std::string how = r.wait_exit("producer");
+                   r.check(true, "harness.selftest.must", "producer ended: " + how);
+                 }));
+
+}  // namespace
+}  // namespace ipcheck::selftest

@@ -1,0 +1,275 @@
+#include "ipcheck/reports/results.hpp"
+
+#include <fstream>
+#include <sstream>
+
+namespace ipcheck::reports {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kStatusNames[] = {"pass", "xfail", "fail", "leak", "timeout", "crash", "skip", "incomplete"};
+
+template <class T>
+void get_to(const json& j, const char* key, T& out) {
+  if (auto it = j.find(key); it != j.end() && !it->is_null()) it->get_to(out);
+}
+
+json check_json(const Check& c) {
+  return {{"clause", c.clause}, {"level", c.level}, {"result", c.result},
+          {"role", c.role},     {"message", c.message}, {"where", c.where}};
+}
+
+Check check_from(const json& j) {
+  Check c;
+  get_to(j, "clause", c.clause);
+  get_to(j, "level", c.level);
+  get_to(j, "result", c.result);
+  get_to(j, "role", c.role);
+  get_to(j, "message", c.message);
+  get_to(j, "where", c.where);
+  return c;
+}
+
+json case_json(const CaseResult& c) {
+  json j = {{"id", c.id}, {"description", c.description}, {"area", c.area}, {"status", to_string(c.status)},
+            {"reason", c.reason}, {"clauses", c.clauses}, {"observations", c.observations},
+            {"duration_s", c.duration_s}};
+  if (!c.expectation.empty()) j["expectation"] = c.expectation;
+  if (!c.injection.empty()) j["injection"] = c.injection;
+  j["checks"] = json::array();
+  for (const auto& k : c.checks) j["checks"].push_back(check_json(k));
+  j["native_errors"] = json::array();
+  for (const auto& e : c.native_errors)
+    j["native_errors"].push_back({{"role", e.role}, {"verb", e.verb}, {"errc", e.errc}, {"native", e.native},
+                                  {"native_name", e.native_name}, {"message", e.message}});
+  j["roles"] = json::array();
+  for (const auto& r : c.roles)
+    j["roles"].push_back({{"name", r.name}, {"pid", r.pid}, {"exit", r.exit}, {"code", r.code},
+                          {"signal", r.signal}, {"duration_s", r.duration_s}, {"output_tail", r.output_tail}});
+  j["warnings"] = c.warnings;
+  json audit = c.audit.is_object() ? c.audit : json::object();
+  audit["findings"] = json::array();
+  for (const auto& f : c.findings)
+    audit["findings"].push_back(
+        {{"role", f.role}, {"kind", f.kind}, {"item", f.item}, {"verb", f.verb}, {"detail", f.detail}});
+  j["audit"] = audit;
+  return j;
+}
+
+CaseResult case_from(const json& j) {
+  CaseResult c;
+  get_to(j, "id", c.id);
+  if (c.id.empty()) throw SchemaError("results: a case has no \"id\"");
+  get_to(j, "description", c.description);
+  get_to(j, "area", c.area);
+  std::string status;
+  get_to(j, "status", status);
+  auto s = parse_status(status);
+  if (!s) throw SchemaError("results: case " + c.id + " has unknown status \"" + status + "\"");
+  c.status = *s;
+  get_to(j, "reason", c.reason);
+  get_to(j, "expectation", c.expectation);
+  get_to(j, "injection", c.injection);
+  get_to(j, "clauses", c.clauses);
+  get_to(j, "observations", c.observations);
+  get_to(j, "duration_s", c.duration_s);
+  get_to(j, "warnings", c.warnings);
+  if (auto it = j.find("checks"); it != j.end())
+    for (const auto& k : *it) c.checks.push_back(check_from(k));
+  if (auto it = j.find("native_errors"); it != j.end())
+    for (const auto& e : *it) {
+      NativeError n;
+      get_to(e, "role", n.role);
+      get_to(e, "verb", n.verb);
+      get_to(e, "errc", n.errc);
+      get_to(e, "native", n.native);
+      get_to(e, "native_name", n.native_name);
+      get_to(e, "message", n.message);
+      c.native_errors.push_back(n);
+    }
+  if (auto it = j.find("roles"); it != j.end())
+    for (const auto& r : *it) {
+      RoleExit x;
+      get_to(r, "name", x.name);
+      get_to(r, "pid", x.pid);
+      get_to(r, "exit", x.exit);
+      get_to(r, "code", x.code);
+      get_to(r, "signal", x.signal);
+      get_to(r, "duration_s", x.duration_s);
+      get_to(r, "output_tail", x.output_tail);
+      c.roles.push_back(x);
+    }
+  if (auto it = j.find("audit"); it != j.end() && it->is_object()) {
+    c.audit = *it;
+    if (auto f = it->find("findings"); f != it->end())
+      for (const auto& x : *f) {
+        AuditFinding a;
+        get_to(x, "role", a.role);
+        get_to(x, "kind", a.kind);
+        get_to(x, "item", a.item);
+        get_to(x, "verb", a.verb);
+        get_to(x, "detail", a.detail);
+        c.findings.push_back(a);
+      }
+    c.audit.erase("findings");
+  }
+  return c;
+}
+
+}  // namespace
+
+const char* to_string(Status s) noexcept { return kStatusNames[static_cast<int>(s)]; }
+
+std::optional<Status> parse_status(std::string_view s) noexcept {
+  for (int i = 0; i < 8; ++i)
+    if (s == kStatusNames[i]) return static_cast<Status>(i);
+  return std::nullopt;
+}
+
+int severity(Status s) noexcept {
+  switch (s) {
+    case Status::pass: return 0;
+    case Status::xfail: return 1;
+    case Status::fail: return 2;
+    case Status::leak: return 3;
+    case Status::timeout: return 4;
+    case Status::crash: return 5;
+    case Status::skip:
+    case Status::incomplete: return -1;
+  }
+  return -1;
+}
+
+bool is_problem(Status s) noexcept {
+  return s == Status::fail || s == Status::leak || s == Status::timeout || s == Status::crash ||
+         s == Status::incomplete;
+}
+
+Summary summarize(const std::vector<CaseResult>& cases) {
+  Summary s;
+  for (const char* name : kStatusNames) s.counts[name] = 0;
+  for (const auto& c : cases) {
+    ++s.counts[to_string(c.status)];
+    ++s.total;
+    if (is_problem(c.status)) ++s.unexpected;
+  }
+  return s;
+}
+
+json to_json(const Results& r) {
+  json run = {{"adapter", r.run.adapter},
+              {"driver", {{"name", r.run.driver_name}, {"version", r.run.driver_version}}},
+              {"devices", r.run.devices},
+              {"kernel", r.run.kernel},
+              {"hostname", r.run.hostname},
+              {"ipcheck_version", r.run.ipcheck_version},
+              {"options", r.run.options},
+              {"profiles", r.run.profiles},
+              {"start", r.run.start},
+              {"duration_s", r.run.duration_s},
+              {"audit", r.run.audit},
+              {"transport", r.run.transport}};
+  if (!r.run.audit_note.empty()) run["audit_note"] = r.run.audit_note;
+  json j = {{"schema", r.schema}, {"run", run}};
+  j["cases"] = json::array();
+  for (const auto& c : r.cases) j["cases"].push_back(case_json(c));
+  j["summary"] = {{"total", r.summary.total}, {"unexpected", r.summary.unexpected}, {"counts", r.summary.counts}};
+  j["clauses"] = json::array();
+  for (const auto& c : r.clauses)
+    j["clauses"].push_back({{"id", c.id}, {"profile", c.profile}, {"level", c.level}, {"source", c.source},
+                            {"statement", c.statement}, {"uncovered_reason", c.uncovered_reason},
+                            {"cases", c.cases}, {"verdict", c.verdict}});
+  if (!r.fuzz.is_null()) j["fuzz"] = r.fuzz;
+  if (!r.bench.is_null()) j["bench"] = r.bench;
+  return j;
+}
+
+Results from_json(const json& j) {
+  if (!j.is_object()) throw SchemaError("results: the document is not a JSON object");
+  std::string schema;
+  get_to(j, "schema", schema);
+  if (schema != kSchema) {
+    const std::string family = "ipcheck.results/";
+    if (schema.rfind(family, 0) == 0)
+      throw SchemaError("results: schema \"" + schema + "\" is another version of the results format; this "
+                        "ipcheck reads \"" + std::string(kSchema) + "\": use the ipcheck that wrote it, or "
+                        "re-run the suite");
+    throw SchemaError("results: schema is \"" + schema + "\", expected \"" + std::string(kSchema) +
+                      "\": this is not an ipcheck results file");
+  }
+  Results r;
+  r.schema = schema;
+  const json& run = j.at("run");
+  get_to(run, "adapter", r.run.adapter);
+  if (auto d = run.find("driver"); d != run.end()) {
+    get_to(*d, "name", r.run.driver_name);
+    get_to(*d, "version", r.run.driver_version);
+  }
+  get_to(run, "devices", r.run.devices);
+  get_to(run, "kernel", r.run.kernel);
+  get_to(run, "hostname", r.run.hostname);
+  get_to(run, "ipcheck_version", r.run.ipcheck_version);
+  get_to(run, "options", r.run.options);
+  get_to(run, "profiles", r.run.profiles);
+  get_to(run, "start", r.run.start);
+  get_to(run, "duration_s", r.run.duration_s);
+  get_to(run, "audit", r.run.audit);
+  get_to(run, "audit_note", r.run.audit_note);
+  get_to(run, "transport", r.run.transport);
+  if (auto it = j.find("cases"); it != j.end())
+    for (const auto& c : *it) r.cases.push_back(case_from(c));
+  if (auto it = j.find("clauses"); it != j.end())
+    for (const auto& c : *it) {
+      ClauseInfo k;
+      get_to(c, "id", k.id);
+      get_to(c, "profile", k.profile);
+      get_to(c, "level", k.level);
+      get_to(c, "source", k.source);
+      get_to(c, "statement", k.statement);
+      get_to(c, "uncovered_reason", k.uncovered_reason);
+      get_to(c, "cases", k.cases);
+      get_to(c, "verdict", k.verdict);
+      r.clauses.push_back(k);
+    }
+  if (auto it = j.find("fuzz"); it != j.end()) r.fuzz = *it;
+  if (auto it = j.find("bench"); it != j.end()) r.bench = *it;
+  r.summary = summarize(r.cases);
+  return r;
+}
+
+void write_results(const std::string& path, const Results& r) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+    out << to_json(r).dump(2) << '\n';
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  // Atomic replace: a reader never sees half a file.
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot rename " + tmp + " to " + path);
+  }
+}
+
+Results read_results(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw SchemaError(path + ": cannot read the file; give the path of a results.json");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw SchemaError(path + ": not valid JSON (" + e.what() + ")");
+  }
+  try {
+    return from_json(j);
+  } catch (const SchemaError& e) {
+    throw SchemaError(path + ": " + e.what());
+  } catch (const json::exception& e) {
+    throw SchemaError(path + ": malformed results (" + std::string(e.what()) + ")");
+  }
+}
+
+}  // namespace ipcheck::reports
