@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "ipcheck/audit.hpp"
 #include "ipcheck/clause.hpp"
 #include "ipcheck/expectations.hpp"
 #include "ipcheck/role_main.hpp"
@@ -687,6 +688,7 @@ CaseResult run_case(const CaseDef& c, const RunOptions& options, const InjectPoi
 
 reports::Results run_suite(const RunOptions& o) {
   become_subreaper();
+  const std::size_t fds_at_start = count_open_fds();
   reports::Results results;
   const auto t0 = Clock::now();
   results.run.start = iso_now();
@@ -778,7 +780,8 @@ reports::Results run_suite(const RunOptions& o) {
   for (int t = 1; t < n; ++t) threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
-  reap_orphans();
+  const std::vector<std::string> orphans = reap_orphans();
+  results.run.runner = {{"fds_at_start", fds_at_start}, {"fds_at_end", count_open_fds()}, {"orphans_reaped", orphans}};
 
   if (expectations)
     for (const auto& e : expectations->entries())

@@ -170,7 +170,8 @@ json to_json(const Results& r) {
               {"start", r.run.start},
               {"duration_s", r.run.duration_s},
               {"audit", r.run.audit},
-              {"transport", r.run.transport}};
+              {"transport", r.run.transport},
+              {"runner", r.run.runner}};
   if (!r.run.audit_note.empty()) run["audit_note"] = r.run.audit_note;
   json j = {{"schema", r.schema}, {"run", run}};
   j["cases"] = json::array();
@@ -218,6 +219,7 @@ Results from_json(const json& j) {
   get_to(run, "audit", r.run.audit);
   get_to(run, "audit_note", r.run.audit_note);
   get_to(run, "transport", r.run.transport);
+  get_to(run, "runner", r.run.runner);
   if (auto it = j.find("cases"); it != j.end())
     for (const auto& c : *it) r.cases.push_back(case_from(c));
   if (auto it = j.find("clauses"); it != j.end())

@@ -144,8 +144,13 @@ class Adapter {
   virtual Outcome event_retain(ObjectId ev);
   virtual Outcome event_release(ObjectId ev);
 
-  // Calls that only some APIs have, by name ("ze.mem_open_flags", "ze.null_context"...).
-  // Cases that need one skip when it answers not_implemented.
+  // Calls that only some APIs have, by name; cases that need one skip when it answers
+  // not_implemented. Names in use (args in parentheses):
+  //   "null_argument" (verb = mem_get | mem_open | mem_close | event_get, argument =
+  //       context | pointer | handle | out): the verb with that argument null; answers
+  //       the runtime's code (Level Zero with parameter validation:
+  //       ZE_RESULT_ERROR_INVALID_NULL_HANDLE / _NULL_POINTER, mapped to invalid).
+  // Open flags travel in mem_open's `flags` (native bits; 0 is the API's default).
   virtual Outcome native(const std::string& what, const std::map<std::string, std::string>& args);
 
  protected:

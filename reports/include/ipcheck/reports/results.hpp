@@ -109,6 +109,9 @@ struct RunInfo {
   std::string audit_note;   // why the method differs from the one asked for
   std::string transport;    // pidfd | scm | adapter-specific
   std::string hostname;
+  // The runner's own hygiene: descriptors it held before and after the run, and any
+  // process it had to kill and reap at the end (none in a healthy run).
+  nlohmann::json runner = nlohmann::json::object();
 };
 
 struct Summary {
