@@ -299,8 +299,8 @@ void Campaign::start_producer() {
       const json e = json::parse(m->field(1));
       const std::string errc = e.value("errc", "");
       const bool skip = errc == "not_implemented" || errc == "feature_not_supported" || errc == "device_lost";
-      throw CampaignStop("adapter '" + o_.adapter + "' " + (skip ? "is not available here" : "failed in the producer") +
-                             ": " + e.value("what", std::string("?")), skip && e.value("stage", "") == "init");
+      throw CampaignStop("adapter '" + o_.adapter + "' " + (skip ? "cannot export memory here" : "failed in the producer") +
+                             ": " + e.value("what", std::string("?")), skip);
     }
   }
 }
@@ -539,16 +539,16 @@ void Campaign::fuzz() {
           s->proc.proc.signal_group(SIGKILL);
         }
     std::vector<pollfd> fds;
-    std::vector<Slot*> owners;
     for (auto& s : slots_) {
       if (!s->proc) continue;
-      if (s->proc.ch) fds.push_back({s->proc.ch.fd(), POLLIN, 0}), owners.push_back(s.get());
-      if (s->proc.proc.output_open()) fds.push_back({s->proc.proc.output_fd(), POLLIN, 0}), owners.push_back(s.get());
-      fds.push_back({s->proc.proc.pidfd(), POLLIN, 0}), owners.push_back(s.get());
+      if (s->proc.ch) fds.push_back({s->proc.ch.fd(), POLLIN, 0});
+      if (s->proc.proc.output_open()) fds.push_back({s->proc.proc.output_fd(), POLLIN, 0});
+      fds.push_back({s->proc.proc.pidfd(), POLLIN, 0});
     }
     fds.push_back({producer_.proc.pidfd(), POLLIN, 0});
-    owners.push_back(nullptr);
+    if (producer_.proc.output_open()) fds.push_back({producer_.proc.output_fd(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), 100);
+    producer_.drain();
     if (producer_.exited())
       throw CampaignStop("the producer died during the campaign (" + producer_.proc.status()->describe() +
                              "): " + last_line(producer_.proc.output_tail()), false);
@@ -974,6 +974,10 @@ reports::Results run_campaign(const CampaignOptions& o, const std::string& out_d
     } catch (const CampaignStop& e) {
       c.status = e.skip ? "skipped" : "aborted";
       c.reason = e.what();
+    } catch (const std::exception& e) {
+      // A broken message or a file that cannot be written: the campaign ends, the results say why.
+      c.status = "aborted";
+      c.reason = std::string("the campaign failed: ") + e.what();
     }
     setup = c.setup();
     section = c.section();

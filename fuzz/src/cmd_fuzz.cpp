@@ -151,6 +151,11 @@ int fuzz(const std::vector<std::string>& args) {
       std::printf("fuzz %s: skipped: %s\n", c.adapter.c_str(), f.value("reason", "").c_str());
       return o.has("--skip-exit-code") ? o.get_int("--skip-exit-code", 0, 255) : kOk;
     }
+    if (status == "aborted") {
+      std::fprintf(stderr, "fuzz %s: aborted: %s\n", c.adapter.c_str(), f.value("reason", "").c_str());
+      std::printf("wrote %s\n", (std::filesystem::path(out) / "results.json").c_str());
+      return kFailed;
+    }
     const auto& findings = f.at("findings");
     std::printf("fuzz %s (%s %s, layout %s): %s executions in %.1f s (%.0f/s, %.0f/s per worker); %zu finding%s%s\n",
                 c.adapter.c_str(), f["driver"].value("name", "").c_str(), f["driver"].value("version", "").c_str(),
