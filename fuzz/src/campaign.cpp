@@ -41,6 +41,12 @@ using nlohmann::json;
 
 namespace {
 
+std::string seconds(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", s);
+  return b;
+}
+
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string iso_now() {
@@ -376,11 +382,20 @@ void Campaign::handle(Slot& s, Message& m) {
     if (corpus_found_.size() < 2048)
       corpus_found_.push_back({s.ctx, detail::input_from_json(*s.ctx, j.at("input")), j.value("verdict", ""), j.value("outcome", json::object())});
   } else if (key == "final") {
-    const json leaks = j.contains("leaks") ? j.at("leaks") : json::array();
-    for (const auto& l : leaks) {
+    // What the worker's own audit found at its end that no single open was caught leaving.
+    std::map<Verdict, std::vector<std::string>> left;
+    if (auto it = j.find("leaks"); it != j.end())
+      for (const auto& l : *it)
+        left[l.value("kind", "") == "fd" ? Verdict::fd_leak : Verdict::mapping_leak].push_back(l.value("item", ""));
+    for (auto& [v, items] : left) {
+      const bool caught = std::any_of(raw_.begin(), raw_.end(), [&](const RawFinding& r) {
+        return r.verdict == v && r.worker == s.index && r.input;
+      });
+      if (caught) continue;
       RawFinding f;
-      f.verdict = l.value("kind", "") == "fd" ? Verdict::fd_leak : Verdict::mapping_leak;
-      f.detail = "left in consumer " + std::to_string(s.index) + " at its end (no single input to blame): " + l.value("item", "");
+      f.verdict = v;
+      f.detail = std::to_string(items.size()) + (v == Verdict::fd_leak ? " descriptor(s)" : " mapping(s)") +
+                 " left in consumer " + std::to_string(s.index) + " at its end, not tied to one input; first: " + items.front();
       f.at_s = since(t0_);
       f.worker = s.index;
       raw_.push_back(std::move(f));
@@ -417,7 +432,7 @@ void Campaign::on_exit(Slot& s) {
   f.worker = s.index;
   f.at_s = since(t0_);
   const std::string tail = last_line(s.proc.proc.output_tail());
-  f.outcome = {{"exit", s.hung ? "killed after " + std::to_string(o_.hang_s) + " s without returning" : st.describe()}};
+  f.outcome = {{"exit", s.hung ? "killed after " + seconds(o_.hang_s) + " s without returning" : st.describe()}};
   if (in_flight) {
     Input in;
     std::memcpy(in.bytes.data(), p.bytes, kMaxInput);
@@ -427,7 +442,7 @@ void Campaign::on_exit(Slot& s) {
     f.ctx = s.ctx;
     f.input = in;
     f.exec = in_flight - 1;
-    f.detail = s.hung ? "open did not return within " + std::to_string(o_.hang_s) + " s; the consumer was killed"
+    f.detail = s.hung ? "open did not return within " + seconds(o_.hang_s) + " s; the consumer was killed"
                       : "the consumer died (" + st.describe() + ") while opening this input";
   } else {
     f.detail = "the consumer died (" + st.describe() + ") between inputs";
@@ -628,8 +643,8 @@ Campaign::Verdicts Campaign::replay_exec(const Symbolic& sym, std::string* resol
       r.proc.proc.signal_group(SIGKILL);
       while (!r.proc.exited()) r.proc.wait(20);
       r.proc = Proc();
-      return {Verdict::hang, "open did not return within " + std::to_string(o_.hang_s) + " s; the consumer was killed",
-              json{{"exit", "killed after " + std::to_string(o_.hang_s) + " s without returning"}}};
+      return {Verdict::hang, "open did not return within " + seconds(o_.hang_s) + " s; the consumer was killed",
+              json{{"exit", "killed after " + seconds(o_.hang_s) + " s without returning"}}};
     }
   }
 }
@@ -692,7 +707,7 @@ void Campaign::minimise_and_write(const std::string& out_dir) {
       fields = mutated_fields(*sym, *f.ctx);
       for (const auto& x : fields) key += "|" + x;
     } else {
-      key += "|" + f.detail;
+      key += "|audit";
     }
     auto [it, fresh] = by_key.try_emplace(key, groups.size());
     if (fresh) {
