@@ -100,8 +100,13 @@ TEST_F(Memory, sycl_mem_open_repeat) {
   std::vector<opened_ptr> opens;
   for (int i = 0; i < 16; ++i) opens.push_back(open(h));
   EXPECT_EQ(get_resource_counts().open_mappings, 16u);
-  // Closing one leaves every other open valid.
+  // Closing one leaves every other open valid (asked of the registry before touching memory).
   opens[5].reset();
+  for (std::size_t i = 0; i < opens.size(); ++i) {
+    if (opens[i]) {
+      ASSERT_NO_THROW(get_pointer_info(opens[i].get(), ctx)) << "open " << i << " was closed with open 5";
+    }
+  }
   for (std::size_t i = 0; i < opens.size(); ++i) {
     if (opens[i]) {
       EXPECT_EQ(find_mismatch(opens[i].get(), kBytes, 21), SIZE_MAX) << "open " << i;
@@ -254,15 +259,22 @@ TEST_F(Memory, rb_open_after_free) {
 }
 
 TEST_F(Memory, rb_realloc_fresh) {
+  // The consumer keeps each round's mapping while the producer frees and reallocates, so
+  // that the new export reuses the freed descriptor number (and often the address): a
+  // cache keyed by those would hand back the old memory.
+  opened_ptr previous;
   for (std::uint64_t round = 0; round < 8; ++round) {
     SCOPED_TRACE(round);
     usm_ptr a = alloc(kBytes, 100 + round);
     handle h = mem::get(a.get(), ctx);
     opened_ptr o = open(h);
-    // A reallocation, often at the same address and descriptor, is seen fresh, never stale.
+    EXPECT_NE(o.get(), previous.get());
     EXPECT_EQ(find_mismatch(o.get(), kBytes, 100 + round), SIZE_MAX);
-    o.reset();
-    mem::put(h, ctx);
+    // The previous round's mapping still shows the previous (freed) allocation.
+    if (previous) {
+      EXPECT_EQ(find_mismatch(previous.get(), kBytes, 100 + round - 1), SIZE_MAX);
+    }
+    previous = std::move(o);
   }
 }
 
