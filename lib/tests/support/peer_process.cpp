@@ -49,7 +49,7 @@ peer_process::peer_process(const peer_options& opts) {
   ipcref::unique_fd status_read(status_pipe[0]), status_write(status_pipe[1]);
 
   // Everything the child needs is built before fork: after it, only async-signal-safe calls.
-  std::vector<std::string> args = {IPCREF_PEER_PATH, std::to_string(child_end.get()), std::to_string(::getpid())};
+  std::vector<std::string> args = {peer_executable(), std::to_string(child_end.get()), std::to_string(::getpid())};
   std::vector<std::string> env = build_environment(opts.env);
   std::vector<char*> argv = pointers(args), envp = pointers(env);
   std::vector<int> keep = opts.inherit;
@@ -75,14 +75,15 @@ peer_process::peer_process(const peer_options& opts) {
   while (n < 0 && errno == EINTR);
   if (n > 0) {
     wait();
-    throw std::runtime_error(std::string("peer: exec of " IPCREF_PEER_PATH " failed: ") + std::strerror(exec_errno));
+    throw std::runtime_error(std::string("peer: exec of ") + peer_executable() + " failed: " + std::strerror(exec_errno));
   }
 }
 
 peer_process::~peer_process() {
   sock_.reset();  // the peer exits at the end of its channel
   if (reaped_ || pid_ <= 0) return;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  // A peer still busy with a request (a test that failed mid-way) gets a short grace.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (std::chrono::steady_clock::now() < deadline) {
     int st = 0;
     const pid_t r = ::waitpid(pid_, &st, WNOHANG);

@@ -76,4 +76,7 @@ class peer_process {
 
 std::string describe_wait_status(int status);
 
+// The ipcref_peer built with the same ipcref as this test executable (support/peer_path.cpp).
+const char* peer_executable() noexcept;
+
 }  // namespace ipcref_test
