@@ -127,6 +127,11 @@ TEST(Platform, config_file_errors) {
   EXPECT_EQ(missing.code(), ipcref::errc::invalid) << missing.text();
   for (const char* m : {"cannot read '/nonexistent/ipcref.conf'", "No such file", "name = aspects"})
     EXPECT_NE(missing.text().find(m), std::string::npos) << missing.text();
+  // A directory opens but cannot be read: a read error, not an empty configuration.
+  const peer_reply directory = platform_with({"IPCHECK_REF_CONFIG=/"});
+  EXPECT_EQ(directory.code(), ipcref::errc::invalid) << directory.text();
+  for (const char* m : {"cannot read '/'", "Is a directory"})
+    EXPECT_NE(directory.text().find(m), std::string::npos) << directory.text();
 }
 
 // IPCHECK_REF_DEVICES wins over IPCHECK_REF_CONFIG.
