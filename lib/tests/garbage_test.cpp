@@ -320,9 +320,9 @@ TEST(Garbage, rb_open_garbage) {
     EXPECT_GT(run.outcomes[std::string(k) + ": exporter_gone"], 0u) << k;
     EXPECT_GT(run.outcomes[std::string(k) + ": opened"], 0u) << k;
   }
-  EXPECT_EQ(after.descriptors, before.descriptors) << describe(before) << " -> " << describe(after);
-  EXPECT_EQ(after.ipcref_mappings, before.ipcref_mappings) << describe(before) << " -> " << describe(after);
-  EXPECT_EQ(after.mappings, before.mappings) << describe(before) << " -> " << describe(after);
+  EXPECT_EQ(after.descriptors, before.descriptors) << describe_change(before, after);
+  EXPECT_EQ(after.ipcref_mappings, before.ipcref_mappings) << describe_change(before, after);
+  EXPECT_EQ(after.mappings, before.mappings) << describe_change(before, after);
   EXPECT_EQ(rc_after.open_mappings, rc_before.open_mappings);
   EXPECT_EQ(rc_after.physical_objects, rc_before.physical_objects);
   EXPECT_EQ(rc_after.events, rc_before.events);

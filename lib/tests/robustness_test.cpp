@@ -64,9 +64,9 @@ TEST_F(Robustness, rb_close_no_leak) {
   const process_audit after = audit_self();
   const resource_counts rc_after = get_resource_counts();
   // Every open had its close: no descriptor, mapping or library object is left behind.
-  EXPECT_EQ(after.descriptors, before.descriptors) << describe(before) << " -> " << describe(after);
-  EXPECT_EQ(after.ipcref_mappings, before.ipcref_mappings) << describe(before) << " -> " << describe(after);
-  EXPECT_EQ(after.mappings, before.mappings) << describe(before) << " -> " << describe(after);
+  EXPECT_EQ(after.descriptors, before.descriptors) << describe_change(before, after);
+  EXPECT_EQ(after.ipcref_mappings, before.ipcref_mappings) << describe_change(before, after);
+  EXPECT_EQ(after.mappings, before.mappings) << describe_change(before, after);
   EXPECT_EQ(rc_after.open_mappings, rc_before.open_mappings);
   EXPECT_EQ(rc_after.physical_objects, rc_before.physical_objects);
   EXPECT_EQ(rc_after.events, rc_before.events);
@@ -91,8 +91,8 @@ TEST_F(Robustness, rb_close_no_leak_after_free) {
     EXPECT_GE(get_resource_counts().live_exports, 4u);
   }
   const process_audit after = audit_self();
-  EXPECT_EQ(after.descriptors, before.descriptors) << describe(before) << " -> " << describe(after);
-  EXPECT_EQ(after.ipcref_mappings, before.ipcref_mappings) << describe(before) << " -> " << describe(after);
+  EXPECT_EQ(after.descriptors, before.descriptors) << describe_change(before, after);
+  EXPECT_EQ(after.ipcref_mappings, before.ipcref_mappings) << describe_change(before, after);
   const resource_counts rc = get_resource_counts();
   EXPECT_EQ(rc.live_exports, rc_before.live_exports);
   EXPECT_EQ(rc.allocations, rc_before.allocations);
