@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <optional>
 #include <set>
+#include <system_error>
 #include <vector>
 
 #include "ipcref/ipcref.hpp"
@@ -367,6 +369,55 @@ TEST_F(CrossProcess, rb_open_pid_reuse) {
   }
 }
 
+// Real pid reuse: the exporter exits, a new process is created with its pid (clone3
+// set_tid) and exports objects of the same kinds at the same descriptor numbers. The old
+// records must fail with exporter_gone and never reach the new process's objects.
+TEST_F(CrossProcess, rb_open_pid_reuse_real) {
+  std::vector<std::pair<record::kind, record::bytes>> old_records;
+  pid_t old_pid = 0;
+  auto export_all = [&](peer_process& p) {
+    std::vector<std::pair<record::kind, record::bytes>> out;
+    out.emplace_back(record::kind::memory,
+                     record_of(p.must(op::mem_get, p.must(op::alloc, kDevice, 4096, 9).msg.a).bytes()));
+    out.emplace_back(record::kind::physical_memory,
+                     record_of(p.must(op::phys_get, p.must(op::phys_create, gran, 1).msg.a).bytes()));
+    out.emplace_back(record::kind::event,
+                     record_of(p.must(op::event_get, p.must(op::event_create, 1).msg.a).bytes()));
+    return out;
+  };
+  {
+    peer_process first;
+    old_pid = first.pid();
+    old_records = export_all(first);
+    first.must(op::exit, 0);
+    first.wait();
+  }
+  std::optional<peer_process> second;
+  try {
+    second.emplace(peer_options{{}, {}, old_pid});
+  } catch (const std::system_error& e) {
+    if (e.code().value() == EPERM) GTEST_SKIP() << "cannot choose a pid (clone3 set_tid needs CAP_SYS_ADMIN)";
+    if (e.code().value() == EEXIST) GTEST_SKIP() << "pid " << old_pid << " was taken by another process first";
+    throw;
+  }
+  ASSERT_EQ(static_cast<pid_t>(second->must(op::hello).msg.a), old_pid);
+  const auto new_records = export_all(*second);
+  for (std::size_t i = 0; i < old_records.size(); ++i) {
+    const auto& [kind, bytes] = old_records[i];
+    SCOPED_TRACE(record::kind_name(kind));
+    // The new process holds an export of the same kind at the descriptor the old record names.
+    EXPECT_EQ(record::decode(new_records[i].second).fd, record::decode(bytes).fd);
+    const auto outcome = failure_of([&] {
+      if (kind == record::kind::memory) opened_ptr(mem::open(bytes, ctx, dev), ctx);
+      else if (kind == record::kind::physical_memory) physical_ref(phys::open(bytes, ctx, dev), ctx);
+      else event_ref(ev::open(bytes, ctx, dev), ctx);
+    });
+    ASSERT_TRUE(outcome.has_value()) << "opened a record of an exporter that has exited";
+    EXPECT_EQ(outcome->code, errc::exporter_gone) << outcome->message;
+    EXPECT_NE(outcome->message.find("rb.open.pid_reuse"), std::string::npos) << outcome->message;
+  }
+}
+
 // Records forged to name another descriptor of the exporter (resealed, so the checksum
 // holds) are refused; the genuine record still maps exactly its own allocation.
 TEST_F(CrossProcess, rb_open_confused_deputy) {
@@ -465,8 +516,8 @@ TEST_F(CrossProcess, rb_consumer_crash) {
   }
   // Nothing left behind in the producer.
   const process_audit after = audit_self();
-  EXPECT_EQ(after.descriptors, before.descriptors) << describe(before) << " -> " << describe(after);
-  EXPECT_EQ(after.ipcref_mappings, before.ipcref_mappings) << describe(before) << " -> " << describe(after);
+  EXPECT_EQ(after.descriptors, before.descriptors) << describe_change(before, after);
+  EXPECT_EQ(after.ipcref_mappings, before.ipcref_mappings) << describe_change(before, after);
   const resource_counts rc_after = get_resource_counts();
   EXPECT_EQ(rc_after.live_exports, rc_before.live_exports);
   EXPECT_EQ(rc_after.open_mappings, rc_before.open_mappings);

@@ -4,11 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <initializer_list>
+#include <ostream>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "ipcref/errc.hpp"
+
+// gtest prints codes by name ("exporter_gone"), not as "ipcref:3".
+namespace ipcref {
+inline void PrintTo(errc e, std::ostream* os) { *os << errc_name(e); }
+}  // namespace ipcref
 
 namespace ipcref_test {
 

@@ -1,7 +1,9 @@
 #include "peer_process.hpp"
 
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 extern char** environ;
@@ -55,8 +58,21 @@ peer_process::peer_process(const peer_options& opts) {
   std::vector<int> keep = opts.inherit;
   keep.push_back(child_end.get());
 
-  pid_ = ::fork();
-  if (pid_ < 0) throw std::runtime_error(std::string("peer: fork failed: ") + std::strerror(errno));
+  if (opts.pid > 0) {
+    // Like fork, but with the pid chosen (the child only execs, so no fork handlers are needed).
+    pid_t want = opts.pid;
+    clone_args args{};
+    args.exit_signal = SIGCHLD;
+    args.set_tid = reinterpret_cast<std::uintptr_t>(&want);
+    args.set_tid_size = 1;
+    pid_ = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
+    if (pid_ < 0)
+      throw std::system_error(errno, std::generic_category(),
+                              "peer: clone3 with set_tid " + std::to_string(opts.pid) + " failed");
+  } else {
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error(std::string("peer: fork failed: ") + std::strerror(errno));
+  }
   if (pid_ == 0) {
     ::setpgid(0, 0);
     for (int fd : keep) ::fcntl(fd, F_SETFD, 0);

@@ -22,6 +22,9 @@ struct peer_options {
   std::vector<std::string> env;
   // Descriptors of this process the peer inherits under the same numbers.
   std::vector<int> inherit;
+  // When > 0, the peer is created with this pid (clone3 with set_tid: needs CAP_SYS_ADMIN;
+  // the constructor throws std::system_error with clone3's errno when refused).
+  pid_t pid = 0;
 };
 
 // One reply from the peer. ok() when the peer's call succeeded.
