@@ -163,8 +163,6 @@ struct Slot {
   std::unique_ptr<SharedPage> page;
   Proc proc;
   std::shared_ptr<const MutatorContext> ctx;
-  bool ready = false;
-  bool finished = false;  // ended on its own (quota reached) or after stop
   std::uint64_t seed = 0;
   std::uint64_t gen_first = 0;      // first execution index of this generation
   std::uint64_t gen_base = 0;       // page executions when this generation started
@@ -346,8 +344,6 @@ void Campaign::start_slot(Slot& s, std::uint64_t first, std::uint64_t quota) {
   s.proc.ch.send(MsgType::start, {start_doc(s.index < 0 ? "replay" : "campaign", s.seed, first, quota).dump()},
                  s.page->fd());
   s.ctx = wait_ready(s.proc, "consumer " + std::to_string(s.index));
-  s.ready = true;
-  s.finished = false;
   s.hung = false;
   s.gen_first = first;
   s.gen_base = s.page->get().executions.load();
@@ -421,7 +417,6 @@ void Campaign::on_exit(Slot& s) {
   const ExitStatus st = *s.proc.proc.status();
   const bool stopping = s.proc.stopping;
   if (st.exited && st.code == 0 && s.proc.done && !s.hung) {
-    s.finished = true;
     s.proc = Proc();
     return;
   }
@@ -453,18 +448,11 @@ void Campaign::on_exit(Slot& s) {
   // The replacement resumes the same stream after the input that ended its predecessor.
   const std::uint64_t done_here = p.executions.load() - s.gen_base;
   const std::uint64_t next = in_flight ? in_flight : s.gen_first + done_here;
-  ++s.lost;
+  if (in_flight) ++s.lost;  // tried, but never counted by the page
   s.proc = Proc();
-  s.ready = false;
   const std::uint64_t used = p.executions.load() + s.lost;
-  if (s.quota_total && used >= s.quota_total) {
-    s.finished = true;
-    return;
-  }
-  if (stopping || stop_hit_ || (o_.interrupted && o_.interrupted->load())) {
-    s.finished = true;
-    return;
-  }
+  if (s.quota_total && used >= s.quota_total) return;
+  if (stopping || stop_hit_ || (o_.interrupted && o_.interrupted->load())) return;
   ++replaced_;
   start_slot(s, next, s.quota_total ? s.quota_total - used : 0);
 }

@@ -376,7 +376,9 @@ Consumer::Executed Consumer::execute(const Input& in) {
       e.detail = "close of the mapping open returned failed: " + closed.describe();
     } else if (host && host_mapped(r.value) && e.verdict == Verdict::mapped) {
       e.verdict = Verdict::mapping_leak;
-      e.detail = "the mapping at " + std::to_string(r.value) + " is still mapped after close";
+      char at[24];
+      std::snprintf(at, sizeof at, "%#llx", static_cast<unsigned long long>(r.value));
+      e.detail = std::string("the mapping at ") + at + " is still mapped after close";
     }
   }
   // A descriptor the verb left behind takes the lowest free number.

@@ -42,7 +42,8 @@
 //        "reports": 2,                     // reports merged into this finding
 //        "first_exec": 2435, "first_at_s": 0.12, "worker": 0,
 //        "minimised": true,                // fields were reduced by replaying
-//        "reproduced": true,               // a fresh replay gave the same kind (false: flaky)
+//        "reproduced": true,               // a fresh replay gave the same kind; false: it did not
+//                                          // (flaky); null: not replayed (no input, or no time left)
 //        "reproducer": "findings/confused_deputy-fd.repro",   // relative to results.json
 //        "description": "findings/confused_deputy-fd.json"}
 //     ]
