@@ -74,7 +74,7 @@ int fuzz(const std::vector<std::string>& args) {
       .value("--time", "S", "seconds of fuzzing")
       .value("--runs", "N", "inputs to open (split between workers)")
       .value("--jobs", "N", "consumer workers", "1")
-      .value("--seed", "K", "campaign seed: the same seed gives the same inputs", "1")
+      .value("--seed", "K", "campaign seed (with the exports' live values and the corpus the campaign grows, it decides the inputs)", "1")
       .value("--corpus", "DIR", "read seeds (*.repro) from DIR and add new interesting inputs to it")
       .value("--out", "DIR", "where results go", "ipcheck-results/fuzz-<adapter>")
       .value("--transport", "T", "descriptor transport: pidfd, scm or auto", "auto")
