@@ -52,7 +52,7 @@ struct MutatorContext {
   std::uint64_t page_size = 4096;
 };
 
-// Counts of the operations an input went through (for the campaign's statistics).
+// What one call of mutate did (the unit tests check the mix of field-aware, resealed and blind inputs).
 struct MutationInfo {
   bool field_aware = false;
   bool resealed = false;
