@@ -39,9 +39,12 @@ _ipcheck_report_test(diff-bad-format 2 "${_exe}|report|diff|${_old}|${_new}|--fo
 _ipcheck_report_test(diff-newer-schema 2 "${_exe}|report|diff|${_data}/schema-newer.json|${_new}"
                      TEXT "is newer: the file was written by ipcheck 0.4.0")
 _ipcheck_report_test(diff-missing-file 2 "${_exe}|report|diff|${_old}|${_out}/nowhere.json" TEXT "cannot read the file")
-_ipcheck_report_test(render-all 0
-                     "${_exe}|report|render|${_new}|--format|junit|-o|${_out}/cli/junit.xml"
-                     FILES "${_out}/cli/junit.xml")
+foreach(format md html junit)
+  _ipcheck_report_test(render-${format} 0 "${_exe}|report|render|${_new}|--format|${format}|-o|${_out}/cli/report.${format}"
+                       FILES "${_out}/cli/report.${format}")
+endforeach()
+_ipcheck_report_test(render-to-stdout 0 "${_exe}|report|render|${_old}" TEXT "# ipcheck results: ze, Intel(R) Level-Zero 1.3.29735")
+_ipcheck_report_test(render-bad-format 2 "${_exe}|report|render|${_old}|--format|pdf" TEXT "--format is 'pdf'; use one of md, html, junit")
 _ipcheck_report_test(history 0 "${_exe}|report|history|${_old}|${_mid}|${_new}|--changed"
                      TEXT "case (changed only)" "* memory.roundtrip.page")
 _ipcheck_report_test(unknown-subcommand 2 "${_exe}|report|compare" TEXT "unknown subcommand 'compare'")
