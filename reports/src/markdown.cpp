@@ -67,7 +67,7 @@ void problem_details(std::string& s, const CaseResult& c) {
       indented += "    " + fence.substr(start, nl - start + 1);
       start = nl + 1;
     }
-    s += indented + "\n";
+    s += indented;
   }
 }
 
