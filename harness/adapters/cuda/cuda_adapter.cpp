@@ -216,8 +216,7 @@ class CudaAdapter final : public Adapter {
     if (!scm_ && config.runner_pid > 0)
       ::prctl(PR_SET_PTRACER, static_cast<unsigned long>(config.runner_pid), 0, 0, 0);
     driver_version_ = nvidia_driver_version(cu_->path(), driver_version_source_);
-    warm_up();
-    return Outcome::success();
+    return warm_up();
   }
 
   AdapterInfo info() override {
@@ -754,48 +753,63 @@ class CudaAdapter final : public Adapter {
 
   // Runs each kind of call once, so that the driver's one-time lazy state (staging
   // buffers, event pools, VMM bookkeeping) exists before the role's audit baseline and is
-  // not mistaken for what a case leaked. Failures are recorded, not fatal: cases meet them.
-  void warm_up() {
-    std::vector<std::string> done, failed;
-    auto note = [&](const char* what, CUresult r) {
-      (r == CUDA_SUCCESS ? done : failed).push_back(r == CUDA_SUCCESS ? what : std::string(what) + " " + cu_->error_name(r));
+  // not mistaken for what a case leaked. Each group ends with a context synchronize, so
+  // nothing is freed under an in-flight copy. A failed call is recorded, not fatal (cases
+  // meet it again); a group that leaves the context broken (a sticky error) gets the
+  // primary context reset, and init fails only if that does not bring it back.
+  Outcome warm_up() {
+    std::vector<std::string> failed;
+    int calls = 0;
+    auto ok = [&](const char* what, CUresult r) {
+      ++calls;
+      if (r != CUDA_SUCCESS) failed.push_back(std::string(what) + " " + cu_->error_name(r));
+      return r == CUDA_SUCCESS;
+    };
+    std::string broken;  // "after <group>: <error>"
+    auto synced = [&](const char* group) {
+      const CUresult r = cu_->cuCtxSynchronize();
+      if (r != CUDA_SUCCESS && broken.empty()) broken = std::string("after ") + group + ": " + cu_->error_name(r);
       return r == CUDA_SUCCESS;
     };
     std::vector<std::byte> bytes(4096, std::byte{0x5a});
     CUdeviceptr p = 0;
-    if (note("alloc", cu_->cuMemAlloc_v2(&p, bytes.size()))) {
-      note("copy", cu_->cuMemcpyHtoD_v2(p, bytes.data(), bytes.size()));
-      note("copy back", cu_->cuMemcpyDtoH_v2(bytes.data(), p, bytes.size()));
+    if (ok("cuMemAlloc", cu_->cuMemAlloc_v2(&p, bytes.size()))) {
+      ok("cuMemcpyHtoD", cu_->cuMemcpyHtoD_v2(p, bytes.data(), bytes.size()));
+      ok("cuMemcpyDtoH", cu_->cuMemcpyDtoH_v2(bytes.data(), p, bytes.size()));
       CUipcMemHandle h{};
-      note("ipc handle", cu_->cuIpcGetMemHandle(&h, p));
+      ok("cuIpcGetMemHandle", cu_->cuIpcGetMemHandle(&h, p));
+      synced("device memory");
       cu_->cuMemFree_v2(p);
     }
     void* host = nullptr;
-    if (note("host alloc", cu_->cuMemAllocHost_v2(&host, bytes.size()))) cu_->cuMemFreeHost(host);
+    if (ok("cuMemAllocHost", cu_->cuMemAllocHost_v2(&host, bytes.size()))) cu_->cuMemFreeHost(host);
+    synced("host memory");
     CUevent ev = nullptr;
-    if (note("ipc event", cu_->cuEventCreate(&ev, kEventInterprocess | kEventDisableTiming))) {
+    if (ok("cuEventCreate", cu_->cuEventCreate(&ev, kEventInterprocess | kEventDisableTiming))) {
       CUipcEventHandle h{};
-      note("event handle", cu_->cuIpcGetEventHandle(&h, ev));
-      note("record", cu_->cuEventRecord(ev, nullptr));
-      note("query", cu_->cuEventQuery(ev));
+      ok("cuIpcGetEventHandle", cu_->cuIpcGetEventHandle(&h, ev));
+      ok("cuEventRecord", cu_->cuEventRecord(ev, nullptr));
+      ok("cuEventSynchronize", cu_->cuEventSynchronize(ev));
+      synced("events");
       cu_->cuEventDestroy_v2(ev);
     }
     if (devices_[0].vmm && devices_[0].posix_fd) {
       const CUmemAllocationProp prop = phys_prop(0, true);
       std::size_t g = 0;
       CUmemGenericAllocationHandle h = 0;
-      if (note("granularity", cu_->cuMemGetAllocationGranularity(&g, &prop, kMemAllocGranularityMinimum)) &&
-          note("physical", cu_->cuMemCreate(&h, g, &prop, 0))) {
+      if (ok("cuMemGetAllocationGranularity", cu_->cuMemGetAllocationGranularity(&g, &prop, kMemAllocGranularityMinimum)) &&
+          ok("cuMemCreate", cu_->cuMemCreate(&h, g, &prop, 0))) {
         int fd = -1;
-        if (note("export", cu_->cuMemExportToShareableHandle(&fd, h, kMemHandleTypePosixFd, 0))) ::close(fd);
+        if (ok("cuMemExportToShareableHandle", cu_->cuMemExportToShareableHandle(&fd, h, kMemHandleTypePosixFd, 0)))
+          ::close(fd);
         CUdeviceptr va = 0;
-        if (note("reserve", cu_->cuMemAddressReserve(&va, g, 0, 0, 0))) {
-          if (note("map", cu_->cuMemMap(va, g, 0, h, 0))) {
+        if (ok("cuMemAddressReserve", cu_->cuMemAddressReserve(&va, g, 0, 0, 0))) {
+          if (ok("cuMemMap", cu_->cuMemMap(va, g, 0, h, 0))) {
             CUmemAccessDesc access{};
             access.location = prop.location;
             access.flags = kMemAccessProtReadWrite;
-            if (note("access", cu_->cuMemSetAccess(va, g, &access, 1)))
-              note("vm copy", cu_->cuMemcpyHtoD_v2(va, bytes.data(), bytes.size()));
+            ok("cuMemSetAccess", cu_->cuMemSetAccess(va, g, &access, 1));
+            synced("physical memory");
             cu_->cuMemUnmap(va, g);
           }
           cu_->cuMemAddressFree(va, g);
@@ -803,9 +817,35 @@ class CudaAdapter final : public Adapter {
         cu_->cuMemRelease(h);
       }
     }
-    cu_->cuCtxSynchronize();
-    warm_up_ = failed.empty() ? std::to_string(done.size()) + " calls ok" : "failed: ";
-    for (std::size_t i = 0; i < failed.size(); ++i) warm_up_ += (i ? ", " : "") + failed[i];
+    synced("the warm-up");
+    warm_up_ = std::to_string(calls) + " calls, " +
+               (failed.empty() ? std::string("all succeeded") : std::to_string(failed.size()) + " failed:");
+    for (const auto& f : failed) warm_up_ += " " + f;
+    if (!failed.empty()) std::fprintf(stderr, "[cuda] warm-up: %s\n", warm_up_.c_str());
+    if (broken.empty()) return Outcome::success();
+    std::fprintf(stderr, "[cuda] warm-up left the context broken (%s); resetting the primary context\n", broken.c_str());
+    warm_up_ += "; context broken " + broken + ", primary context reset";
+    const Device d = devices_[0];
+    if (!cu_->cuDevicePrimaryCtxReset_v2)
+      return Outcome::failure(Errc::device_lost, "cuda: the warm-up left the context broken (" + broken +
+                                                     ") and this driver has no cuDevicePrimaryCtxReset");
+    if (const CUresult r = cu_->cuDevicePrimaryCtxReset_v2(d.handle); r != CUDA_SUCCESS)
+      return fail(r, "cuDevicePrimaryCtxReset after the warm-up broke the context (" + broken + ")");
+    // Take the reset context afresh: release our reference, retain it again, make it current.
+    cu_->cuDevicePrimaryCtxRelease_v2(d.handle);
+    devices_[0].ctx = nullptr;
+    if (const CUresult r = cu_->cuDevicePrimaryCtxRetain(&devices_[0].ctx, d.handle); r != CUDA_SUCCESS)
+      return fail(r, "cuDevicePrimaryCtxRetain after resetting the context the warm-up broke (" + broken + ")");
+    current_ = -1;
+    if (auto o = use(0, "init"); !o.ok()) return o;
+    CUdeviceptr probe = 0;
+    CUresult r = cu_->cuMemAlloc_v2(&probe, bytes.size());
+    if (r == CUDA_SUCCESS) {
+      cu_->cuMemFree_v2(probe);
+      r = cu_->cuCtxSynchronize();
+    }
+    if (r != CUDA_SUCCESS) return fail(r, "the first allocation after resetting the context the warm-up broke (" + broken + ")");
+    return Outcome::success();
   }
 
   std::unique_ptr<Driver> cu_;

@@ -143,6 +143,7 @@ using PFN_cuDeviceGetUuid_v2 = CUresult (*)(CUuuid* uuid, CUdevice device);
 using PFN_cuDeviceGetAttribute = CUresult (*)(int* value, CUdevice_attribute attribute, CUdevice device);
 using PFN_cuDevicePrimaryCtxRetain = CUresult (*)(CUcontext* ctx, CUdevice device);
 using PFN_cuDevicePrimaryCtxRelease_v2 = CUresult (*)(CUdevice device);
+using PFN_cuDevicePrimaryCtxReset_v2 = CUresult (*)(CUdevice device);
 using PFN_cuCtxSetCurrent = CUresult (*)(CUcontext ctx);
 using PFN_cuCtxSynchronize = CUresult (*)();
 using PFN_cuMemGetInfo_v2 = CUresult (*)(std::size_t* free, std::size_t* total);

@@ -45,6 +45,7 @@ namespace ipcheck::cuda_api {
 // Functions some drivers lack; the verbs that need them answer not_implemented.
 #define IPCHECK_CUDA_OPTIONAL_FUNCTIONS(X)                                       \
   X(cuDeviceGetUuid_v2, "cuDeviceGetUuid_v2")                                    \
+  X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset_v2")                    \
   X(cuMemAllocManaged, "cuMemAllocManaged")                                      \
   X(cuMemCreate, "cuMemCreate")                                                  \
   X(cuMemRelease, "cuMemRelease")                                                \
