@@ -18,7 +18,9 @@
 //              the fd moved by SCM_RIGHTS or pidfd_getfd, cuMemImportFromShareableHandle,
 //              cuMemAddressReserve / cuMemMap / cuMemSetAccess / cuMemUnmap / cuMemRelease.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -79,8 +81,28 @@ Errc map_result(CUresult r) {
     case CUDA_ERROR_DEVICE_UNAVAILABLE:
     case CUDA_ERROR_ECC_UNCORRECTABLE:
     case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
     case CUDA_ERROR_LAUNCH_FAILED: return Errc::device_lost;
     default: return Errc::other;
+  }
+}
+
+// Errors that leave the context unusable: every later call in the process answers the same.
+bool sticky(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED: return true;
+    default: return false;
   }
 }
 
@@ -390,6 +412,8 @@ class CudaAdapter final : public Adapter {
     if (const CUresult r = cu_->cuMemExportToShareableHandle(&fd, p->handle, kMemHandleTypePosixFd, 0); r != CUDA_SUCCESS)
       return {fail(r, "cuMemExportToShareableHandle(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)")};
     unique_fd owned(fd);
+    if (auto o = relocate_export_fd(owned); !o.ok()) return {o};
+    fd = owned.get();
     FdRecord rec;
     rec.pid = static_cast<std::uint32_t>(::getpid());
     rec.fd = fd;
@@ -657,8 +681,9 @@ class CudaAdapter final : public Adapter {
 
   // An outcome for a failed CUDA call: the code mapped, the native name and sentence.
   Outcome fail(CUresult r, const std::string& call) const {
-    return Outcome::failure(map_result(r), call + " answered " + cu_->error_name(r) + ": " + cu_->error_text(r), r,
-                            cu_->error_name(r));
+    std::string message = call + " answered " + cu_->error_name(r) + ": " + cu_->error_text(r);
+    if (sticky(r)) message += " (a sticky error: the context is unusable, every later call in this process fails)";
+    return Outcome::failure(map_result(r), std::move(message), r, cu_->error_name(r));
   }
 
   static Outcome unknown(const char* what, ObjectId id) {
@@ -742,6 +767,32 @@ class CudaAdapter final : public Adapter {
                                err, err == EPERM ? "EPERM" : err == EBADF ? "EBADF" : "errno")};
     }
     return {Outcome::success(), fd};
+  }
+
+  // Moves an exported descriptor to a number this process has never used for one, so that
+  // a record whose export was put names a closed number (pidfd_getfd: EBADF) instead of a
+  // later export that took the lowest free number. Numbers climb from half the soft
+  // RLIMIT_NOFILE (at most 4096); when they run out, the lowest free number is kept (and
+  // may repeat).
+  Outcome relocate_export_fd(unique_fd& fd) {
+    if (next_export_fd_ == 0) {
+      rlimit lim{};
+      const rlim_t soft = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
+      // A small window keeps the kernel's descriptor table small where the limit is huge.
+      next_export_fd_ = static_cast<int>(std::min<rlim_t>(soft / 2, 4096));
+      export_fd_end_ = static_cast<int>(std::min<rlim_t>(soft, 16384));
+    }
+    if (next_export_fd_ < 64 || next_export_fd_ >= export_fd_end_) return Outcome::success();
+    const int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, next_export_fd_);
+    if (moved < 0) {
+      const int err = errno;
+      if (err == EINVAL || err == EMFILE) return Outcome::success();  // no room up there: keep the number
+      return Outcome::failure(Errc::exhausted, std::string("cuda: fcntl(F_DUPFD_CLOEXEC) of an exported fd failed: ") +
+                                                   std::strerror(err), err, "errno");
+    }
+    next_export_fd_ = moved + 1;
+    fd.reset(moved);
+    return Outcome::success();
   }
 
   static std::string event_flag_names(unsigned f) {
@@ -854,6 +905,7 @@ class CudaAdapter final : public Adapter {
   int api_version_ = 0;
   std::string driver_version_, driver_version_source_, warm_up_;
   bool scm_ = false;
+  int next_export_fd_ = 0, export_fd_end_ = 0;
   ObjectId next_id_ = 1;
   std::map<DevPtr, MemKind> allocations_;
   std::map<ObjectId, Phys> phys_;
