@@ -18,9 +18,7 @@
 //              the fd moved by SCM_RIGHTS or pidfd_getfd, cuMemImportFromShareableHandle,
 //              cuMemAddressReserve / cuMemMap / cuMemSetAccess / cuMemUnmap / cuMemRelease.
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -769,29 +767,10 @@ class CudaAdapter final : public Adapter {
     return {Outcome::success(), fd};
   }
 
-  // Moves an exported descriptor to a number this process has never used for one, so that
-  // a record whose export was put names a closed number (pidfd_getfd: EBADF) instead of a
-  // later export that took the lowest free number. Numbers climb from half the soft
-  // RLIMIT_NOFILE (at most 4096); when they run out, the lowest free number is kept (and
-  // may repeat).
   Outcome relocate_export_fd(unique_fd& fd) {
-    if (next_export_fd_ == 0) {
-      rlimit lim{};
-      const rlim_t soft = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
-      // A small window keeps the kernel's descriptor table small where the limit is huge.
-      next_export_fd_ = static_cast<int>(std::min<rlim_t>(soft / 2, 4096));
-      export_fd_end_ = static_cast<int>(std::min<rlim_t>(soft, 16384));
-    }
-    if (next_export_fd_ < 64 || next_export_fd_ >= export_fd_end_) return Outcome::success();
-    const int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, next_export_fd_);
-    if (moved < 0) {
-      const int err = errno;
-      if (err == EINVAL || err == EMFILE) return Outcome::success();  // no room up there: keep the number
+    if (const int err = export_numbers_.place(fd); err != 0)
       return Outcome::failure(Errc::exhausted, std::string("cuda: fcntl(F_DUPFD_CLOEXEC) of an exported fd failed: ") +
                                                    std::strerror(err), err, "errno");
-    }
-    next_export_fd_ = moved + 1;
-    fd.reset(moved);
     return Outcome::success();
   }
 
@@ -905,7 +884,7 @@ class CudaAdapter final : public Adapter {
   int api_version_ = 0;
   std::string driver_version_, driver_version_source_, warm_up_;
   bool scm_ = false;
-  int next_export_fd_ = 0, export_fd_end_ = 0;
+  cuda_adapter::ExportFdNumbers export_numbers_;
   ObjectId next_id_ = 1;
   std::map<DevPtr, MemKind> allocations_;
   std::map<ObjectId, Phys> phys_;

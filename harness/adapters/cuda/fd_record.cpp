@@ -1,5 +1,10 @@
 #include "fd_record.hpp"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -80,6 +85,21 @@ std::optional<FdRecord> FdRecord::decode(std::span<const std::byte> bytes, std::
     return std::nullopt;
   }
   return r;
+}
+
+int ExportFdNumbers::place(ipcref::unique_fd& fd) {
+  if (next_ == 0) {
+    rlimit lim{};
+    const rlim_t soft = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
+    next_ = static_cast<int>(std::min<rlim_t>(soft / 2, 4096));
+    end_ = static_cast<int>(std::min<rlim_t>(soft, 16384));
+  }
+  if (next_ < 64 || next_ >= end_) return 0;
+  const int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, next_);
+  if (moved < 0) return errno == EINVAL || errno == EMFILE ? 0 : errno;
+  next_ = moved + 1;
+  fd.reset(moved);
+  return 0;
 }
 
 std::uint64_t process_start_time(int pid) {

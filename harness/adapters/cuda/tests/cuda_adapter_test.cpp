@@ -1,5 +1,6 @@
 // The cuda adapter without a GPU: its handle record codec, and init's answers when the
 // driver is missing, is not libcuda, or is the CUDA toolkit's stub.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -72,6 +73,26 @@ TEST(FdRecord, RejectsNonPositiveFields) {
 TEST(FdRecord, StartTimeNamesLiveProcessesOnly) {
   EXPECT_GT(cuda_adapter::process_start_time(::getpid()), 0u);
   EXPECT_EQ(cuda_adapter::process_start_time(0x3fffffff), 0u);
+}
+
+// A put export's number is never handed to a later export of the same process.
+TEST(ExportFdNumbers, NumbersClimbAndAreNeverReused) {
+  cuda_adapter::ExportFdNumbers numbers;
+  std::vector<int> got;
+  for (int i = 0; i < 3; ++i) {
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    ::close(p[1]);
+    ipcref::unique_fd fd(p[0]);
+    const int before = fd.get();
+    ASSERT_EQ(numbers.place(fd), 0);
+    EXPECT_NE(::fcntl(fd.get(), F_GETFD), -1);
+    EXPECT_EQ(::fcntl(before, F_GETFD), -1) << "the old number stays open";
+    got.push_back(fd.get());
+  }  // each descriptor closes here, as a put closes it: its number must not come back
+  EXPECT_GE(got[0], 64);
+  EXPECT_LT(got[0], got[1]);
+  EXPECT_LT(got[1], got[2]);
 }
 
 std::unique_ptr<Adapter> make_cuda() {
