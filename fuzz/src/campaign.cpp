@@ -24,6 +24,7 @@
 #include "ipcheck/fuzz/layout.hpp"
 #include "ipcheck/fuzz/oracle.hpp"
 #include "ipcheck/fuzz/symbolic.hpp"
+#include "ipcheck/reports/report_set.hpp"
 #include "ipcheck/runner.hpp"
 #include "ipcheck/spawn.hpp"
 #include "protocol.hpp"
@@ -303,7 +304,9 @@ void Campaign::start_producer() {
       const json e = json::parse(m->field(1));
       const std::string errc = e.value("errc", "");
       const bool skip = errc == "not_implemented" || errc == "feature_not_supported" || errc == "device_lost";
-      throw CampaignStop("adapter '" + o_.adapter + "' " + (skip ? "cannot export memory here" : "failed in the producer") +
+      const std::string how = !skip ? "failed in the producer"
+                              : e.value("stage", "") == "init" ? "is not available here" : "cannot export memory here";
+      throw CampaignStop("adapter '" + o_.adapter + "' " + how +
                              ": " + e.value("what", std::string("?")), skip);
     }
   }
@@ -792,10 +795,10 @@ void Campaign::minimise_and_write(const std::string& out_dir) {
     const bool replayed = !g.replay_detail.empty() && g.reproduced.value_or(false) && g.first.verdict != Verdict::crash &&
                           g.first.verdict != Verdict::hang;
     json entry = {{"id", id},
-                  {"kind", verdict_name(g.first.verdict)},
+                  {"outcome", verdict_name(g.first.verdict)},
                   {"clause", verdict_clause(g.first.verdict)},
                   {"detail", replayed ? g.replay_detail : g.first.detail},
-                  {"outcome", replayed && g.replay_outcome.is_object() && !g.replay_outcome.empty() ? g.replay_outcome : g.first.outcome},
+                  {"result", replayed && g.replay_outcome.is_object() && !g.replay_outcome.empty() ? g.replay_outcome : g.first.outcome},
                   {"fields", g.fields},
                   {"mutation", ""},
                   {"reports", g.reports},
@@ -806,7 +809,9 @@ void Campaign::minimise_and_write(const std::string& out_dir) {
                   {"reproduced", g.reproduced ? json(*g.reproduced) : json(nullptr)},
                   {"reproducer", nullptr},
                   {"description", "findings/" + id + ".json"}};
-    if (!entry["outcome"].contains("exit")) entry["outcome"]["exit"] = "";
+    for (const char* k : {"errc", "native_name", "message", "exit"})
+      if (!entry["result"].contains(k)) entry["result"][k] = "";
+    if (!entry["result"].contains("native")) entry["result"]["native"] = 0;
     fs::create_directories(dir);
     json description = entry;
     description["schema"] = "ipcheck.fuzz-finding/1";
@@ -881,6 +886,7 @@ json Campaign::section() const {
   j["status"] = status;
   j["reason"] = reason;
   j["adapter"] = o_.adapter;
+  j["target"] = "memory handles (" + o_.adapter + ")";
   const json info = setup_.is_object() ? setup_.value("info", json::object()) : json::object();
   j["driver"] = {{"name", info.value("driver_name", "")}, {"version", info.value("driver_version", "")}};
   json layout = json::object();
@@ -958,7 +964,7 @@ reports::RunInfo run_info(const CampaignOptions& o, const json& setup, const std
 
 }  // namespace
 
-reports::Results run_campaign(const CampaignOptions& o, const std::string& out_dir) {
+reports::Results run_campaign(const CampaignOptions& o, const std::string& out_dir, std::vector<std::string>* written) {
   const std::string start = iso_now();
   const auto t0 = Clock::now();
   const std::size_t fds_at_start = count_open_fds();
@@ -990,8 +996,8 @@ reports::Results run_campaign(const CampaignOptions& o, const std::string& out_d
   results.run.runner = {{"fds_at_start", fds_at_start}, {"fds_at_end", count_open_fds()}, {"orphans_reaped", orphans}};
   results.fuzz = section;
   results.summary = reports::summarize(results.cases);
-  fs::create_directories(out_dir);
-  reports::write_results((fs::path(out_dir) / "results.json").string(), results);
+  const auto paths = reports::write_report_set(out_dir, results);
+  if (written) *written = paths;
   return results;
 }
 

@@ -144,7 +144,11 @@ int fuzz(const std::vector<std::string>& args) {
     ::signal(SIGINT, on_interrupt);
     ::signal(SIGTERM, on_interrupt);
 
-    const reports::Results r = run_campaign(c, out);
+    std::vector<std::string> written;
+    const reports::Results r = run_campaign(c, out, &written);
+    auto print_written = [&] {
+      for (const auto& p : written) std::printf("wrote %s\n", p.c_str());
+    };
     const json& f = r.fuzz;
     const std::string status = f.value("status", "");
     if (status == "skipped") {
@@ -153,7 +157,7 @@ int fuzz(const std::vector<std::string>& args) {
     }
     if (status == "aborted") {
       std::fprintf(stderr, "fuzz %s: aborted: %s\n", c.adapter.c_str(), f.value("reason", "").c_str());
-      std::printf("wrote %s\n", (std::filesystem::path(out) / "results.json").c_str());
+      print_written();
       return kFailed;
     }
     const auto& findings = f.at("findings");
@@ -173,7 +177,7 @@ int fuzz(const std::vector<std::string>& args) {
         std::printf("  replay  ipcheck fuzz --replay %s\n",
                     (std::filesystem::path(out) / x["reproducer"].get<std::string>()).c_str());
     }
-    std::printf("wrote %s\n", (std::filesystem::path(out) / "results.json").c_str());
+    print_written();
     if (status != "completed" || !findings.empty()) return kFailed;
     return kOk;
   });

@@ -2,8 +2,8 @@
 // runtime: it forks and execs one producer and N consumer workers (`ipcheck fuzz-role`),
 // watches them (a crashed or hung worker is replaced and the campaign goes on, its input
 // read back from the worker's page), minimises and deduplicates the findings with a replay
-// worker, and writes results.json with a `fuzz` section plus one reproducer and one
-// description file per finding.
+// worker, and writes results.json with a `fuzz` section (and its renderings) plus one
+// reproducer and one description file per finding.
 //
 // The `fuzz` section of results.json (schema "ipcheck.fuzz/1"; Results::fuzz):
 //
@@ -11,6 +11,7 @@
 //     "schema": "ipcheck.fuzz/1",
 //     "status": "completed" | "skipped" | "aborted" | "interrupted",
 //     "reason": "",                        // why not completed (adapter missing, producer died...)
+//     "target": "memory handles (ref)",    // what was fuzzed
 //     "adapter": "ref",
 //     "driver": {"name": "ipcref", "version": "0.1.0+g1234"},
 //     "handle_layout": {"name": "ipcref/1", "knowledge": "exact" | "partial" | "opaque",
@@ -25,25 +26,28 @@
 //     "exec_per_s_per_worker": 20576.1,
 //     "workers": {"started": 1, "replaced": 0},
 //     "outcomes": {"success": 31000, "invalid": 1200000, "exporter_gone": 12, ...},
-//                                          // what open returned, by ipcheck Errc name
+//                                          // what open returned, by ipcheck Errc name (every
+//                                          // execution once; a crash or hang is in "verdicts")
 //     "native_outcomes": {"ipcref::errc::invalid": 1200000, ...},  // by native code name
-//     "verdicts": {"rejected": n, "mapped": n, "confused_deputy": n, ...},  // oracle, per execution
+//     "verdicts": {"rejected": n, "mapped": n, "confused_deputy": n, "crash": n, ...},
+//                                          // the oracle's verdict on every execution
 //     "finding_hits": 12,                  // executions that were findings, before deduplication
 //     "corpus": {"dir": "", "loaded": 0, "added": 0},
-//     "findings": [                        // minimised and deduplicated: one per kind and field set
+//     "findings": [                        // minimised and deduplicated: one per outcome and field set
 //       {"id": "confused_deputy-fd",
-//        "kind": "confused_deputy",        // a Verdict name (oracle.hpp)
+//        "outcome": "confused_deputy",     // the finding: a Verdict name (oracle.hpp)
 //        "clause": "rb.open.confused_deputy",
 //        "detail": "open mapped producer.alloc[1] from offset 0, an allocation ... never exported",
-//        "outcome": {"errc": "success", "native": 0, "native_name": "", "message": "",
-//                    "exit": ""},          // exit: "signal SIGSEGV" for crash, "killed after 2 s" for hang
+//        "result": {"errc": "success", "native": 0, "native_name": "", "message": "",
+//                   "exit": ""},           // what open returned; exit: "signal SIGSEGV" (crash),
+//                                          // "killed after 2 s without returning" (hang)
 //        "fields": ["fd"],                 // what differs from the real export it came from
 //        "mutation": "fd := producer.alloc[1].fd (0x8); checksum resealed; from producer.export[0]",
 //        "reports": 2,                     // reports merged into this finding
 //        "first_exec": 2435, "first_at_s": 0.12, "worker": 0,
 //        "minimised": true,                // fields were reduced by replaying
-//        "reproduced": true,               // a fresh replay gave the same kind; false: it did not
-//                                          // (flaky); null: not replayed (no input, or no time left)
+//        "reproduced": true,               // a fresh replay gave the same outcome; false: it did
+//                                          // not (flaky); null: not replayed (no input, no time left)
 //        "reproducer": "findings/confused_deputy-fd.repro",   // relative to results.json
 //        "description": "findings/confused_deputy-fd.json"}
 //     ]
@@ -86,8 +90,10 @@ struct CampaignOptions {
   std::atomic<bool>* interrupted = nullptr;
 };
 
-// Runs the campaign, writes <out>/results.json and <out>/findings/, returns the results.
-reports::Results run_campaign(const CampaignOptions& o, const std::string& out_dir);
+// Runs the campaign, writes <out>/results.json with its renderings (report.md, report.html,
+// junit.xml) and <out>/findings/; returns the results and, in `written`, the report files.
+reports::Results run_campaign(const CampaignOptions& o, const std::string& out_dir,
+                              std::vector<std::string>* written = nullptr);
 
 struct ReplayReport {
   bool ran = false;         // false: the campaign could not start (reason says why)
