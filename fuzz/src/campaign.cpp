@@ -511,7 +511,9 @@ void Campaign::print_progress(bool final_line) {
 }
 
 void Campaign::fuzz() {
-  const int jobs = std::max(1, o_.jobs);
+  // With --runs, never more workers than inputs (a worker's quota of 0 would mean "unbounded").
+  const int jobs = static_cast<int>(o_.runs ? std::min<std::uint64_t>(static_cast<std::uint64_t>(std::max(1, o_.jobs)), o_.runs)
+                                            : static_cast<std::uint64_t>(std::max(1, o_.jobs)));
   for (int w = 0; w < jobs; ++w) {
     auto s = std::make_unique<Slot>();
     s->index = w;
@@ -902,14 +904,14 @@ json Campaign::section() const {
   j["transport"] = info.value("transport", "");
   j["setup"] = detail::kSetup;
   j["seed"] = o_.seed;
-  j["jobs"] = o_.jobs;
+  j["jobs"] = slots_.empty() ? o_.jobs : static_cast<int>(slots_.size());
   j["budget"] = {{"time_s", o_.time_s}, {"runs", o_.runs}};
   const double duration = fuzzed_ ? std::chrono::duration<double>(t_end_ - t0_).count() : 0.0;
   const std::uint64_t n = executions();
   j["duration_s"] = duration;
   j["executions"] = n;
   j["exec_per_s"] = duration > 0 ? n / duration : 0.0;
-  j["exec_per_s_per_worker"] = duration > 0 ? n / duration / std::max(1, o_.jobs) : 0.0;
+  j["exec_per_s_per_worker"] = duration > 0 ? n / duration / static_cast<double>(std::max<std::size_t>(1, slots_.size())) : 0.0;
   j["workers"] = {{"started", started_ - (replayer_ ? replayer_->generations : 0)}, {"replaced", replaced_}};
   json outcomes = json::object();
   for (const auto& [k, v] : outcome_counts()) outcomes[k] = v;
