@@ -211,6 +211,10 @@ int run_producer(Channel& ch, const json& start) {
     ch.send(MsgType::data, {"error", f.to_json().dump()});
     ch.send(MsgType::done, {"aborted", f.what()});
     return 0;
+  } catch (const std::exception& e) {  // a handle fuzz/ cannot hold, for one
+    ch.send(MsgType::data, {"error", json{{"stage", "setup"}, {"what", e.what()}, {"errc", "other"}}.dump()});
+    ch.send(MsgType::done, {"aborted", e.what()});
+    return 0;
   }
   const AdapterInfo info = adapter->info();
   // Descriptors first (when the convention moves them), then the set-up that names them.
