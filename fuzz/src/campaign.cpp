@@ -178,7 +178,7 @@ struct Slot {
 
 class Campaign {
  public:
-  Campaign(const CampaignOptions& o) : o_(o) {
+  explicit Campaign(const CampaignOptions& o) : o_(o) {
     exe_ = o.executable.empty() ? self_executable() : o.executable;
     become_subreaper();
   }
@@ -198,12 +198,12 @@ class Campaign {
   json section() const;
 
   // Replay support.
-  struct Verdicts {
+  struct Replayed {
     Verdict verdict;
     std::string detail;
     json outcome;
   };
-  Verdicts replay_exec(const Symbolic& s, std::string* resolved, std::string* why);
+  Replayed replay_exec(const Symbolic& s, std::string* resolved, std::string* why);
 
   const json& setup() const { return setup_; }
   std::string status = "completed", reason;
@@ -609,7 +609,7 @@ void Campaign::ensure_replayer() {
   start_slot(*replayer_, 0, 0);
 }
 
-Campaign::Verdicts Campaign::replay_exec(const Symbolic& sym, std::string* resolved, std::string* why) {
+Campaign::Replayed Campaign::replay_exec(const Symbolic& sym, std::string* resolved, std::string* why) {
   ensure_replayer();
   Slot& r = *replayer_;
   auto in = resolve(*r.ctx, sym, why);
@@ -745,7 +745,7 @@ void Campaign::minimise_and_write(const std::string& out_dir) {
       }
       if (merged) continue;
       Symbolic cur = *g.original;
-      const Verdicts first = replay_exec(cur, nullptr, &why);
+      const Replayed first = replay_exec(cur, nullptr, &why);
       g.reproduced = first.verdict == g.first.verdict;
       g.replay_detail = first.detail;
       g.replay_outcome = first.outcome;
@@ -754,7 +754,7 @@ void Campaign::minimise_and_write(const std::string& out_dir) {
         changed = false;
         for (const auto& cand : simplifications(cur, *g.first.ctx)) {
           if (since(t_start) > o_.minimise_s) break;
-          const Verdicts v = replay_exec(cand, nullptr, &why);
+          const Replayed v = replay_exec(cand, nullptr, &why);
           if (v.verdict != g.first.verdict) continue;
           cur = cand;
           g.replay_detail = v.detail;
