@@ -31,26 +31,37 @@ std::optional<std::uint64_t> lookup(const MutatorContext& ctx, const std::string
   return ctx.layout->get(ctx.bases[static_cast<std::size_t>(b)].bytes, f);
 }
 
-// The best name for `value` in field `f` of an input derived from base `base`.
-std::string source_for(const MutatorContext& ctx, int f, std::uint64_t value, std::size_t base) {
+std::string owner_of(const std::string& name) { return name.substr(0, name.find('.')); }
+
+// The best name for `value` in field `f` of input `in`: a live value of the field's role,
+// else the same field of another export, else (for values too large to be chance) any
+// live value; among equals, one of the process the input's pid names ("producer", "worker").
+std::string source_for(const MutatorContext& ctx, const Input& in, int f, std::uint64_t value) {
   const HandleLayout& l = *ctx.layout;
   const LayoutField& field = l.fields[static_cast<std::size_t>(f)];
   const std::uint64_t m = width_mask(field.width);
   if (field.role == FieldRole::checksum) return {};
-  // The same field of another export (a token, a guard, a size taken across).
-  for (std::size_t b = 0; b < ctx.bases.size(); ++b)
-    if (b != base && l.get(ctx.bases[b].bytes, f) == value) return ctx.base_names[b] + "." + field.name;
-  // A live value of the same role (an allocation's descriptor, another process's pid).
+  std::string owner;
+  if (const int p = l.find(FieldRole::pid); p >= 0)
+    for (const auto& v : ctx.values)
+      if (v.role == FieldRole::pid && v.value == l.get(in.bytes, p)) owner = owner_of(v.name);
+  std::vector<std::string> tiers[3];
   for (const auto& v : ctx.values)
-    if (compatible(field.role, v.role) && (v.value & m) == value) return v.name;
-  // Large values are no coincidence: any live value of the campaign.
+    if (compatible(field.role, v.role) && (v.value & m) == value) tiers[0].push_back(v.name);
+  for (std::size_t b = 0; b < ctx.bases.size(); ++b)
+    if (b != in.base && l.get(ctx.bases[b].bytes, f) == value) tiers[1].push_back(ctx.base_names[b] + "." + field.name);
   if (value >= 0x10000) {
     for (const auto& v : ctx.values)
-      if ((v.value & m) == value) return v.name;
+      if ((v.value & m) == value) tiers[2].push_back(v.name);
     for (std::size_t b = 0; b < ctx.bases.size(); ++b)
       for (std::size_t g = 0; g < l.fields.size(); ++g)
         if (l.fields[g].width == field.width && l.get(ctx.bases[b].bytes, static_cast<int>(g)) == value)
-          return ctx.base_names[b] + "." + l.fields[g].name;
+          tiers[2].push_back(ctx.base_names[b] + "." + l.fields[g].name);
+  }
+  for (const auto& tier : tiers) {
+    for (const auto& name : tier)
+      if (!owner.empty() && owner_of(name) == owner) return name;
+    if (!tier.empty()) return tier.front();
   }
   return {};
 }
@@ -85,7 +96,7 @@ Symbolic symbolize(const MutatorContext& ctx, const Input& in) {
     if (static_cast<int>(f) == sum) continue;
     const std::uint64_t v = l.get(in.bytes, static_cast<int>(f));
     if (v == l.get(base.bytes, static_cast<int>(f))) continue;
-    s.changes.push_back({l.fields[f].name, v, source_for(ctx, static_cast<int>(f), v, in.base)});
+    s.changes.push_back({l.fields[f].name, v, source_for(ctx, in, static_cast<int>(f), v)});
     any = true;
   }
   if (sum >= 0) {
