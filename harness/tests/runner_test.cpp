@@ -41,6 +41,8 @@ class RunnerTest : public ::testing::Test {
     o.timeout_s = timeout;
     o.inactivity_s = timeout;
     o.grace_s = 0.5;
+    // Under the asan preset a fault must stay a signal, as it is in a normal build.
+    o.env = {"ASAN_OPTIONS=handle_segv=0:detect_leaks=0"};
     const CaseDef* c = find_case(id);
     EXPECT_NE(c, nullptr) << id;
     const std::size_t fds = count_open_fds();
