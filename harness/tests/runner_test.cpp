@@ -164,6 +164,13 @@ TEST_F(RunnerTest, RequestedKillIsNotACrash) {
   EXPECT_EQ(r.roles[1].exit, "signal SIGKILL (expected)");
 }
 
+TEST_F(RunnerTest, ExpendableRoleDeathIsNotACrash) {
+  auto r = run("selftest.expendable");
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  ASSERT_EQ(r.roles.size(), 2u);
+  EXPECT_EQ(r.roles[1].exit, "signal SIGSEGV (expected)");
+}
+
 TEST_F(RunnerTest, InjectionKillsAtTheNamedStep) {
   const InjectPoint at{"producer", "second"};
   auto r = run("selftest.inject", 10, &at);

@@ -147,6 +147,16 @@ IPCHECK_CASE(Case("selftest.kill_expected", "The producer has the runner kill th
                    for (;;) ::pause();
                  }));
 
+IPCHECK_CASE(Case("selftest.expendable", "An expendable role dies by SIGSEGV; a peer observes how it ended")
+                 .hidden()
+                 .expendable("prober")
+                 .role("producer",
+                       [](Role& r) {
+                         const std::string how = r.wait_exit("prober");
+                         r.check(how == "signal SIGSEGV", "harness.selftest.must", "prober ended by " + how);
+                       })
+                 .role("prober", [](Role&) { segv(); }));
+
 IPCHECK_CASE(Case("selftest.inject", "A role announces steps; --inject kills it at one")
                  .hidden()
                  .steps({"first", "second"})
