@@ -157,6 +157,11 @@ IPCHECK_CASE(Case("selftest.expendable", "An expendable role dies by SIGSEGV; a 
                        })
                  .role("prober", [](Role&) { segv(); }));
 
+IPCHECK_CASE(Case("selftest.receive_alone", "The consumer waits for a message its only peer never sends")
+                 .hidden()
+                 .role("producer", [](Role& r) { r.check(true, "harness.selftest.must", "ends without sending"); })
+                 .role("consumer", [](Role& r) { r.receive("never sent"); }));
+
 IPCHECK_CASE(Case("selftest.inject", "A role announces steps; --inject kills it at one")
                  .hidden()
                  .steps({"first", "second"})
