@@ -1,0 +1,225 @@
+// An opened event shares state with the exported one: signals, waits and queries cross in
+// both directions; opens, retains, releases and put leave the shared state working.
+#include <set>
+#include <thread>
+
+#include "../common.hpp"
+
+namespace ipcheck::catalog {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Exports one IPC event to every consumer-like peer named in `to`.
+Owned export_event_to(Role& r, std::string_view clause, const std::vector<std::string>& to, Owned& exported) {
+  Owned ev = create_event(r, {.ipc = true}, clause);
+  Exported h;
+  exported = export_event(r, ev.get(), h, clause);
+  for (const auto& peer : to) r.send_handle(peer, "handle", h);
+  return ev;
+}
+
+bool wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view clause, const std::string& what) {
+  return r.require(r.adapter().event_wait(ev, t), clause, what);
+}
+
+// --- ur.event.bidirectional: each side blocks in a wait the other side's signal ends.
+constexpr const char* kBidi = "ur.event.bidirectional";
+
+void bidi_producer(Role& r) {
+  Owned exported;
+  Owned ev = export_event_to(r, kBidi, {"consumer"}, exported);
+  receive_text(r, "opened");
+  r.check(!query(r, ev.get(), kBidi, "event_query"), kBidi, "the producer's event is not signaled before any signal");
+  // First the producer's signal ends a wait the consumer is blocked in.
+  receive_text(r, "consumer-waiting");
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // let the waiter block
+  r.check_ok(r.adapter().event_signal(ev.get()), kBidi, "event_signal by the producer");
+  receive_text(r, "consumer-reset");
+  r.check(!query(r, ev.get(), kBidi, "event_query"), kBidi, "the consumer's reset is seen by the producer");
+  // Then the producer blocks and the consumer's signal ends its wait.
+  send_text(r, "consumer", "producer-waiting", "");
+  const auto t0 = Clock::now();
+  const bool woke = wait_for(r, ev.get(), kLongWait, kBidi, "event_wait in the producer");
+  r.check(woke, kBidi, "the producer's wait ended by the consumer's signal after " + ms(Clock::now() - t0));
+  r.check(query(r, ev.get(), kBidi, "event_query"), kBidi, "the producer's query sees the consumer's signal");
+  r.barrier("done");
+}
+
+void bidi_consumer(Role& r) {
+  Received h = r.receive("handle");
+  Owned ev = open_event(r, h, kBidi, "event_open");
+  send_text(r, "producer", "opened", "");
+  r.check(!query(r, ev.get(), kBidi, "event_query"), kBidi, "the opened event is not signaled before any signal");
+  r.check(!wait_for(r, ev.get(), kShortWait, kBidi, "short event_wait"), kBidi,
+          "a " + ms(kShortWait) + " wait before any signal times out");
+  send_text(r, "producer", "consumer-waiting", "");
+  const auto t0 = Clock::now();
+  const bool woke = wait_for(r, ev.get(), kLongWait, kBidi, "event_wait in the consumer");
+  r.check(woke, kBidi, "the consumer's wait ended by the producer's signal after " + ms(Clock::now() - t0));
+  r.check(query(r, ev.get(), kBidi, "event_query"), kBidi, "the consumer's query sees the producer's signal");
+  r.check_ok(r.adapter().event_reset(ev.get()), kBidi, "event_reset through the opened event");
+  send_text(r, "producer", "consumer-reset", "");
+  receive_text(r, "producer-waiting");
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  r.check_ok(r.adapter().event_signal(ev.get()), kBidi, "event_signal through the opened event");
+  r.barrier("done");
+}
+
+IPCHECK_CASE(Case("event.bidirectional", "Signals cross both ways: each process wakes from a wait on the other's signal")
+                 .clause(kBidi)
+                 .role("producer", bidi_producer)
+                 .role("consumer", bidi_consumer));
+
+// --- ur.event.release: the opened event has the normal release path and reference count.
+constexpr const char* kRelease = "ur.event.release";
+
+void release_producer(Role& r) {
+  Owned exported;
+  Owned ev = export_event_to(r, kRelease, {"consumer"}, exported);
+  r.barrier("released");
+  // The consumer released its event entirely: the exported one is untouched.
+  r.check(!query(r, ev.get(), kRelease, "event_query"), kRelease, "the producer's event is still unsignaled");
+  r.check_ok(r.adapter().event_signal(ev.get()), kRelease, "event_signal after the consumer's release");
+  r.check(query(r, ev.get(), kRelease, "event_query"), kRelease, "the producer's event works after the consumer's release");
+}
+
+void release_consumer(Role& r) {
+  Received h = r.receive("handle");
+  auto res = r.adapter().event_open(h.bytes, h.fd.get(), 0);
+  r.skip_if_unsupported(res.outcome, "event_open");
+  const ObjectId ev = r.require(res, kRelease, "event_open");
+  Owned opened = Owned::event(r.adapter(), ev);
+  const Outcome retained = r.adapter().event_retain(ev);
+  r.skip_if_unsupported(retained, "event_retain");
+  r.require_ok(retained, kRelease, "event_retain of the opened event");
+  Owned retain = Owned::event(r.adapter(), ev);
+  r.check_ok(retain.reset(), kRelease, "event_release of the retain");
+  // One reference is left (the open's): the event still works.
+  r.check(!query(r, ev, kRelease, "event_query after one release"), kRelease,
+          "the opened event still answers after releasing the retain");
+  r.check_ok(opened.reset(), kRelease, "event_release of the open (the last reference, no separate close)");
+  r.barrier("released");
+}
+
+IPCHECK_CASE(Case("event.release", "An opened event is retained and released by the normal path; no separate close")
+                 .clause(kRelease)
+                 .role("producer", release_producer)
+                 .role("consumer", release_consumer));
+
+// --- ur.event.open.repeat: several opens, distinct objects, each released on its own.
+constexpr const char* kRepeat = "ur.event.open.repeat";
+constexpr int kOpens = 3;
+
+void repeat_producer(Role& r) {
+  Owned exported;
+  Owned ev = export_event_to(r, kRepeat, {"consumer"}, exported);
+  receive_text(r, "opened");
+  r.check_ok(r.adapter().event_signal(ev.get()), kRepeat, "event_signal by the producer");
+  send_text(r, "consumer", "signaled", "");
+  receive_text(r, "reset");
+  r.check(!query(r, ev.get(), kRepeat, "event_query"), kRepeat, "the reset through open #2 reaches the producer");
+  r.barrier("done");
+}
+
+void repeat_consumer(Role& r) {
+  Received h = r.receive("handle");
+  std::vector<Owned> evs;
+  for (int i = 0; i < kOpens; ++i) evs.push_back(open_event(r, h, kRepeat, "event_open #" + std::to_string(i + 1)));
+  std::set<ObjectId> distinct;
+  for (const auto& e : evs) distinct.insert(e.get());
+  r.check(distinct.size() == kOpens, kRepeat,
+          std::to_string(kOpens) + " opens gave " + std::to_string(distinct.size()) + " distinct event objects");
+  send_text(r, "producer", "opened", "");
+  receive_text(r, "signaled");
+  for (int i = 0; i < kOpens; ++i)
+    r.check(query(r, evs[i].get(), kRepeat, "event_query"), kRepeat, "open #" + std::to_string(i + 1) + " sees the signal");
+  r.check_ok(evs[0].reset(), kRepeat, "event_release of open #1");
+  r.check_ok(r.adapter().event_reset(evs[1].get()), kRepeat, "event_reset through open #2 after open #1 was released");
+  r.check(!query(r, evs[2].get(), kRepeat, "event_query"), kRepeat, "open #3 sees the reset made through open #2");
+  send_text(r, "producer", "reset", "");
+  for (int i = 1; i < kOpens; ++i)
+    r.check_ok(evs[i].reset(), kRepeat, "event_release of open #" + std::to_string(i + 1));
+  r.barrier("done");
+}
+
+IPCHECK_CASE(Case("event.open.repeat", "Three opens of one event handle give distinct events sharing state, released one by one")
+                 .clause(kRepeat)
+                 .role("producer", repeat_producer)
+                 .role("consumer", repeat_consumer));
+
+// --- ur.event.put.producer_alive
+constexpr const char* kPut = "ur.event.put.producer_alive";
+
+void put_producer(Role& r) {
+  Owned exported;
+  Owned ev = export_event_to(r, kPut, {"consumer"}, exported);
+  receive_text(r, "opened");
+  r.check_ok(exported.reset(), kPut, "event_put");
+  r.check(!query(r, ev.get(), kPut, "event_query after put"), kPut, "the event answers a query after put");
+  r.check_ok(r.adapter().event_signal(ev.get()), kPut, "event_signal after put");
+  r.check(wait_for(r, ev.get(), kShortWait, kPut, "event_wait after put"), kPut, "the event's own signal ends its wait after put");
+  send_text(r, "consumer", "signaled", "");
+  r.barrier("done");
+}
+
+void put_consumer(Role& r) {
+  Received h = r.receive("handle");
+  Owned ev = open_event(r, h, kPut, "event_open before put");
+  send_text(r, "producer", "opened", "");
+  receive_text(r, "signaled");
+  r.check(query(r, ev.get(), kPut, "event_query"), kPut, "an event opened before put sees the producer's signal after put");
+  r.barrier("done");
+}
+
+IPCHECK_CASE(Case("event.put.producer_alive", "After put the producer's event still signals, waits and queries, and is still shared")
+                 .clause(kPut)
+                 .role("producer", put_producer)
+                 .role("consumer", put_consumer));
+
+// --- sycl.event.lifetime (observed): the opened event after the producer's release, then exit.
+constexpr const char* kLife = "sycl.event.lifetime";
+
+void life_producer(Role& r) {
+  Owned exported;
+  Owned ev = export_event_to(r, kLife, {"consumer"}, exported);
+  receive_text(r, "opened");
+  r.check_ok(exported.reset(), kLife, "event_put");
+  r.check_ok(ev.reset(), kLife, "event_release of the producer's only reference");
+  send_text(r, "consumer", "released", "");
+  receive_text(r, "observed");
+  // Ending now: the consumer looks at its event again once this process is gone.
+}
+
+// "survives": signal, query, reset and a timed-out wait all behave; otherwise what broke.
+std::string exercise(Role& r, ObjectId ev) {
+  Adapter& a = r.adapter();
+  if (auto o = a.event_signal(ev); !o.ok()) return "signal_" + outcome_word(o);
+  auto q = a.event_query(ev);
+  if (!q.ok()) return "query_" + outcome_word(q.outcome);
+  if (!q.value) return "signal_lost";
+  if (auto o = a.event_reset(ev); !o.ok()) return "reset_" + outcome_word(o);
+  auto w = a.event_wait(ev, std::chrono::milliseconds(20));
+  if (!w.ok()) return "wait_" + outcome_word(w.outcome);
+  return w.value ? "reset_lost" : "survives";
+}
+
+void life_consumer(Role& r) {
+  Received h = r.receive("handle");
+  Owned ev = open_event(r, h, kLife, "event_open");
+  send_text(r, "producer", "opened", "");
+  receive_text(r, "released");
+  r.observe("event.lifetime.after_producer_release", exercise(r, ev.get()), kLife);
+  send_text(r, "producer", "observed", "");
+  r.note("producer ended: " + r.wait_exit("producer"));
+  r.observe("event.lifetime.after_producer_exit", exercise(r, ev.get()), kLife);
+  r.note("event_release after the producer's exit: " + outcome_word(ev.reset()));
+}
+
+IPCHECK_CASE(Case("event.lifetime", "Observes whether an opened event keeps working after the producer releases it and exits")
+                 .clause(kLife)
+                 .role("producer", life_producer)
+                 .role("consumer", life_consumer));
+
+}  // namespace
+}  // namespace ipcheck::catalog
