@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-#include "ipcheck/audit.hpp"
 
 namespace ipcheck::catalog {
 
@@ -172,17 +171,17 @@ bool query(Role& r, ObjectId ev, std::string_view clause, const std::string& wha
 
 std::string outcome_word(const Outcome& o) { return o.ok() ? "ok" : errc_name(o.code); }
 
-ResourceCount count_resources() {
-  const ProcSnapshot s = take_proc_snapshot();
-  return {s.fds.size(), s.mappings.size()};
-}
+ResourceCount count_resources() { return {take_proc_snapshot()}; }
 
 bool check_no_growth(Role& r, const ResourceCount& before, const ResourceCount& after, std::string_view clause,
                      const std::string& what, Where w) {
-  const bool ok = after.fds <= before.fds && after.mappings <= before.mappings;
-  return r.check(ok, clause,
-                 what + ": descriptors " + std::to_string(before.fds) + " -> " + std::to_string(after.fds) +
-                     ", shared mappings " + std::to_string(before.mappings) + " -> " + std::to_string(after.mappings),
+  const auto grew = diff_snapshots(before.snapshot, after.snapshot);
+  std::string items;
+  for (std::size_t i = 0; i < grew.size() && i < 3; ++i) items += (i ? "; " : "") + grew[i].kind + " " + grew[i].item;
+  return r.check(grew.empty(), clause,
+                 what + ": descriptors " + std::to_string(before.fds()) + " -> " + std::to_string(after.fds()) +
+                     ", shared mappings " + std::to_string(before.mappings()) + " -> " +
+                     std::to_string(after.mappings()) + (grew.empty() ? "" : "; new: " + items),
                  w);
 }
 

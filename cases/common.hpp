@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "ipcheck/audit.hpp"
 #include "ipcheck/case.hpp"
 #include "ipcheck/owned.hpp"
 
@@ -104,11 +105,12 @@ std::string outcome_word(const Outcome& o);
 
 // This process's descriptors and tracked (shared or device) mappings, for in-role leak checks.
 struct ResourceCount {
-  std::size_t fds = 0;
-  std::size_t mappings = 0;
+  ProcSnapshot snapshot;
+  std::size_t fds() const { return snapshot.fds.size(); }
+  std::size_t mappings() const { return snapshot.mappings.size(); }
 };
 ResourceCount count_resources();
-// Checks nothing was left behind between two counts; names what grew.
+// Checks nothing was left behind between two counts; names the first items that appeared.
 bool check_no_growth(Role& r, const ResourceCount& before, const ResourceCount& after, std::string_view clause,
                      const std::string& what, Where w = Where::current());
 
