@@ -19,8 +19,8 @@ inline constexpr std::size_t k64MiB = 64ull << 20;
 
 // "Not signaled yet" waits: long enough to see a wrongly shared state, short for the suite.
 inline constexpr std::chrono::milliseconds kShortWait{150};
-// Waits that must succeed: generous, they end as soon as the signal comes.
-inline constexpr std::chrono::seconds kLongWait{10};
+// Waits that must succeed: generous for a loaded machine, they end as soon as the signal comes.
+inline constexpr std::chrono::seconds kLongWait{3};
 
 // Allocates `bytes` on `device`, fills it with pattern(seed); ends the role on failure.
 Owned alloc_filled(Role& r, std::size_t bytes, std::uint64_t seed, std::string_view clause, int device = 0,

@@ -41,7 +41,9 @@ void bidi_producer(Role& r) {
   send_text(r, "consumer", "producer-waiting", "");
   const auto t0 = Clock::now();
   const bool woke = wait_for(r, ev.get(), kLongWait, kBidi, "event_wait in the producer");
-  r.check(woke, kBidi, "the producer's wait ended by the consumer's signal after " + ms(Clock::now() - t0));
+  r.check(woke, kBidi, woke ? "the producer's wait ended by the consumer's signal after " + ms(Clock::now() - t0)
+                            : "the producer's wait timed out after " + ms(Clock::now() - t0) +
+                                  ": the consumer's signal never reached it");
   r.check(query(r, ev.get(), kBidi, "event_query"), kBidi, "the producer's query sees the consumer's signal");
   r.barrier("done");
 }
@@ -56,7 +58,9 @@ void bidi_consumer(Role& r) {
   send_text(r, "producer", "consumer-waiting", "");
   const auto t0 = Clock::now();
   const bool woke = wait_for(r, ev.get(), kLongWait, kBidi, "event_wait in the consumer");
-  r.check(woke, kBidi, "the consumer's wait ended by the producer's signal after " + ms(Clock::now() - t0));
+  r.check(woke, kBidi, woke ? "the consumer's wait ended by the producer's signal after " + ms(Clock::now() - t0)
+                            : "the consumer's wait timed out after " + ms(Clock::now() - t0) +
+                                  ": the producer's signal never reached it");
   r.check(query(r, ev.get(), kBidi, "event_query"), kBidi, "the consumer's query sees the producer's signal");
   r.check_ok(r.adapter().event_reset(ev.get()), kBidi, "event_reset through the opened event");
   send_text(r, "producer", "consumer-reset", "");

@@ -70,8 +70,8 @@ void doomed(Role& r) {
   Owned mem = alloc_filled(r, kBytes, kSeed, kProducer);
   Exported h;
   Owned exported = export_memory(r, mem.get(), h, kProducer);
-  r.send_handle("holder", "handle", h);
   r.send_handle("witness", "handle", h);
+  r.send_handle("holder", "handle", h);
   r.receive("never sent");  // killed here, export live
 }
 
@@ -94,6 +94,7 @@ void holder(Role& r) {
   Received h = r.receive("handle");
   Owned mapped = open_received(r, h, kProducer, "mem_open before the producer's death");
   verify(r, mapped.get(), kBytes, kSeed, kProducer, "the mapping before the producer's death");
+  receive_text(r, "witness-ready");  // the witness holds the handle too before the kill
   r.kill("producer");
   r.note("producer ended: " + r.wait_exit("producer"));
   std::vector<std::byte> got(kBytes);
@@ -109,6 +110,7 @@ void holder(Role& r) {
 
 void witness(Role& r) {
   Received h = r.receive("handle");
+  send_text(r, "holder", "witness-ready", "");
   r.wait_exit("producer");
   open_after_death(r, h, "witness");
   const std::string how = r.wait_exit("holder");
