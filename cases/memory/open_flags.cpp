@@ -29,8 +29,8 @@ std::string try_flags(Role& r, const Received& h, std::uint64_t flags) {
 
 void consumer(Role& r) {
   Received h = r.receive("handle");
-  // Bits no API defines: the highest of 32, and one just above Level Zero's two.
-  for (std::uint64_t undefined : {0x80000000ull, 0x4ull}) {
+  // Bits far above the two Level Zero defines (0x1, 0x2): the top bit and the one below it.
+  for (std::uint64_t undefined : {0x80000000ull, 0x40000000ull}) {
     auto res = r.adapter().mem_open(h.bytes, h.fd.get(), 0, undefined);
     Owned leaked = keep_mapping(r, res);
     r.check_error(res.outcome, Errc::invalid, "ze.mem.open.flags", "mem_open with undefined flag bits " + hex(undefined));

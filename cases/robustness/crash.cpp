@@ -86,7 +86,7 @@ void open_after_death(Role& r, const Received& h, const std::string& who) {
                                   (res.ok() ? std::string("a mapping") : res.outcome.describe()));
   else
     r.check_error(res.outcome, Errc::exporter_gone, kGone, who + ": mem_open after the exporter was killed");
-  r.check(took < std::chrono::seconds(1), kGone, who + ": the refusal took " + ms(took));
+  r.check(took < std::chrono::seconds(1), kGone, who + ": the open returned after " + ms(took));
 }
 
 // The holder may die reading its mapping: the witness records that.

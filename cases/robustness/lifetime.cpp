@@ -36,7 +36,7 @@ void gone_consumer(Role& r, HandleKind kind) {
   } else {
     r.check_error(o.outcome, Errc::exporter_gone, kGone, what);
   }
-  r.check(took < kPrompt, kGone, "the refusal took " + ms(took));
+  r.check(took < kPrompt, kGone, "the open returned after " + ms(took));
 }
 
 void register_exporter_gone() {
@@ -80,7 +80,7 @@ void freed_consumer(Role& r) {
           res.ok() ? std::string("mem_open after the exporter freed the allocation succeeded") +
                          (holds(r, mapped.get(), kPage, kSeed) ? ", mapping the freed memory" : "")
                    : "mem_open after the free refused with " + res.outcome.describe());
-  r.check(took < kPrompt, kFreed, "the refusal took " + ms(took));
+  r.check(took < kPrompt, kFreed, "the open returned after " + ms(took));
   r.barrier("consumer-done");
 }
 
