@@ -28,14 +28,10 @@ void gone_consumer(Role& r, HandleKind kind) {
   Opened o = open_target(r, kind, t.handle.bytes, t.handle.fd.get());
   const auto took = Clock::now() - t0;
   r.skip_if_unsupported(o.outcome, std::string(kind_name(kind)) + " open");
-  const std::string what = std::string(kind_name(kind)) + " open after the exporter ended (" + how + ")";
-  if (t.handle.fd) {
-    // The descriptor travelled with the handle: the exporter's pid is never consulted,
-    // and only the put and free its exit made refuse the bytes.
-    r.check(!o.outcome.ok(), kGone, what + " with a passed descriptor gave " + o.outcome.describe());
-  } else {
-    r.check_error(o.outcome, Errc::exporter_gone, kGone, what);
-  }
+  // Whichever way the descriptor travelled (fetched, or passed by SCM_RIGHTS and still held).
+  r.check_error(o.outcome, Errc::exporter_gone, kGone,
+                std::string(kind_name(kind)) + " open after the exporter ended (" + how + ")" +
+                    (t.handle.fd ? ", its descriptor passed along" : ""));
   r.check(took < kPrompt, kGone, "the open returned after " + ms(took));
 }
 
