@@ -168,7 +168,7 @@ TEST_F(RunnerTest, ExpendableRoleDeathIsNotACrash) {
   auto r = run("selftest.expendable");
   EXPECT_EQ(r.status, Status::pass) << r.reason;
   ASSERT_EQ(r.roles.size(), 2u);
-  EXPECT_EQ(r.roles[1].exit, "signal SIGSEGV (expected)");
+  EXPECT_EQ(r.roles[1].exit, "signal SIGABRT (expected)");
 }
 
 TEST_F(RunnerTest, ReceiveGivesUpWhenEveryPeerHasEnded) {
