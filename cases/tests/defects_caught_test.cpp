@@ -2,12 +2,18 @@
 // clause, run on ipcheck-defects with IPCREF_DEFECT=<name>, must not all pass. Proof that
 // those cases can fail, and fail for the reason they exist.
 #include <algorithm>
+#include <ostream>
 
 #include <gtest/gtest.h>
 
 #include "ipcheck/case.hpp"
 #include "ipcheck/runner.hpp"
 #include "ipcref/defects.hpp"
+
+namespace ipcref::defects {
+// Test names and logs show the defect by name, not as bytes.
+void PrintTo(const info& d, std::ostream* os) { *os << d.name << " (breaks " << d.clause << ")"; }
+}  // namespace ipcref::defects
 
 namespace ipcheck {
 namespace {
