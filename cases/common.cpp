@@ -62,6 +62,21 @@ Owned open_received(Role& r, const Received& h, std::string_view clause, const s
   return Owned::mapping(r.adapter(), r.require(res, clause, what, w));
 }
 
+bool end_export(Role& r, Owned& exported, std::string_view clause, const std::string& what, Where w) {
+  const Outcome o = exported.reset();
+  if (o.code == Errc::not_implemented) {
+    r.note(what + ": the API has no put (" + o.describe() + ")");
+    return true;
+  }
+  return r.check_ok(o, clause, what, w);
+}
+
+void put_or_skip(Role& r, Owned& exported, std::string_view clause, const std::string& what, Where w) {
+  const Outcome o = exported.reset();
+  if (o.code == Errc::not_implemented) r.skip(what + ": " + o.describe());
+  r.require_ok(o, clause, what, w);
+}
+
 void need_devices(Role& r, std::size_t n) {
   if (r.adapter().device_count() < n)
     r.skip("needs " + std::to_string(n) + " devices, the adapter has " + std::to_string(r.adapter().device_count()));

@@ -55,6 +55,13 @@ inline Owned keep_event(Role& r, const Result<ObjectId>& res) {
   return res.ok() ? Owned::event(r.adapter(), res.value) : Owned();
 }
 
+// Ends an export whose put the case does not test: an API without put (CUDA memory and
+// events) is noted, not failed. Other outcomes are checked.
+bool end_export(Role& r, Owned& exported, std::string_view clause, const std::string& what, Where w = Where::current());
+// Puts an export the case is about: skips where the API has no put.
+void put_or_skip(Role& r, Owned& exported, std::string_view clause, const std::string& what,
+                 Where w = Where::current());
+
 // Skips the case unless the adapter has at least `n` devices.
 void need_devices(Role& r, std::size_t n);
 

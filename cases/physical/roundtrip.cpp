@@ -31,7 +31,7 @@ void register_roundtrips() {
                               r.barrier("consumer-wrote");
                               verify(r, view.ptr(), bytes, kConsumerSeed, kClause, "producer reads the consumer's writes");
                               r.barrier("producer-checked");
-                              r.check_ok(exported.reset(), kClause, "phys_put");
+                              end_export(r, exported, kClause, "phys_put");
                               r.check_ok(view.mapping.reset(), kClause, "vm_unmap");
                               r.check_ok(view.reservation.reset(), kClause, "vm_free");
                               r.check_ok(pm.reset(), kClause, "phys_release");

@@ -41,8 +41,8 @@ void survivor(Role& r) {
   // And the producer's own verbs still work: a new export, put, free.
   Exported h2;
   Owned second = export_memory(r, mem.get(), h2, kConsumer);
-  r.check_ok(second.reset(), kConsumer, "mem_put of a new export after the consumer's death");
-  r.check_ok(exported.reset(), kConsumer, "mem_put of the export the dead consumer held");
+  end_export(r, second, kConsumer, "mem_put of a new export after the consumer's death");
+  end_export(r, exported, kConsumer, "mem_put of the export the dead consumer held");
   r.check_ok(mem.reset(), kConsumer, "free of the memory the dead consumer mapped");
 }
 

@@ -78,6 +78,7 @@ void deputy_consumer(Role& r) {
   std::size_t refused = 0;
   std::map<std::string, std::size_t> codes;
   for (const auto& g : forgeries) {
+    r.note("opening " + g.name);  // a crash's last output line names the forgery
     Opened o = open_target(r, HandleKind::memory, g.bytes, g.fd);
     if (!o.outcome.ok()) {
       ++refused;

@@ -190,6 +190,8 @@ void consumer(Role& r, HandleKind kind) {
     if (fresh) order.push_back(v.family);
     FamilyTally& t = it->second;
     ++t.tried;
+    // Named first: if the open kills this process, the case's last output line says which variant.
+    r.note("opening " + v.family + ": " + v.name);
     const auto t0 = Clock::now();
     Opened o = open_target(r, kind, v.bytes, target.handle.fd.get());
     const auto took = Clock::now() - t0;
