@@ -1,6 +1,7 @@
 // rb.open.garbage: zero, random, truncated, extended and field-mutated handle bytes give a
 // clean error; an open that succeeds anyway must map exactly the exported object. Some
 // 2,500 variants per kind, from a fixed seed (a failure names its variant, reproducibly).
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -149,6 +150,23 @@ bool carries_token_of(Role& r, const Bytes& forged, const Bytes& handle) {
   return ipcref::record::decode(forged).token == ipcref::record::decode(handle).token;
 }
 
+// What a wrongly opened memory object holds, to tell a shifted view of the export from
+// other memory: "zero-filled memory", "the export's data from its byte 64 on", ...
+std::string describe_contents(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes) {
+  if (kind != HandleKind::memory) return std::string("a ") + kind_name(kind) + " object that is not the export";
+  Bytes got(bytes);
+  if (const Outcome o = r.adapter().read(opened, got); !o.ok()) return "a mapping that cannot be read (" + outcome_word(o) + ")";
+  if (std::all_of(got.begin(), got.end(), [](std::byte b) { return b == std::byte{0}; }))
+    return "zero-filled memory, not the export's data";
+  const Bytes want = pattern(kTargetSeed, bytes);
+  const auto head = std::search(got.begin(), got.end(), want.begin(), want.begin() + 16);
+  if (head != got.end()) return "the export's data, starting " + std::to_string(head - got.begin()) + " bytes into the mapping";
+  const auto at = std::search(want.begin(), want.end(), got.begin(), got.begin() + 16);
+  if (at != want.end()) return "the export's data from its byte " + std::to_string(at - want.begin()) + " on (a wrong offset)";
+  return "memory holding something else (first bytes " + hex(static_cast<unsigned>(got[0])) + " " +
+         hex(static_cast<unsigned>(got[1])) + " ...)";
+}
+
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : "; ") + x;
@@ -211,7 +229,7 @@ void consumer(Role& r, HandleKind kind) {
     } else if (is_target(r, kind, o.object.get(), decoy.bytes, kDecoySeed)) {
       t.wrong.push_back(v.name + " (opened the decoy export without its token)");
     } else {
-      t.wrong.push_back(v.name + " (opened something never exported under it)");
+      t.wrong.push_back(v.name + " (opened " + describe_contents(r, kind, o.object.get(), target.bytes) + ")");
     }
     const Outcome closed = o.object.reset();
     if (!closed.ok()) r.check_ok(closed, kClause, "close of what '" + v.name + "' opened");

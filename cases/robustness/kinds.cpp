@@ -94,8 +94,13 @@ bool is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std
       return holds(r, res.value, bytes, seed);
     }
     case HandleKind::event: {
+      // A signal may complete asynchronously (CUDA records it on a stream): wait for it.
+      if (seed & 1) {
+        auto w = a.event_wait(opened, std::chrono::seconds(1));
+        return w.ok() && w.value;
+      }
       auto q = a.event_query(opened);
-      return q.ok() && q.value == ((seed & 1) != 0);
+      return q.ok() && !q.value;
     }
   }
   return false;
