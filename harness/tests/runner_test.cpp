@@ -166,6 +166,21 @@ TEST_F(RunnerTest, RequestedKillIsNotACrash) {
   EXPECT_EQ(r.roles[1].exit, "signal SIGKILL (expected)");
 }
 
+TEST_F(RunnerTest, ExpendableRoleDeathIsNotACrash) {
+  auto r = run("selftest.expendable");
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  ASSERT_EQ(r.roles.size(), 2u);
+  EXPECT_EQ(r.roles[1].exit, "signal SIGABRT (expected)");
+}
+
+TEST_F(RunnerTest, ReceiveGivesUpWhenEveryPeerHasEnded) {
+  auto r = run("selftest.receive_alone", 8);
+  EXPECT_EQ(r.status, Status::fail) << r.reason;
+  EXPECT_NE(r.reason.find("every other role has ended"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("'never sent'"), std::string::npos) << r.reason;
+  EXPECT_LT(r.duration_s, 5.0) << "a lone waiter must not wait for the inactivity timeout";
+}
+
 TEST_F(RunnerTest, InjectionKillsAtTheNamedStep) {
   const InjectPoint at{"producer", "second"};
   auto r = run("selftest.inject", 10, &at);

@@ -149,6 +149,22 @@ IPCHECK_CASE(Case("selftest.kill_expected", "The producer has the runner kill th
                    for (;;) ::pause();
                  }));
 
+// SIGABRT rather than SIGSEGV: AddressSanitizer turns a SIGSEGV into exit code 1.
+IPCHECK_CASE(Case("selftest.expendable", "An expendable role dies by SIGABRT; a peer observes how it ended")
+                 .hidden()
+                 .expendable("prober")
+                 .role("producer",
+                       [](Role& r) {
+                         const std::string how = r.wait_exit("prober");
+                         r.check(how == "signal SIGABRT", "harness.selftest.must", "prober ended by " + how);
+                       })
+                 .role("prober", [](Role&) { std::abort(); }));
+
+IPCHECK_CASE(Case("selftest.receive_alone", "The consumer waits for a message its only peer never sends")
+                 .hidden()
+                 .role("producer", [](Role& r) { r.check(true, "harness.selftest.must", "ends without sending"); })
+                 .role("consumer", [](Role& r) { r.receive("never sent"); }));
+
 IPCHECK_CASE(Case("selftest.inject", "A role announces steps; --inject kills it at one")
                  .hidden()
                  .steps({"first", "second"})
