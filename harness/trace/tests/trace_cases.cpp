@@ -2,6 +2,9 @@
 // profile is exact on ref, a role that leaks in a verb (with IPCREF_DEFECT=leak_fd_per_open
 // under the defects build) and then crashes, and a role killed on request while holding a
 // mapping. Linked only into ipcheck-trace-selftest.
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <string>
@@ -97,6 +100,20 @@ IPCHECK_CASE(Case("selftest.audit.killed_holding", "A consumer killed on request
                    Owned map = Owned::mapping(a, r.require(a.mem_open(h.bytes, h.fd.get(), 0), kClause, "mem_open"));
                    r.send("producer", "opened", {});
                    for (;;) ::pause();
+                 }));
+
+// ioctls counted by the file they target: three on /dev/null (each refused with ENOTTY).
+IPCHECK_CASE(Case("selftest.audit.ioctl", "Three ioctls on /dev/null, outside any verb")
+                 .hidden()
+                 .clause(kClause)
+                 .role("producer", [](Role& r) {
+                   const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+                   r.require(fd >= 0, kClause, "open /dev/null");
+                   termios t{};
+                   int refused = 0;
+                   for (int i = 0; i < 3; ++i) refused += ::ioctl(fd, TCGETS, &t) != 0;
+                   ::close(fd);
+                   r.check(refused == 3, kClause, std::to_string(refused) + " of 3 ioctls refused");
                  }));
 
 }  // namespace

@@ -254,6 +254,19 @@ TEST_F(TraceTest, LeaksOutsideVerbsAreFoundToo) {
   EXPECT_NE(map.findings[0].item.find(" rw-s "), std::string::npos) << map.findings[0].item;
 }
 
+// ioctls are counted by the device they target.
+TEST_F(TraceTest, IoctlsAreCountedByTargetDevice) {
+  CaseResult r = run("selftest.audit.ioctl");
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  const json& producer = role_audit(r, "producer");
+  const json& outside = producer["outside_verbs"];
+  EXPECT_EQ(outside.value("ioctl", 0ull), 3u) << producer.dump(2);
+  EXPECT_EQ(outside.value("ioctl:/dev/null", 0ull), 3u) << producer.dump(2);
+  EXPECT_EQ(outside.value("failed", 0ull), 3u) << producer.dump(2);
+  EXPECT_EQ(outside.value("open", 0ull), 1u) << producer.dump(2);
+  EXPECT_EQ(outside.value("close", 0ull), 1u) << producer.dump(2);
+}
+
 // A process the role forks is followed as part of the role.
 TEST_F(TraceTest, FollowsWhatTheRoleForks) {
   CaseResult r = run("selftest.grandchild");
