@@ -272,7 +272,6 @@ struct diff_ctx {
   struct fdtable *fdt;
   unsigned long *open_fds;
   u32 words_now;
-  u32 words;
   s64 replaced;  /* dup2/dup3 target that was open before: released and created again */
   /* per word */
   u32 word;

@@ -10,7 +10,7 @@ namespace ipcheck {
 
 AuditorLoad load_bpf_auditor() {
   return {nullptr, "this ipcheck was built without the BPF tracer (" IPCHECK_BPF_MISSING
-                   "); install clang, llvm, bpftool and libbpf-dev and rebuild, or use --audit proc"};
+                   "); install clang, bpftool and libbpf-dev and rebuild, or use --audit proc"};
 }
 
 }  // namespace ipcheck

