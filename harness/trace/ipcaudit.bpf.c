@@ -56,21 +56,21 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 32768);
+  __uint(max_entries, IPCAUDIT_MAX_COUNTS);
   __type(key, struct ipcaudit_count_key);
   __type(value, u64);
 } counts SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 16384);
+  __uint(max_entries, IPCAUDIT_MAX_RECORDS);
   __type(key, struct ipcaudit_fd_key);
   __type(value, struct ipcaudit_fd);
 } fds SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 16384);
+  __uint(max_entries, IPCAUDIT_MAX_RECORDS);
   __type(key, struct ipcaudit_map_key);
   __type(value, struct ipcaudit_map);
 } mappings SEC(".maps");

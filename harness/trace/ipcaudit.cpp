@@ -338,21 +338,21 @@ class BpfAuditor final : public Auditor {
     c.have_role = ::bpf_map_lookup_elem(roles, &id, &c.role) == 0;
     ::bpf_map_delete_elem(roles, &id);
     const int counts = map_fd(skel_->maps.counts);
-    for (const auto& k : map_keys<ipcaudit_count_key>(counts, 32768)) {
+    for (const auto& k : map_keys<ipcaudit_count_key>(counts, IPCAUDIT_MAX_COUNTS)) {
       if (k.role != id) continue;
       unsigned long long v = 0;
       if (::bpf_map_lookup_elem(counts, &k, &v) == 0) c.counts.emplace_back(k, v);
       ::bpf_map_delete_elem(counts, &k);
     }
     const int fds = map_fd(skel_->maps.fds);
-    for (const auto& k : map_keys<ipcaudit_fd_key>(fds, 16384)) {
+    for (const auto& k : map_keys<ipcaudit_fd_key>(fds, IPCAUDIT_MAX_RECORDS)) {
       if (k.role != id) continue;
       ipcaudit_fd v{};
       if (::bpf_map_lookup_elem(fds, &k, &v) == 0) c.fds.emplace_back(k, v);
       ::bpf_map_delete_elem(fds, &k);
     }
     const int maps = map_fd(skel_->maps.mappings);
-    for (const auto& k : map_keys<ipcaudit_map_key>(maps, 16384)) {
+    for (const auto& k : map_keys<ipcaudit_map_key>(maps, IPCAUDIT_MAX_RECORDS)) {
       if (k.role != id) continue;
       ipcaudit_map v{};
       if (::bpf_map_lookup_elem(maps, &k, &v) == 0) c.maps.emplace_back(k, v);

@@ -8,6 +8,8 @@
 #define IPCAUDIT_PATH_PARTS 4      /* components kept, leaf first */
 #define IPCAUDIT_FD_WORDS 64       /* descriptors 0..4095 are followed */
 #define IPCAUDIT_MAX_SYSCALL 512   /* syscall numbers classified */
+#define IPCAUDIT_MAX_COUNTS 16384  /* (role, verb, counter) entries at once */
+#define IPCAUDIT_MAX_RECORDS 8192  /* descriptors, and mappings, held by the bodies running at once */
 
 /* The role's verb mark as TracingAdapter writes it (harness/include/ipcheck/tracing_adapter.hpp). */
 struct ipcaudit_mark {
