@@ -34,7 +34,7 @@ const volatile int force_reject = 0;        /* test hook: the verifier must refu
 /* Processes followed: thread-group id -> role. Written by the user side at spawn. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 4096);
+  __uint(max_entries, IPCAUDIT_MAX_PROCS);
   __type(key, u32);
   __type(value, struct ipcaudit_proc);
 } procs SEC(".maps");
@@ -42,14 +42,14 @@ struct {
 /* Address of the verb mark per process. Written by the user side when the role says hello. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 4096);
+  __uint(max_entries, IPCAUDIT_MAX_PROCS);
   __type(key, u32);
   __type(value, u64);
 } marks SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 1024);
+  __uint(max_entries, 512);
   __type(key, u32);
   __type(value, struct ipcaudit_role);
 } roles SEC(".maps");
@@ -87,7 +87,7 @@ struct proc_state {
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 4096);
+  __uint(max_entries, IPCAUDIT_MAX_PROCS);
   __type(key, u32);
   __type(value, struct proc_state);
 } states SEC(".maps");

@@ -326,7 +326,7 @@ class BpfAuditor final : public Auditor {
     Collected c;
     // Descendants that escaped the role's group are no longer followed.
     const int procs = map_fd(skel_->maps.procs);
-    for (const auto& tgid : map_keys<unsigned>(procs, 4096)) {
+    for (const auto& tgid : map_keys<unsigned>(procs, IPCAUDIT_MAX_PROCS)) {
       ipcaudit_proc p{};
       if (::bpf_map_lookup_elem(procs, &tgid, &p) == 0 && p.role == id) {
         ::bpf_map_delete_elem(procs, &tgid);

@@ -9,7 +9,8 @@
 #define IPCAUDIT_FD_WORDS 64       /* descriptors 0..4095 are followed */
 #define IPCAUDIT_MAX_SYSCALL 512   /* syscall numbers classified */
 #define IPCAUDIT_MAX_COUNTS 16384  /* (role, verb, counter) entries at once */
-#define IPCAUDIT_MAX_RECORDS 8192  /* descriptors, and mappings, held by the bodies running at once */
+#define IPCAUDIT_MAX_RECORDS 4096  /* descriptors, and mappings, held by the bodies running at once */
+#define IPCAUDIT_MAX_PROCS 2048    /* processes followed at once (roles and what they fork) */
 
 /* The role's verb mark as TracingAdapter writes it (harness/include/ipcheck/tracing_adapter.hpp). */
 struct ipcaudit_mark {
