@@ -274,7 +274,8 @@ class BpfAuditor final : public Auditor {
     Tracked t{id, case_id, role, ""};
     if (::bpf_map_update_elem(map_fd(skel_->maps.roles), &id, &r, BPF_ANY) != 0 ||
         ::bpf_map_update_elem(map_fd(skel_->maps.procs), &tgid, &p, BPF_ANY) != 0)
-      t.problem = "the tracer could not follow pid " + std::to_string(pid) + ": " + error_text(errno);
+      t.problem = "the tracer could not follow " + role + " of " + case_id + " (pid " + std::to_string(pid) +
+                  "): " + error_text(errno) + "; its profile and leaks are missing";
     tracked_[pid] = std::move(t);
   }
 
@@ -285,14 +286,14 @@ class BpfAuditor final : public Auditor {
     char* end = nullptr;
     const unsigned long long addr = std::strtoull(mark.c_str(), &end, 0);
     if (mark.empty() || !end || *end || addr == 0) {
-      it->second.problem = "the role sent no usable verb mark address ('" + mark +
-                           "'); descriptors cannot be tied to verbs";
+      it->second.problem = it->second.role + " of " + it->second.case_id + " sent no usable verb mark address ('" +
+                           mark + "'); descriptors cannot be tied to verbs";
       return;
     }
     const unsigned tgid = static_cast<unsigned>(pid);
     if (::bpf_map_update_elem(map_fd(skel_->maps.marks), &tgid, &addr, BPF_ANY) != 0)
-      it->second.problem = "the tracer could not store the verb mark of pid " + std::to_string(pid) + ": " +
-                           error_text(errno);
+      it->second.problem = "the tracer could not store the verb mark of " + it->second.role + " of " +
+                           it->second.case_id + ": " + error_text(errno) + "; descriptors cannot be tied to verbs";
   }
 
   void role_forget(pid_t pid) override {
