@@ -207,6 +207,7 @@ std::string fixed_string(const char* s, std::size_t n) { return std::string(s, :
 
 // "/dev/dri/renderD128", "/memfd:ipcref-memory", "socket:[4242]", "anon_inode:[eventfd]".
 std::string render_file(const ipcaudit_file& f, bool with_inode) {
+  if (f.mode == 0 && f.parts == 0) return "unknown";  // the descriptor was gone when the tracer looked
   const unsigned type = f.mode & S_IFMT;
   const std::string ino = with_inode ? ":[" + std::to_string(f.ino) + "]" : "";
   if (type == S_IFSOCK) return "socket" + ino;
