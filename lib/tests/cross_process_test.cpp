@@ -289,9 +289,12 @@ TEST_F(CrossProcess, sycl_mem_roundtrip_scm_rights) {
 
 TEST_F(CrossProcess, rb_open_exporter_gone) {
   std::vector<std::byte> hm, hp, he;
+  unique_fd scm_fd;  // the descriptor that came by SCM_RIGHTS outlives its sender
   {
     peer_process peer;
-    hm = bytes_of(peer.must(op::mem_get, peer.must(op::alloc, kDevice, 4096, 1).msg.a));
+    peer_reply with_fd = peer.must(op::mem_get, peer.must(op::alloc, kDevice, 4096, 1).msg.a, 1);
+    hm = bytes_of(with_fd);
+    scm_fd = std::move(with_fd.fd);
     hp = bytes_of(peer.must(op::phys_get, peer.must(op::phys_create, gran, 1).msg.a));
     he = bytes_of(peer.must(op::event_get, peer.must(op::event_create, 1).msg.a));
     // Sanity: while the exporter lives, the bytes open.
@@ -305,6 +308,12 @@ TEST_F(CrossProcess, rb_open_exporter_gone) {
                          {"rb.open.exporter_gone"}));
   EXPECT_TRUE(fails_with([&] { physical_ref(phys::open(hp, ctx, dev), ctx); }, errc::exporter_gone));
   EXPECT_TRUE(fails_with([&] { event_ref(ev::open(he, ctx, dev), ctx); }, errc::exporter_gone));
+  // The same with the descriptor in hand: the export died with its exporter.
+  ASSERT_TRUE(scm_fd);
+  open_options opts;
+  opts.descriptor = scm_fd.get();
+  EXPECT_TRUE(fails_with([&] { opened_ptr(mem::open(hm, ctx, dev, opts), ctx); }, errc::exporter_gone,
+                         {"rb.open.exporter_gone"}));
   EXPECT_LT(steady::now() - start, 1s);
 }
 
