@@ -425,9 +425,9 @@ json BpfAuditor::role_ended(pid_t pid, const json& reported, const RoleEnd& end)
     return std::string("; the role made ") + std::to_string(n == calls.end() ? 0 : n->second) + " " + r + " call" +
            (n != calls.end() && n->second == 1 ? "" : "s");
   };
-  auto where_left = [&](unsigned state) {
+  auto where_left = [&](unsigned state, const char* held) {
     if (state == IPCAUDIT_RELEASED_AFTER_BODY) return std::string("released only after the body ended");
-    if (in_body_death) return "still open when the role " + died_how + " inside its body";
+    if (in_body_death) return std::string("still ") + held + " when the role " + died_how + " inside its body";
     return std::string("never released by the end of the body");
   };
 
@@ -444,7 +444,7 @@ json BpfAuditor::role_ended(pid_t pid, const json& reported, const RoleEnd& end)
     const std::string item = "fd " + std::to_string(k.fd) + " -> " + render_file(f.what, true);
     const std::string verb = verb_call(f.verb, f.ordinal);
     const std::string made = "created by " + syscall_name(f.nr) + (verb.empty() ? " outside any verb" : " in " + verb);
-    std::string detail = made + " (inode " + std::to_string(f.what.ino) + "), " + where_left(f.state) +
+    std::string detail = made + " (inode " + std::to_string(f.what.ino) + "), " + where_left(f.state, "open") +
                          releases(fixed_string(f.verb, IPCAUDIT_VERB_LEN));
     json entry = {{"kind", "fd"}, {"item", item}, {"verb", verb}, {"detail", detail}};
     if (k.tgid != static_cast<unsigned>(pid)) entry["pid"] = k.tgid;
@@ -460,7 +460,7 @@ json BpfAuditor::role_ended(pid_t pid, const json& reported, const RoleEnd& end)
     const std::string item = hex(k.start) + "-" + hex(k.start + m.length) + " " + perms + " " + what;
     const std::string verb = verb_call(m.verb, m.ordinal);
     std::string detail = "mapped (" + std::to_string(m.length) + " bytes) " +
-                         (verb.empty() ? "outside any verb" : "in " + verb) + ", " + where_left(m.state) +
+                         (verb.empty() ? "outside any verb" : "in " + verb) + ", " + where_left(m.state, "mapped") +
                          releases(fixed_string(m.verb, IPCAUDIT_VERB_LEN));
     json entry = {{"kind", "mapping"}, {"item", item}, {"verb", verb}, {"detail", detail}};
     if (k.tgid != static_cast<unsigned>(pid)) entry["pid"] = k.tgid;
