@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -98,7 +99,10 @@ std::string bytes_hex(const std::uint8_t* p, std::size_t n) {
 // opaque IPC handles of newer drivers): the exporter's DMA-BUF-style descriptor, as
 // Unified Runtime's Level Zero adapter does for pre-Xe2 GPUs.
 //    0 u64 magic "IPCKZEPH"   8 u32 version (1)   12 i32 descriptor in the exporter
-//   16 u32 exporter pid      20 u32 zero         24 u64 size      32..63 zero
+//   16 u32 exporter pid      20 u32 zero         24 u64 size
+//   32 u64 st_ino, 40 u64 st_dev of the exported descriptor: a descriptor taken by number
+//      must be that file, not a later one that reused the number after a put
+//   48..63 zero
 constexpr std::uint64_t kPhysMagic = 0x4850455a4b435049ull;
 constexpr std::size_t kPhysHandleSize = 64;
 struct PhysHandle {
@@ -108,7 +112,9 @@ struct PhysHandle {
   std::uint32_t pid;
   std::uint32_t zero;
   std::uint64_t size;
-  std::uint8_t reserved[32];
+  std::uint64_t ino;
+  std::uint64_t dev;
+  std::uint8_t reserved[16];
 };
 static_assert(sizeof(PhysHandle) == kPhysHandleSize);
 
@@ -227,25 +233,21 @@ class ZeAdapter final : public Adapter {
     i.extra["validation_layer"] = validation_on() ? "on (parameter validation)"
                                                   : (env_is_one("ZE_ENABLE_VALIDATION_LAYER") ? "on" : "off");
     i.extra["handle_convention"] = fd_first_ ? "fd" : "opaque";
+    if (validation_on())
+      i.extra["workaround"] = "zeVirtualMemReserve gets a start hint: the validation layer of loader 1.8 refuses "
+                              "pStart == nullptr, which the specification allows";
     for (const auto& [name, from] : api_.newer_found) i.extra["fn." + name] = from;
 
-    ze_driver_ipc_properties_t ip{ZE_STRUCTURE_TYPE_DRIVER_IPC_PROPERTIES, nullptr, 0};
-    api_.zeDriverGetIpcProperties(driver_, &ip);
-    for (auto* d : devices_) {
+    const auto& aspects = device_aspects();
+    for (std::size_t k = 0; k < devices_.size(); ++k) {
       DeviceInfo di;
       ze_device_properties_t p{};
       p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
-      if (api_.zeDeviceGetProperties(d, &p) == ZE_RESULT_SUCCESS) {
+      if (api_.zeDeviceGetProperties(devices_[k], &p) == ZE_RESULT_SUCCESS) {
         di.name = p.name;
         di.uuid = bytes_hex(p.uuid.id, sizeof p.uuid.id);
       }
-      ze_device_external_memory_properties_t em{};
-      em.stype = ZE_STRUCTURE_TYPE_DEVICE_EXTERNAL_MEMORY_PROPERTIES;
-      const bool exports = api_.zeDeviceGetExternalMemoryProperties(d, &em) == ZE_RESULT_SUCCESS &&
-                           (em.memoryAllocationExportTypes & kPhysExportType) != 0;
-      di.aspects["ipc_memory"] = ip.flags & ZE_IPC_PROPERTY_FLAG_MEMORY;
-      di.aspects["ipc_event"] = ip.flags & ZE_IPC_PROPERTY_FLAG_EVENT_POOL;
-      di.aspects["ipc_physical_memory"] = exports && api_.zePhysicalMemGetProperties;
+      di.aspects = aspects[k];
       i.devices.push_back(di);
     }
     i.handle_layout = layout_;
@@ -375,6 +377,11 @@ class ZeAdapter final : public Adapter {
     ph.fd = out.fd;
     ph.pid = static_cast<std::uint32_t>(::getpid());
     ph.size = props.size;
+    struct stat st{};
+    if (::fstat(out.fd, &st) == 0) {
+      ph.ino = st.st_ino;
+      ph.dev = st.st_dev;
+    }
     Exported e;
     e.id = next_id_++;
     e.bytes.resize(sizeof ph);
@@ -384,13 +391,25 @@ class ZeAdapter final : public Adapter {
     return {Outcome::success(), std::move(e)};
   }
 
-  // As Unified Runtime does for DMA-BUF exports: put closes the exported descriptor.
+  // Put releases the exported descriptor the way Level Zero 1.6 describes it (zeMemPutIpcHandle
+  // of zeMemGetIpcHandleFromFileDescriptorExp(fd)) when both functions are there, and closes
+  // it, as Unified Runtime's adapter does for DMA-BUF exports. Without them the close alone
+  // is the release: the driver keeps its export until the object is destroyed.
   Outcome phys_put(ObjectId id) override {
     auto it = phys_exports_.find(id);
     if (it == phys_exports_.end())
       return Outcome::failure(Errc::invalid, "phys_put: export id " + std::to_string(id) + " is not a live export");
+    Outcome o;
+    auto& to_handle = api_.zeMemGetIpcHandleFromFileDescriptorExp;
+    auto& put = api_.zeMemPutIpcHandle;
+    if (to_handle && put) {
+      ze_ipc_mem_handle_t h{};
+      o = call("zeMemGetIpcHandleFromFileDescriptorExp",
+               to_handle.fn(context_for(to_handle.via_driver), static_cast<uint64_t>(it->second.get()), &h));
+      if (o.ok()) o = call("zeMemPutIpcHandle", put.fn(context_for(put.via_driver), h));
+    }
     phys_exports_.erase(it);
-    return Outcome::success();
+    return o;
   }
 
   Result<ObjectId> phys_open(std::span<const std::byte> bytes, int fd, int device) override {
@@ -457,7 +476,10 @@ class ZeAdapter final : public Adapter {
 
   Result<DevPtr> vm_reserve(int, std::size_t bytes) override {
     void* p = nullptr;
-    const Outcome o = call("zeVirtualMemReserve", api_.zeVirtualMemReserve(ctx_, nullptr, bytes, &p));
+    // The 1.8 loader's validation layer refuses pStart == nullptr, which the specification
+    // allows ("implementation will choose"): with it on, pass a hint the driver may ignore.
+    const void* hint = validation_on() ? reinterpret_cast<const void*>(kReserveHint) : nullptr;
+    const Outcome o = call("zeVirtualMemReserve", api_.zeVirtualMemReserve(ctx_, hint, bytes, &p));
     return {o, reinterpret_cast<DevPtr>(p)};
   }
 
@@ -600,6 +622,7 @@ class ZeAdapter final : public Adapter {
 
  private:
   static constexpr ze_external_memory_type_flags_t kPhysExportType = ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD;
+  static constexpr std::uintptr_t kReserveHint = 0x600000000000ull;
 
   struct Ev {
     ze_event_pool_handle_t pool = nullptr;
@@ -693,6 +716,62 @@ class ZeAdapter final : public Adapter {
     return o.ok() ? p : o;
   }
 
+  // IPC aspects per device. Level Zero 1.4 states IPC support per driver
+  // (zeDriverGetIpcProperties) and export types per device; whether a given device can
+  // export is found by trying once: a one-page export, a one-event IPC pool, and a
+  // one-granule physical export, each released at once.
+  const std::vector<std::map<std::string, bool>>& device_aspects() {
+    if (!aspects_.empty()) return aspects_;
+    ze_driver_ipc_properties_t ip{ZE_STRUCTURE_TYPE_DRIVER_IPC_PROPERTIES, nullptr, 0};
+    api_.zeDriverGetIpcProperties(driver_, &ip);
+    for (std::size_t k = 0; k < devices_.size(); ++k) {
+      const int d = static_cast<int>(k);
+      std::map<std::string, bool> a;
+      a["ipc_memory"] = (ip.flags & ZE_IPC_PROPERTY_FLAG_MEMORY) && can_export_memory(d);
+      a["ipc_event"] = (ip.flags & ZE_IPC_PROPERTY_FLAG_EVENT_POOL) && can_export_event(d);
+      ze_device_external_memory_properties_t em{};
+      em.stype = ZE_STRUCTURE_TYPE_DEVICE_EXTERNAL_MEMORY_PROPERTIES;
+      const bool exports = api_.zeDeviceGetExternalMemoryProperties(devices_[k], &em) == ZE_RESULT_SUCCESS &&
+                           (em.memoryAllocationExportTypes & kPhysExportType) != 0;
+      a["ipc_physical_memory"] = exports && api_.zePhysicalMemGetProperties && can_export_physical(d);
+      aspects_.push_back(std::move(a));
+    }
+    return aspects_;
+  }
+
+  bool can_export_memory(int device) {
+    auto a = alloc(device, 4096, MemKind::device);
+    if (!a.ok()) return false;
+    auto e = mem_get(a.value);
+    if (e.ok()) {
+      mem_put(e.value.id);  // without zeMemPutIpcHandle the free below releases it
+      mem_exports_.erase(e.value.id);
+    }
+    free(a.value);
+    return e.ok();
+  }
+
+  bool can_export_event(int device) {
+    auto ev = event_create(device, {true, false});
+    if (!ev.ok()) return false;
+    auto e = event_get(ev.value);
+    if (e.ok()) {
+      event_put(e.value.id);
+      pool_exports_.erase(e.value.id);
+    }
+    event_release(ev.value);
+    return e.ok();
+  }
+
+  bool can_export_physical(int device) {
+    auto pm = phys_create(device, phys_granularity(device), true);
+    if (!pm.ok()) return false;
+    auto e = phys_get(pm.value);
+    if (e.ok()) phys_put(e.value.id);
+    phys_release(pm.value);
+    return e.ok();
+  }
+
   // The command list of the device that holds `p` (the first device for host memory).
   Outcome list_for(DevPtr p, ze_command_list_handle_t& out) {
     std::size_t index = 0;
@@ -746,6 +825,16 @@ class ZeAdapter final : public Adapter {
   // A descriptor of the exported physical memory in this process: the one received by
   // SCM_RIGHTS, or taken from the exporter (pidfd_getfd; dup in the exporter itself).
   Outcome take_descriptor(const PhysHandle& ph, int received, unique_fd& out) {
+    if (Outcome o = fetch_descriptor(ph, received, out); !o.ok()) return o;
+    struct stat st{};
+    if (::fstat(out.get(), &st) != 0 || st.st_ino != ph.ino || st.st_dev != ph.dev)
+      return Outcome::failure(Errc::invalid, "phys_open: descriptor " + std::to_string(received >= 0 ? received : ph.fd) +
+                                                 " is not the exported one (the export was put and its number " +
+                                                 "reused, or the bytes were forged)", EBADF, "EBADF");
+    return Outcome::success();
+  }
+
+  Outcome fetch_descriptor(const PhysHandle& ph, int received, unique_fd& out) {
     if (received >= 0) {
       out.reset(::fcntl(received, F_DUPFD_CLOEXEC, 0));
       if (!out) return Outcome::failure(Errc::invalid, "phys_open: the received descriptor is unusable: " +
@@ -915,6 +1004,7 @@ class ZeAdapter final : public Adapter {
   std::map<ObjectId, unique_fd> phys_exports_;
   std::map<ObjectId, Phys> phys_;
   std::map<ObjectId, Ev> events_;
+  std::vector<std::map<std::string, bool>> aspects_;
 };
 
 const AdapterRegistration reg{{"ze",

@@ -104,6 +104,8 @@ void Loader::resolve_newer(ze_driver_handle_t driver) {
   zePhysicalMemGetProperties = find<ipcheck_pfnPhysicalMemGetProperties_t>(driver, "zePhysicalMemGetProperties");
   zeMemGetFileDescriptorFromIpcHandleExp =
       find<ipcheck_pfnMemGetFileDescriptorFromIpcHandleExp_t>(driver, "zeMemGetFileDescriptorFromIpcHandleExp");
+  zeMemGetIpcHandleFromFileDescriptorExp =
+      find<ipcheck_pfnMemGetIpcHandleFromFileDescriptorExp_t>(driver, "zeMemGetIpcHandleFromFileDescriptorExp");
   zeDriverGetLastErrorDescription =
       find<ipcheck_pfnDriverGetLastErrorDescription_t>(driver, "zeDriverGetLastErrorDescription");
   // Counter-based event IPC (Level Zero 1.15; Intel's experimental zex* before it): recorded

@@ -63,6 +63,7 @@ class Loader {
   Newer<ipcheck_pfnEventPoolPutIpcHandle_t> zeEventPoolPutIpcHandle;
   Newer<ipcheck_pfnPhysicalMemGetProperties_t> zePhysicalMemGetProperties;
   Newer<ipcheck_pfnMemGetFileDescriptorFromIpcHandleExp_t> zeMemGetFileDescriptorFromIpcHandleExp;
+  Newer<ipcheck_pfnMemGetIpcHandleFromFileDescriptorExp_t> zeMemGetIpcHandleFromFileDescriptorExp;
   Newer<ipcheck_pfnDriverGetLastErrorDescription_t> zeDriverGetLastErrorDescription;
   // Where each newer function was looked for and found, by name (also the counter-based
   // event IPC functions, which no verb uses yet).

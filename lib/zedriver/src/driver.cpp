@@ -86,6 +86,7 @@ void report_failure(const char* function, ze_result_t code, const std::string& m
 const std::vector<std::string>& offerable_extensions() {
   static const std::vector<std::string> names{"zeMemPutIpcHandle", "zeEventPoolPutIpcHandle",
                                               "zePhysicalMemGetProperties", "zeMemGetFileDescriptorFromIpcHandleExp",
+                                              "zeMemGetIpcHandleFromFileDescriptorExp",
                                               "zeDriverGetLastErrorDescription"};
   return names;
 }
@@ -336,6 +337,7 @@ ze_result_t ZE_APICALL DriverGetExtensionFunctionAddress(ze_driver_handle_t hDri
     else if (n == "zeEventPoolPutIpcHandle") f = reinterpret_cast<void*>(&EventPoolPutIpcHandle);
     else if (n == "zePhysicalMemGetProperties") f = reinterpret_cast<void*>(&PhysicalMemGetProperties);
     else if (n == "zeMemGetFileDescriptorFromIpcHandleExp") f = reinterpret_cast<void*>(&MemGetFileDescriptorFromIpcHandleExp);
+    else if (n == "zeMemGetIpcHandleFromFileDescriptorExp") f = reinterpret_cast<void*>(&MemGetIpcHandleFromFileDescriptorExp);
     else if (n == "zeDriverGetLastErrorDescription") f = reinterpret_cast<void*>(&DriverGetLastErrorDescription);
     if (!f)
       fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat("zeDriverGetExtensionFunctionAddress: libze_ipcheck has no function '", n,

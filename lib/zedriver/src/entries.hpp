@@ -64,6 +64,8 @@ ze_result_t ZE_APICALL MemOpenIpcHandle(ze_context_handle_t hContext, ze_device_
                                         ze_ipc_mem_handle_t handle, ze_ipc_memory_flags_t flags, void** pptr);
 ze_result_t ZE_APICALL MemCloseIpcHandle(ze_context_handle_t hContext, const void* ptr);
 ze_result_t ZE_APICALL MemPutIpcHandle(ze_context_handle_t hContext, ze_ipc_mem_handle_t handle);
+ze_result_t ZE_APICALL MemGetIpcHandleFromFileDescriptorExp(ze_context_handle_t hContext, uint64_t handle,
+                                                            ze_ipc_mem_handle_t* pIpcHandle);
 ze_result_t ZE_APICALL MemGetFileDescriptorFromIpcHandleExp(ze_context_handle_t hContext, ze_ipc_mem_handle_t handle,
                                                             uint64_t* pHandle);
 

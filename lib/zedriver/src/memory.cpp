@@ -194,9 +194,12 @@ ze_result_t ZE_APICALL MemGetAllocProperties(ze_context_handle_t hContext, const
     if (it == d.external_exports.end()) {
       Export e;
       e.handle = ipcref::ipc::memory::get(info->base, *c->ctx);
+      e.bytes = encode_handle(e.handle.data());
+      e.token = token_of(e.handle.data());
       e.ctx_id = c->ctx->id();
       it = d.external_exports.emplace(base, std::move(e)).first;
     }
+    ++it->second.refs;  // released by zeMemPutIpcHandle of zeMemGetIpcHandleFromFileDescriptorExp(fd)
     out->fd = make_external_descriptor(ze_ipcheck::ExternalKind::memory, it->second.handle.data(), fn);
     return ZE_RESULT_SUCCESS;
   });
@@ -248,20 +251,34 @@ ze_result_t ZE_APICALL MemPutIpcHandle(ze_context_handle_t hContext, ze_ipc_mem_
     std::lock_guard lock(d.lock);
     const auto bytes = std::as_bytes(std::span(handle.data));
     const std::uint64_t token = token_of(bytes);
-    for (auto it = d.memory_exports.begin(); it != d.memory_exports.end(); ++it) {
-      Export& e = it->second;
-      if (e.token != token || std::memcmp(e.bytes.data(), handle.data, e.bytes.size()) != 0) continue;
+    auto matches = [&](const Export& e) {
+      if (e.token != token || std::memcmp(e.bytes.data(), handle.data, e.bytes.size()) != 0) return false;
       if (e.ctx_id != c->ctx->id())
         fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": the handle was exported in another context"));
-      if (--e.refs == 0) {
-        ipcref::ipc::memory::put(e.handle, *c->ctx);
-        d.memory_exports.erase(it);
+      return true;
+    };
+    // A handle from zeMemGetIpcHandle, or one made from an exported descriptor
+    // (zeMemGetIpcHandleFromFileDescriptorExp) of an allocation or a physical object.
+    for (auto* exports : {&d.memory_exports, &d.external_exports})
+      for (auto it = exports->begin(); it != exports->end(); ++it)
+        if (matches(it->second)) {
+          if (--it->second.refs == 0) {
+            ipcref::ipc::memory::put(it->second.handle, *c->ctx);
+            exports->erase(it);
+          }
+          return ZE_RESULT_SUCCESS;
+        }
+    for (auto it = d.phys_exports.begin(); it != d.phys_exports.end(); ++it)
+      if (matches(it->second)) {
+        if (--it->second.refs == 0) {
+          ipcref::ipc::physical_memory::put(it->second.handle, *c->ctx);
+          d.phys_exports.erase(it);
+        }
+        return ZE_RESULT_SUCCESS;
       }
-      return ZE_RESULT_SUCCESS;
-    }
     fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
          cat(fn, ": the handle is not a live export of this process (put already, its memory freed, or it was "
-                 "never returned by zeMemGetIpcHandle here)"));
+                 "never returned by zeMemGetIpcHandle or zeMemGetIpcHandleFromFileDescriptorExp here)"));
   });
 }
 
@@ -304,6 +321,32 @@ ze_result_t ZE_APICALL MemGetFileDescriptorFromIpcHandleExp(ze_context_handle_t 
                "=opaque (the opener takes it from the exporter)"));
     const DecodedHandle h = decode_handle(std::as_bytes(std::span(handle.data)), fn);
     *pHandle = static_cast<uint64_t>(h.descriptor);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+}  // namespace zedriver
+
+namespace zedriver {
+
+ze_result_t ZE_APICALL MemGetIpcHandleFromFileDescriptorExp(ze_context_handle_t hContext, uint64_t handle,
+                                                            ze_ipc_mem_handle_t* pIpcHandle) {
+  const char* fn = "zeMemGetIpcHandleFromFileDescriptorExp";
+  return entry(fn, [&] {
+    context_of(hContext, fn);
+    need_pointer(pIpcHandle, fn, "pIpcHandle");
+    if (handle > static_cast<uint64_t>(INT32_MAX))
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": ", handle, " is not a file descriptor"));
+    const int fd = static_cast<int>(handle);
+    // Either kind of external descriptor: the handle names the same export.
+    std::array<std::byte, ze_ipcheck::kHandleSize> record{};
+    try {
+      record = read_external_descriptor(fd, ze_ipcheck::ExternalKind::physical_memory, fn);
+    } catch (const Error&) {
+      record = read_external_descriptor(fd, ze_ipcheck::ExternalKind::memory, fn);
+    }
+    const auto bytes = encode_handle(record);
+    std::memcpy(pIpcHandle->data, bytes.data(), sizeof pIpcHandle->data);
     return ZE_RESULT_SUCCESS;
   });
 }

@@ -128,9 +128,12 @@ ze_result_t ZE_APICALL PhysicalMemGetProperties(ze_context_handle_t hContext, ze
     if (it == d.phys_exports.end()) {
       Export e;
       e.handle = ipcref::ipc::physical_memory::get(obj->pm, *c->ctx);
+      e.bytes = encode_handle(e.handle.data());
+      e.token = token_of(e.handle.data());
       e.ctx_id = c->ctx->id();
       it = d.phys_exports.emplace(obj, std::move(e)).first;
     }
+    ++it->second.refs;  // released by zeMemPutIpcHandle of zeMemGetIpcHandleFromFileDescriptorExp(fd)
     out->fd = make_external_descriptor(ze_ipcheck::ExternalKind::physical_memory, it->second.handle.data(), fn);
     return ZE_RESULT_SUCCESS;
   });
