@@ -129,6 +129,7 @@ class ZeAdapter final : public Adapter {
     for (auto& [id, p] : phys_) api_.zePhysicalMemDestroy(ctx_, p.handle);
     for (auto& l : lists_)
       if (l) api_.zeCommandListDestroy(l);
+    api_.zeContextDestroy(ctx_);
   }
 
   // ---------------------------------------------------------------- set-up

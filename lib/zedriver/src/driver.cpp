@@ -182,26 +182,34 @@ ze_result_t initialize(ze_init_flags_t flags) noexcept {
 // ---------------------------------------------------------------- registry
 
 namespace {
-// The registry must exist before the driver does (initialize registers the driver itself).
-std::mutex g_live_lock;
-std::unordered_map<const void*, Kind> g_live;
+// Never destroyed (like the driver): objects an application leaves alive at exit stay
+// reachable, and handles stay checkable from other libraries' static destructors.
+struct Registry {
+  std::mutex lock;
+  std::unordered_map<const void*, Kind> live;
+};
+Registry& registry() {
+  static Registry* r = new Registry;
+  return *r;
+}
 }  // namespace
 
 void add_live(const void* p, Kind k) {
-  std::lock_guard lock(g_live_lock);
-  g_live[p] = k;
+  std::lock_guard lock(registry().lock);
+  registry().live[p] = k;
 }
 
 void remove_live(const void* p) {
-  std::lock_guard lock(g_live_lock);
-  g_live.erase(p);
+  std::lock_guard lock(registry().lock);
+  registry().live.erase(p);
 }
 
 void* lookup(const void* handle, Kind k, const char* function, const char* what) {
   if (!handle) fail(ZE_RESULT_ERROR_INVALID_NULL_HANDLE, cat(function, ": ", what, " is null"));
-  std::lock_guard lock(g_live_lock);
-  auto it = g_live.find(handle);
-  if (it == g_live.end())
+  Registry& r = registry();
+  std::lock_guard lock(r.lock);
+  auto it = r.live.find(handle);
+  if (it == r.live.end())
     fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(function, ": ", what, " ", handle, " is not a live ", kind_name(k),
                                                " of libze_ipcheck (destroyed already, or never created)"));
   if (it->second != k)
