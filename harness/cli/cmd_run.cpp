@@ -132,6 +132,9 @@ int run(const std::vector<std::string>& args) {
     std::printf("\n%s: %d cases: %s; %.1f s (%s %s)\n", r.adapter.c_str(), s.total, counts.c_str(),
                 results.run.duration_s, results.run.driver_name.c_str(), results.run.driver_version.c_str());
     if (r.expectations_path.size()) std::printf("expectations: %s\n", r.expectations_path.c_str());
+    // Part of the summary, also under --quiet: why every case skipped (CTest shows it).
+    if (const auto& opts = results.run.options; opts.contains("adapter_unavailable"))
+      std::printf("skipped: %s\n", opts["adapter_unavailable"].get<std::string>().c_str());
     for (const auto& p : paths) std::printf("wrote %s\n", p.c_str());
     if (g_interrupted) return kFailed;
     if (o.has("--skip-exit-code") && s.total > 0 && s.counts.at("skip") == s.total)

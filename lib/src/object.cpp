@@ -95,8 +95,22 @@ void check_guard(int pidfd, const record::fields& rec, const char* verb) {
                                      " has exited; handles die with their exporter (clause rb.open.exporter_gone)"));
 }
 
+// Handles die with their exporter whichever way the descriptor travelled: a descriptor
+// received by SCM_RIGHTS outlives its sender, the export it stood for does not.
+void require_exporter_alive(const record::fields& rec, const char* verb) {
+  if (rec.pid == static_cast<std::uint32_t>(::getpid())) return;
+  unique_fd pidfd(sys::pidfd_open(static_cast<pid_t>(rec.pid)));
+  if (!pidfd) {
+    if (errno == ESRCH) exporter_exited(rec, verb);
+    sys::fail(errno == EMFILE ? errc::exhausted : errc::invalid,
+              cat(verb, ": pidfd_open(", rec.pid, ") failed: ", sys::errno_text(errno)));
+  }
+  check_guard(pidfd.get(), rec, verb);
+}
+
 unique_fd fetch_descriptor(const record::fields& rec, const char* verb, const open_options& opts) {
   if (opts.descriptor >= 0) {
+    require_exporter_alive(rec, verb);
     unique_fd fd(::fcntl(opts.descriptor, F_DUPFD_CLOEXEC, 0));
     if (!fd)
       sys::fail(errno == EMFILE ? errc::exhausted : errc::invalid,

@@ -80,10 +80,16 @@ platform_state load_platform() {
       sys::fail(errc::invalid, cat("IPCHECK_REF_CONFIG: cannot read '", path, "': ", sys::errno_text(errno),
                                    "; point it at a file of 'name = aspects' lines"));
     std::string line;
+    errno = 0;
     for (int n = 1; std::getline(in, line); ++n) {
       line = trim(line.substr(0, line.find('#')));
       if (!line.empty()) p.devices.push_back(parse_device(line, cat(path, ":", n)));
     }
+    // A read error (a directory opens, then fails to read) is not an empty configuration.
+    if (in.bad())
+      sys::fail(errc::invalid, cat("IPCHECK_REF_CONFIG: cannot read '", path, "': ",
+                                   errno ? sys::errno_text(errno) : std::string("read error"),
+                                   "; point it at a file of 'name = aspects' lines"));
   } else {
     p.source = "default";
     for (const char* name : {"ref0", "ref1"}) p.devices.push_back(parse_device(cat(name, "=all"), "default"));
