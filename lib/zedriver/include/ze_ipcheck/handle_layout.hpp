@@ -25,7 +25,7 @@
 //   52  u32 slot
 //   56  u64 checksum     FNV-1a 64 of the record's bytes 0..55 with the magic in 0..3
 //
-// "ze-ipcheck-opaque/1" (IPCHECK_ZE_IPC_HANDLE=opaque; compute-runtime's opaque handles):
+// "ipcref/1" (IPCHECK_ZE_IPC_HANDLE=opaque; compute-runtime's opaque handles):
 //    the 64-byte ipcref record itself, byte for byte ("ipcref/1"). No descriptor travels: the
 //    importer's driver takes it from the exporter named by pid with pidfd_open + pidfd_getfd,
 //    which needs ptrace access (Yama ptrace_scope 1: the exporter must allow the importer with
@@ -58,8 +58,11 @@ inline constexpr const char* kEnvExtensions = "IPCHECK_ZE_EXTENSIONS";  // all (
 inline constexpr const char* kExtensionFdHandle = "ZE_ipcheck_ipc_handle_fd";
 inline constexpr const char* kExtensionOpaqueHandle = "ZE_ipcheck_ipc_handle_opaque";
 
+// AdapterInfo::handle_layout of the `ze` adapter on libze_ipcheck. The opaque convention is
+// the ipcref record byte for byte, so it carries ipcref's name: tools that know "ipcref/1"
+// (fuzz/, the robustness cases) read and forge it as they do the ref adapter's handles.
 inline constexpr const char* kLayoutFd = "ze-ipcheck-fd/1";
-inline constexpr const char* kLayoutOpaque = "ze-ipcheck-opaque/1";
+inline constexpr const char* kLayoutOpaque = "ipcref/1";
 
 // One named field of a layout, for tools that inspect or mutate handles (fuzz/).
 struct Field {
