@@ -902,8 +902,10 @@ class ZeAdapter final : public Adapter {
     fd_first_ = option != "opaque";
     bool intel = false;
     for (const auto& l : driver_libraries()) intel = intel || l.find("ze_intel_gpu") != std::string::npos;
-    layout_ = intel ? (fd_first_ ? "compute-runtime-fd" : "compute-runtime-opaque")
-                    : (fd_first_ ? "ze-fd-first" : "ze-opaque");
+    // Names fuzz/ knows for compute-runtime's handles (context_imp.h: IpcMemoryData and
+    // IpcOpaqueMemoryData); another driver's bytes are unknown to it.
+    layout_ = intel ? (fd_first_ ? "ze-intel-fd/1" : "ze-intel-opaque/1")
+                    : (fd_first_ ? "ze-unknown-fd" : "ze-unknown-opaque");
     return Outcome::success();
   }
 
