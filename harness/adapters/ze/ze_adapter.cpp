@@ -323,6 +323,9 @@ class ZeAdapter final : public Adapter {
   Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags) override {
     ze_device_handle_t dev = nullptr;
     if (Outcome o = device_at(device, dev); !o.ok()) return {o};
+    if (flags > UINT32_MAX)
+      return {Outcome::failure(Errc::invalid, "mem_open: flags " + hex(flags) +
+                                                  " do not fit ze_ipc_memory_flags_t (32 bits); nothing was called")};
     ze_ipc_mem_handle_t h{};
     if (Outcome o = to_handle(bytes, fd, h.data, "zeMemOpenIpcHandle"); !o.ok()) return {o};
     void* p = nullptr;

@@ -76,7 +76,8 @@ bool debug_enabled() {
 }
 
 void report_failure(const char* function, ze_result_t code, const std::string& message) {
-  last_error() = std::string(function) + ": " + message;
+  // Messages name their call already, except ipcref's ("memory::open: ...").
+  last_error() = message.rfind(function, 0) == 0 ? message : std::string(function) + ": " + message;
   if (debug_enabled())
     std::fprintf(stderr, "[libze_ipcheck] %s -> %s: %s\n", function, result_name(code), message.c_str());
 }
@@ -152,7 +153,7 @@ Driver& driver() {
 
 ze_result_t initialize(ze_init_flags_t flags) noexcept {
   if (flags & ~static_cast<ze_init_flags_t>(ZE_INIT_FLAG_GPU_ONLY | ZE_INIT_FLAG_VPU_ONLY)) {
-    report_failure("zeInit", ZE_RESULT_ERROR_INVALID_ENUMERATION, cat("flags ", flags, " has unknown bits"));
+    report_failure("zeInit", ZE_RESULT_ERROR_INVALID_ENUMERATION, cat("flags 0x", std::hex, flags, " has unknown bits"));
     return ZE_RESULT_ERROR_INVALID_ENUMERATION;
   }
   // A VPU-only initialisation finds no VPU here.
@@ -504,7 +505,7 @@ ze_result_t create_context(ze_driver_handle_t hDriver, const ze_context_desc_t* 
   need_pointer(desc, function, "desc");
   need_pointer(phContext, function, "phContext");
   if (desc->flags & ~static_cast<ze_context_flags_t>(ZE_CONTEXT_FLAG_TBD))
-    fail(ZE_RESULT_ERROR_INVALID_ENUMERATION, cat(function, ": desc->flags ", desc->flags, " has unknown bits"));
+    fail(ZE_RESULT_ERROR_INVALID_ENUMERATION, cat(function, ": desc->flags 0x", std::hex, desc->flags, " has unknown bits"));
   auto c = std::make_unique<Context>();
   if (numDevices == 0) {
     for (auto& dev : d.devices) c->devices.push_back(dev.get());

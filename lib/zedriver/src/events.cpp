@@ -131,7 +131,7 @@ ze_result_t ZE_APICALL EventPoolCreate(ze_context_handle_t hContext, const ze_ev
     need_pointer(phEventPool, fn, "phEventPool");
     if (desc->count == 0) fail(ZE_RESULT_ERROR_INVALID_SIZE, cat(fn, ": desc->count is 0"));
     if (desc->flags & ~kKnownPoolFlags)
-      fail(ZE_RESULT_ERROR_INVALID_ENUMERATION, cat(fn, ": desc->flags ", desc->flags, " has unknown bits"));
+      fail(ZE_RESULT_ERROR_INVALID_ENUMERATION, cat(fn, ": desc->flags 0x", std::hex, desc->flags, " has unknown bits"));
     const bool ipc = desc->flags & ZE_EVENT_POOL_FLAG_IPC;
     // Level Zero 1.4: "KERNEL_TIMESTAMP ... cannot be combined with ZE_EVENT_POOL_FLAG_IPC".
     if (ipc && (desc->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP))

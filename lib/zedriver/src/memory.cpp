@@ -292,7 +292,7 @@ ze_result_t ZE_APICALL MemOpenIpcHandle(ze_context_handle_t hContext, ze_device_
     const ze_ipc_memory_flags_t known = ZE_IPC_MEMORY_FLAG_BIAS_CACHED | ZE_IPC_MEMORY_FLAG_BIAS_UNCACHED;
     if (flags & ~known)
       fail(ZE_RESULT_ERROR_INVALID_ENUMERATION,
-           cat(fn, ": flags ", flags, " has bits beyond ZE_IPC_MEMORY_FLAG_BIAS_CACHED | _BIAS_UNCACHED (0x3)"));
+           cat(fn, ": flags 0x", std::hex, flags, " has bits beyond ZE_IPC_MEMORY_FLAG_BIAS_CACHED | _BIAS_UNCACHED (0x3)"));
     const DecodedHandle h = decode_handle(std::as_bytes(std::span(handle.data)), fn);
     *pptr = ipcref::ipc::memory::open(h.record, *c->ctx, dev->dev, {h.descriptor});
     return ZE_RESULT_SUCCESS;

@@ -45,7 +45,7 @@ ze_result_t ZE_APICALL PhysicalMemCreate(ze_context_handle_t hContext, ze_device
       fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
            cat(fn, ": device '", dev->dev.name(), "' is not in the context (clause sycl.phys.open.ctx_dev)"));
     if (desc->flags & ~static_cast<ze_physical_mem_flags_t>(ZE_PHYSICAL_MEM_FLAG_TBD))
-      fail(ZE_RESULT_ERROR_INVALID_ENUMERATION, cat(fn, ": desc->flags ", desc->flags, " has unknown bits"));
+      fail(ZE_RESULT_ERROR_INVALID_ENUMERATION, cat(fn, ": desc->flags 0x", std::hex, desc->flags, " has unknown bits"));
     if (desc->size == 0) fail(ZE_RESULT_ERROR_UNSUPPORTED_SIZE, cat(fn, ": desc->size is 0"));
     check_granular(desc->size, "desc->size", fn, ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
     auto obj = std::make_unique<PhysicalMem>();
