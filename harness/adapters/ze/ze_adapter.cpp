@@ -361,7 +361,7 @@ class ZeAdapter final : public Adapter {
   Result<Exported> phys_get(ObjectId pm) override {
     Phys* p = phys(pm);
     if (!p) return {unknown("phys_get", "physical memory", pm)};
-    if (!api_.zePhysicalMemGetProperties) return {newer_missing("zePhysicalMemGetProperties", "1.6+", "phys_get")};
+    if (!api_.zePhysicalMemGetProperties) return {newer_missing("zePhysicalMemGetProperties", "1.15", "phys_get")};
     ze_external_memory_export_fd_t out{ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_FD, nullptr, kPhysExportType, -1};
     ipcheck_ze_physical_mem_properties_t props{IPCHECK_ZE_STRUCTURE_TYPE_PHYSICAL_MEM_PROPERTIES, &out, 0, 0};
     auto& f = api_.zePhysicalMemGetProperties;

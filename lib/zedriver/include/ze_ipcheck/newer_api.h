@@ -24,7 +24,7 @@ typedef ze_result_t(ZE_APICALL* ipcheck_pfnMemGetIpcHandleFromFileDescriptorExp_
 // zeDriverGetLastErrorDescription (1.6)
 typedef ze_result_t(ZE_APICALL* ipcheck_pfnDriverGetLastErrorDescription_t)(ze_driver_handle_t, const char**);
 
-// zePhysicalMemGetProperties and its structure
+// zePhysicalMemGetProperties (1.15) and its structure
 #define IPCHECK_ZE_STRUCTURE_TYPE_PHYSICAL_MEM_PROPERTIES ((ze_structure_type_t)0x00020040)
 typedef struct ipcheck_ze_physical_mem_properties_t {
   ze_structure_type_t stype;
