@@ -102,14 +102,17 @@ const ClauseRegistration catalog{{
     {"rb.consumer.crash", Level::must, "ipcheck robustness profile",
      "a consumer killed with mappings open leaves the producer working and leaking nothing", ""},
     {"rb.producer.crash", Level::observe, "ipcheck robustness profile",
-     "what an open mapping sees when the producer is killed; new opens then fail cleanly (M)", ""},
+     "what an open mapping sees when the producer is killed; new opens then fail cleanly (M: judged as rb.open.exporter_gone)", ""},
     {"rb.concurrent.open", Level::must, "ipcheck robustness profile",
      "many consumers opening and closing one handle at once: correct data, no leak", ""},
     {"rb.put.revokes", Level::must, "ipcheck robustness profile",
      "after put the same bytes no longer open (reference implementation; others observe)", ""},
     // The harness's own checks: a role that cannot start its adapter or throws.
-    {"harness.adapter_init", Level::must, "ipcheck harness", "the adapter initialises in a role process", ""},
-    {"harness.role", Level::must, "ipcheck harness", "a role body ends without an uncaught exception", ""},
+    {"harness.adapter_init", Level::must, "ipcheck harness", "the adapter initialises in a role process",
+     "checked by the harness in every role of every case (role_main), not by a case of its own"},
+    {"harness.role", Level::must, "ipcheck harness",
+     "a role body ends without an uncaught exception, and never waits for a message no peer is left to send",
+     "checked by the harness in every role of every case (role_main), not by a case of its own"},
 }};
 
 }  // namespace

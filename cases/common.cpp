@@ -2,52 +2,202 @@
 
 #include <cstdio>
 
+
 namespace ipcheck::catalog {
 
-Owned alloc_filled(Role& r, std::size_t bytes, std::uint64_t seed, std::string_view clause, int device, MemKind kind) {
+namespace {
+std::span<const std::byte> as_bytes(const std::string& s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+}  // namespace
+
+Owned alloc_filled(Role& r, std::size_t bytes, std::uint64_t seed, std::string_view clause, int device, MemKind kind,
+                   Where w) {
   Adapter& a = r.adapter();
   auto res = a.alloc(device, bytes, kind);
   r.skip_if_unsupported(res.outcome, std::string("alloc of ") + mem_kind_name(kind) + " memory");
-  Owned mem = Owned::allocation(a, r.require(res, clause, "alloc " + size_name(bytes)));
-  if (!fill(r, mem.get(), bytes, seed, clause, "fill the allocation")) throw RoleAbort{"fill failed"};
+  Owned mem = Owned::allocation(a, r.require(res, clause, "alloc " + size_name(bytes), w));
+  if (!fill(r, mem.get(), bytes, seed, clause, "fill the allocation", w)) throw RoleAbort{"fill failed"};
   return mem;
 }
 
-bool fill(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::string_view clause, const std::string& what) {
+bool fill(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::string_view clause, const std::string& what,
+          Where w) {
   const auto data = pattern(seed, bytes);
   const Outcome o = r.adapter().write(p, data);
   if (o.ok()) return true;
-  return r.check_ok(o, clause, what);
+  return r.check_ok(o, clause, what, w);
 }
 
-bool verify(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::string_view clause, const std::string& what) {
+bool verify(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::string_view clause, const std::string& what,
+            std::size_t offset, Where w) {
   std::vector<std::byte> got(bytes);
   const Outcome o = r.adapter().read(p, got);
-  if (!o.ok()) return r.check_ok(o, clause, what + ": read " + size_name(bytes));
-  const std::size_t bad = first_mismatch(got, seed);
-  if (bad == static_cast<std::size_t>(-1)) return r.check(true, clause, what + ": " + size_name(bytes) + " as written");
-  const auto want = pattern(seed, 1, bad);
+  if (!o.ok()) return r.check_ok(o, clause, what + ": read " + size_name(bytes), w);
+  const std::size_t bad = first_mismatch(got, seed, offset);
+  if (bad == static_cast<std::size_t>(-1))
+    return r.check(true, clause, what + ": " + size_name(bytes) + " as written", w);
+  const auto want = pattern(seed, 1, offset + bad);
   return r.check(false, clause,
                  what + ": byte " + std::to_string(bad) + " of " + std::to_string(bytes) + " is " +
                      hex(static_cast<unsigned>(got[bad])) + ", expected " + hex(static_cast<unsigned>(want[0])) +
-                     " (wrong offset, stale or foreign memory)");
+                     " (wrong offset, stale or foreign memory)",
+                 w);
 }
 
-Owned export_memory(Role& r, DevPtr p, Exported& out, std::string_view clause) {
+bool holds(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::size_t offset) {
+  std::vector<std::byte> got(bytes);
+  return r.adapter().read(p, got).ok() && first_mismatch(got, seed, offset) == static_cast<std::size_t>(-1);
+}
+
+Owned export_memory(Role& r, DevPtr p, Exported& out, std::string_view clause, Where w) {
   auto res = r.adapter().mem_get(p);
   r.skip_if_unsupported(res.outcome, "mem_get");
-  out = r.require(std::move(res), clause, "mem_get");
+  out = r.require(std::move(res), clause, "mem_get", w);
   return Owned::mem_export(r.adapter(), out.id);
 }
 
-Owned open_received(Role& r, const Received& h, std::string_view clause, const std::string& what, int device) {
+Owned open_received(Role& r, const Received& h, std::string_view clause, const std::string& what, int device, Where w) {
   auto res = r.adapter().mem_open(h.bytes, h.fd.get(), device);
-  return Owned::mapping(r.adapter(), r.require(res, clause, what));
+  return Owned::mapping(r.adapter(), r.require(res, clause, what, w));
+}
+
+bool end_export(Role& r, Owned& exported, std::string_view clause, const std::string& what, Where w) {
+  const Outcome o = exported.reset();
+  if (o.code == Errc::not_implemented) {
+    r.note(what + ": the API has no put (" + o.describe() + ")");
+    return true;
+  }
+  return r.check_ok(o, clause, what, w);
+}
+
+void put_or_skip(Role& r, Owned& exported, std::string_view clause, const std::string& what, Where w) {
+  const Outcome o = exported.reset();
+  if (o.code == Errc::not_implemented) r.skip(what + ": " + o.describe());
+  r.require_ok(o, clause, what, w);
 }
 
 void need_devices(Role& r, std::size_t n) {
   if (r.adapter().device_count() < n)
     r.skip("needs " + std::to_string(n) + " devices, the adapter has " + std::to_string(r.adapter().device_count()));
+}
+
+std::optional<int> device_with(Role& r, const std::string& aspect, int other_than) {
+  const auto devices = r.adapter().info().devices;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    auto it = devices[i].aspects.find(aspect);
+    if (static_cast<int>(i) != other_than && it != devices[i].aspects.end() && it->second) return static_cast<int>(i);
+  }
+  return std::nullopt;
+}
+
+std::optional<int> device_without(Role& r, const std::string& aspect) {
+  const auto devices = r.adapter().info().devices;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    auto it = devices[i].aspects.find(aspect);
+    if (it != devices[i].aspects.end() && !it->second) return static_cast<int>(i);
+  }
+  return std::nullopt;
+}
+
+int need_device_without(Role& r, const std::string& aspect) {
+  if (auto d = device_without(r, aspect)) return *d;
+  r.skip("needs a device without aspect " + aspect + " and every device here has it (with ref: "
+         "IPCHECK_REF_DEVICES='ref0=all;ref1=none', as CTest's ref+noaspects tests run)");
+  throw RoleAbort{"skipped"};  // not reached: skip ends the role
+}
+
+int need_device_with(Role& r, const std::string& aspect, int other_than) {
+  if (auto d = device_with(r, aspect, other_than)) return *d;
+  r.skip(other_than < 0 ? "needs a device with aspect " + aspect + ", and none has it"
+                        : "needs a second device with aspect " + aspect + " besides device " +
+                              std::to_string(other_than) + ", and there is none");
+  throw RoleAbort{"skipped"};  // not reached: skip ends the role
+}
+
+void send_text(Role& r, const std::string& to, const std::string& tag, const std::string& text) {
+  r.send(to, tag, as_bytes(text));
+}
+
+std::string receive_text(Role& r, const std::string& tag) {
+  const Received m = r.receive(tag);
+  return {reinterpret_cast<const char*>(m.bytes.data()), m.bytes.size()};
+}
+
+PhysicalView map_physical(Role& r, ObjectId pm, std::size_t bytes, std::string_view clause, int device, Where w) {
+  Adapter& a = r.adapter();
+  PhysicalView v;
+  auto res = a.vm_reserve(device, bytes);
+  r.skip_if_unsupported(res.outcome, "vm_reserve");
+  v.reservation = Owned::reservation(a, r.require(res, clause, "vm_reserve " + size_name(bytes), w), bytes);
+  const Outcome m = a.vm_map(v.reservation.get(), bytes, pm, 0);
+  r.skip_if_unsupported(m, "vm_map");
+  r.require_ok(m, clause, "vm_map " + size_name(bytes), w);
+  v.mapping = Owned::vm_mapping(a, v.reservation.get(), bytes);
+  return v;
+}
+
+std::size_t granular(Role& r, std::size_t at_least, int device) {
+  const std::size_t g = r.adapter().phys_granularity(device);
+  return (at_least + g - 1) / g * g;
+}
+
+Owned create_physical(Role& r, std::size_t bytes, bool ipc, std::string_view clause, int device, Where w) {
+  auto res = r.adapter().phys_create(device, bytes, ipc);
+  r.skip_if_unsupported(res.outcome, std::string("phys_create") + (ipc ? " with IPC" : ""));
+  return Owned::physical(r.adapter(), r.require(res, clause, "phys_create " + size_name(bytes), w));
+}
+
+Owned export_physical(Role& r, ObjectId pm, Exported& out, std::string_view clause, Where w) {
+  auto res = r.adapter().phys_get(pm);
+  r.skip_if_unsupported(res.outcome, "phys_get");
+  out = r.require(std::move(res), clause, "phys_get", w);
+  return Owned::phys_export(r.adapter(), out.id);
+}
+
+Owned open_physical(Role& r, const Received& h, std::string_view clause, const std::string& what, int device, Where w) {
+  auto res = r.adapter().phys_open(h.bytes, h.fd.get(), device);
+  r.skip_if_unsupported(res.outcome, "phys_open");
+  return Owned::opened_physical(r.adapter(), r.require(res, clause, what, w));
+}
+
+Owned create_event(Role& r, EventFlags flags, std::string_view clause, int device, Where w) {
+  auto res = r.adapter().event_create(device, flags);
+  r.skip_if_unsupported(res.outcome, std::string("event_create") + (flags.ipc ? " with IPC" : ""));
+  return Owned::event(r.adapter(), r.require(res, clause, "event_create", w));
+}
+
+Owned export_event(Role& r, ObjectId ev, Exported& out, std::string_view clause, Where w) {
+  auto res = r.adapter().event_get(ev);
+  r.skip_if_unsupported(res.outcome, "event_get");
+  out = r.require(std::move(res), clause, "event_get", w);
+  return Owned::event_export(r.adapter(), out.id);
+}
+
+Owned open_event(Role& r, const Received& h, std::string_view clause, const std::string& what, int device, Where w) {
+  auto res = r.adapter().event_open(h.bytes, h.fd.get(), device);
+  r.skip_if_unsupported(res.outcome, "event_open");
+  return Owned::event(r.adapter(), r.require(res, clause, what, w));
+}
+
+bool query(Role& r, ObjectId ev, std::string_view clause, const std::string& what, Where w) {
+  return r.require(r.adapter().event_query(ev), clause, what, w);
+}
+
+std::string outcome_word(const Outcome& o) { return o.ok() ? "ok" : errc_name(o.code); }
+
+ResourceCount count_resources() { return {take_proc_snapshot()}; }
+
+bool check_no_growth(Role& r, const ResourceCount& before, const ResourceCount& after, std::string_view clause,
+                     const std::string& what, Where w) {
+  const auto grew = diff_snapshots(before.snapshot, after.snapshot);
+  std::string items;
+  for (std::size_t i = 0; i < grew.size() && i < 3; ++i) items += (i ? "; " : "") + grew[i].kind + " " + grew[i].item;
+  return r.check(grew.empty(), clause,
+                 what + ": descriptors " + std::to_string(before.fds()) + " -> " + std::to_string(after.fds()) +
+                     ", shared mappings " + std::to_string(before.mappings()) + " -> " +
+                     std::to_string(after.mappings()) + (grew.empty() ? "" : "; new: " + items),
+                 w);
 }
 
 std::string hex(std::uint64_t v) {
@@ -60,6 +210,12 @@ std::string size_name(std::size_t bytes) {
   if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
   if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
   return std::to_string(bytes) + " B";
+}
+
+std::string ms(std::chrono::steady_clock::duration d) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f ms", std::chrono::duration<double, std::milli>(d).count());
+  return b;
 }
 
 }  // namespace ipcheck::catalog

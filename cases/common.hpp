@@ -1,9 +1,13 @@
-// Vocabulary shared by case bodies: patterned buffers, handle transfer, size parameters.
+// Vocabulary shared by case bodies: patterned buffers, handle transfer, size parameters,
+// devices by aspect, physical mappings, events, and the role's own descriptor count.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "ipcheck/audit.hpp"
 #include "ipcheck/case.hpp"
 #include "ipcheck/owned.hpp"
 
@@ -13,26 +17,112 @@ inline constexpr std::size_t kPage = 4096;
 inline constexpr std::size_t kOddSize = 3 * 4096 + 123;  // not a page multiple: exposes rounding bugs
 inline constexpr std::size_t k64MiB = 64ull << 20;
 
+// "Not signaled yet" waits: long enough to see a wrongly shared state, short for the suite.
+inline constexpr std::chrono::milliseconds kShortWait{150};
+// Waits that must succeed: generous for a loaded machine, they end as soon as the signal comes.
+inline constexpr std::chrono::seconds kLongWait{3};
+
 // Allocates `bytes` on `device`, fills it with pattern(seed); ends the role on failure.
 Owned alloc_filled(Role& r, std::size_t bytes, std::uint64_t seed, std::string_view clause, int device = 0,
-                   MemKind kind = MemKind::device);
+                   MemKind kind = MemKind::device, Where w = Where::current());
 
 // Writes pattern(seed) over [p, p + bytes).
-bool fill(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::string_view clause, const std::string& what);
+bool fill(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::string_view clause, const std::string& what,
+          Where w = Where::current());
 
-// Checks [p, p + bytes) holds pattern(seed); names the first wrong offset on failure.
-bool verify(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::string_view clause, const std::string& what);
+// Checks [p, p + bytes) holds pattern(seed, bytes, offset); names the first wrong offset on failure.
+bool verify(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::string_view clause, const std::string& what,
+            std::size_t offset = 0, Where w = Where::current());
+
+// Whether [p, p + bytes) holds pattern(seed, bytes, offset), without judging (for observations).
+bool holds(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::size_t offset = 0);
 
 // Exports `p` with mem_get (ending the role on failure) and owns the export (put on drop).
-Owned export_memory(Role& r, DevPtr p, Exported& out, std::string_view clause);
+Owned export_memory(Role& r, DevPtr p, Exported& out, std::string_view clause, Where w = Where::current());
 
 // Receives a handle sent with send_handle and opens it as memory; ends the role on failure.
-Owned open_received(Role& r, const Received& h, std::string_view clause, const std::string& what, int device = 0);
+Owned open_received(Role& r, const Received& h, std::string_view clause, const std::string& what, int device = 0,
+                    Where w = Where::current());
+
+// Owns whatever a call that should have failed returned anyway, so nothing leaks.
+inline Owned keep_mapping(Role& r, const Result<DevPtr>& res) {
+  return res.ok() ? Owned::mapping(r.adapter(), res.value) : Owned();
+}
+inline Owned keep_opened_physical(Role& r, const Result<ObjectId>& res) {
+  return res.ok() ? Owned::opened_physical(r.adapter(), res.value) : Owned();
+}
+inline Owned keep_event(Role& r, const Result<ObjectId>& res) {
+  return res.ok() ? Owned::event(r.adapter(), res.value) : Owned();
+}
+
+// Ends an export whose put the case does not test: an API without put (CUDA memory and
+// events) is noted, not failed. Other outcomes are checked.
+bool end_export(Role& r, Owned& exported, std::string_view clause, const std::string& what, Where w = Where::current());
+// Puts an export the case is about: skips where the API has no put.
+void put_or_skip(Role& r, Owned& exported, std::string_view clause, const std::string& what,
+                 Where w = Where::current());
 
 // Skips the case unless the adapter has at least `n` devices.
 void need_devices(Role& r, std::size_t n);
 
+// Aspect names as adapters report them: "ipc_memory", "ipc_physical_memory", "ipc_event".
+// The first device with (or without) the aspect, if any.
+std::optional<int> device_with(Role& r, const std::string& aspect, int other_than = -1);
+std::optional<int> device_without(Role& r, const std::string& aspect);
+// Skips with a reason naming the aspect and how to get such a device with ref.
+int need_device_without(Role& r, const std::string& aspect);
+int need_device_with(Role& r, const std::string& aspect, int other_than = -1);
+
+// Small text messages between roles (sizes, notices).
+void send_text(Role& r, const std::string& to, const std::string& tag, const std::string& text);
+std::string receive_text(Role& r, const std::string& tag);
+
+// A physical object mapped into a reserved range; unmapped before the range is freed.
+struct PhysicalView {
+  Owned reservation;
+  Owned mapping;
+  DevPtr ptr() const { return reservation.get(); }
+};
+// Reserves `bytes` on `device` and maps `pm` there; ends the role on failure.
+PhysicalView map_physical(Role& r, ObjectId pm, std::size_t bytes, std::string_view clause, int device = 0,
+                          Where w = Where::current());
+
+// Physical sizes are multiples of the adapter's granularity.
+std::size_t granular(Role& r, std::size_t at_least, int device = 0);
+
+// Creates an IPC physical object of `bytes` (skipping where unsupported); ends the role on failure.
+Owned create_physical(Role& r, std::size_t bytes, bool ipc, std::string_view clause, int device = 0,
+                      Where w = Where::current());
+// Exports a physical object (skipping where unsupported) and owns the export.
+Owned export_physical(Role& r, ObjectId pm, Exported& out, std::string_view clause, Where w = Where::current());
+// Opens a received physical handle; ends the role on failure.
+Owned open_physical(Role& r, const Received& h, std::string_view clause, const std::string& what, int device = 0,
+                    Where w = Where::current());
+
+// Creates an IPC event (skipping where unsupported) and exports it.
+Owned create_event(Role& r, EventFlags flags, std::string_view clause, int device = 0, Where w = Where::current());
+Owned export_event(Role& r, ObjectId ev, Exported& out, std::string_view clause, Where w = Where::current());
+Owned open_event(Role& r, const Received& h, std::string_view clause, const std::string& what, int device = 0,
+                 Where w = Where::current());
+// Queries an event; ends the role when the query itself fails.
+bool query(Role& r, ObjectId ev, std::string_view clause, const std::string& what, Where w = Where::current());
+
+// What a call returned, as an observation value: "ok" or the errc name ("invalid").
+std::string outcome_word(const Outcome& o);
+
+// This process's descriptors and tracked (shared or device) mappings, for in-role leak checks.
+struct ResourceCount {
+  ProcSnapshot snapshot;
+  std::size_t fds() const { return snapshot.fds.size(); }
+  std::size_t mappings() const { return snapshot.mappings.size(); }
+};
+ResourceCount count_resources();
+// Checks nothing was left behind between two counts; names the first items that appeared.
+bool check_no_growth(Role& r, const ResourceCount& before, const ResourceCount& after, std::string_view clause,
+                     const std::string& what, Where w = Where::current());
+
 std::string hex(std::uint64_t v);
 std::string size_name(std::size_t bytes);  // "4 KiB", "12411 B", "64 MiB"
+std::string ms(std::chrono::steady_clock::duration d);  // "12.3 ms"
 
 }  // namespace ipcheck::catalog

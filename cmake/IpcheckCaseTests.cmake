@@ -1,11 +1,14 @@
 # ipcheck_add_case_tests(ADAPTER name [SUFFIX s] [ENVIRONMENT k=v...] [LABELS l...] [ARGS a...])
 #
+# A value may hold semicolons when quoted: ENVIRONMENT "IPCHECK_REF_DEVICES=ref0=all;ref1=none"
+# is one variable (arguments are parsed with PARSE_ARGV, which keeps them escaped).
+#
 # Registers one CTest test per (case, adapter): "<adapter><suffix>:<case id>", labelled
 # "cases;<area>;<adapter>" plus LABELS. The list comes from `ipcheck list --format json`
 # when ctest reads the tests (listing never loads a GPU runtime). A case that skips
 # (no driver, no aspect) reports as skipped with its reason in the output.
 function(ipcheck_add_case_tests)
-  cmake_parse_arguments(A "" "ADAPTER;SUFFIX" "ENVIRONMENT;LABELS;ARGS" ${ARGN})
+  cmake_parse_arguments(PARSE_ARGV 0 A "" "ADAPTER;SUFFIX" "ENVIRONMENT;LABELS;ARGS")
   set(name "${A_ADAPTER}${A_SUFFIX}")
   set(out_dir "${CMAKE_BINARY_DIR}/ctest-results/${name}")
   set(env "${A_ENVIRONMENT}")

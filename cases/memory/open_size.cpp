@@ -1,5 +1,5 @@
-// sycl.mem.open.size: a handle of the wrong byte count fails with invalid, and the right
-// bytes still open afterwards (so the failures were not a broken handle).
+// sycl.mem.open.size, ur.mem.open.size: a handle of the wrong byte count fails with
+// invalid, and the right bytes still open afterwards (so the failures were not a broken handle).
 #include "../common.hpp"
 
 namespace ipcheck::catalog {
@@ -28,9 +28,11 @@ void consumer(Role& r) {
   variants[3].bytes.resize(1 << 20, std::byte{0x5a});
   for (const auto& v : variants) {
     auto res = r.adapter().mem_open(v.bytes, h.fd.get(), 0);
-    Owned leaked = res.ok() ? Owned::mapping(r.adapter(), res.value) : Owned();
-    r.check_error(res.outcome, Errc::invalid, "sycl.mem.open.size",
-                  "open with " + v.name + " (" + std::to_string(v.bytes.size()) + " bytes)");
+    Owned leaked = keep_mapping(r, res);
+    const std::string what = "open with " + v.name + " (" + std::to_string(v.bytes.size()) + " bytes)";
+    r.check_error(res.outcome, Errc::invalid, "sycl.mem.open.size", what);
+    // UR states it for any size other than the handle's own: UR_RESULT_ERROR_INVALID_VALUE.
+    if (!v.bytes.empty()) r.check_error(res.outcome, Errc::invalid, "ur.mem.open.size", what);
   }
   Owned ok = open_received(r, h, "sycl.mem.open.size", "open with the exact bytes after the bad ones");
   verify(r, ok.get(), kPage, 0x4004, "sycl.mem.open.size", "the exact bytes still map the export");
@@ -38,7 +40,7 @@ void consumer(Role& r) {
 }
 
 IPCHECK_CASE(Case("memory.open.size", "Opening with empty, one short, one long and huge byte counts fails with invalid")
-                 .clause("sycl.mem.open.size")
+                 .clauses({"sycl.mem.open.size", "ur.mem.open.size"})
                  .role("producer", producer)
                  .role("consumer", consumer));
 

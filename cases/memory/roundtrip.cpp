@@ -27,7 +27,7 @@ void register_roundtrips() {
                               verify(r, mem.get(), size, kConsumerSeed, "sycl.mem.roundtrip",
                                      "producer reads the consumer's writes");
                               r.barrier("producer-checked");
-                              r.check_ok(exported.reset(), "sycl.mem.roundtrip", "mem_put");
+                              end_export(r, exported, "sycl.mem.roundtrip", "mem_put");
                               r.check_ok(mem.reset(), "sycl.mem.roundtrip", "free");
                             })
                       .role("consumer",

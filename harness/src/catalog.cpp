@@ -117,6 +117,10 @@ Case& Case::steps(std::initializer_list<std::string> names) {
   for (const auto& n : names) def.steps.push_back(n);
   return *this;
 }
+Case& Case::expendable(std::string role) {
+  def.expendable.push_back(std::move(role));
+  return *this;
+}
 Case& Case::hidden() {
   def.hidden = true;
   return *this;

@@ -62,7 +62,8 @@ class RoleImpl final : public Role {
   }
 
   Received receive(const std::string& tag) override {
-    Message m = wait_for([&](const Message& x) { return x.type == MsgType::deliver && x.fields.at(1) == tag; });
+    Message m = wait_for([&](const Message& x) { return x.type == MsgType::deliver && x.fields.at(1) == tag; },
+                         "'" + tag + "'");
     return {m.field(0), m.field(1), from_field(m.field(2)), std::move(m.fd)};
   }
 
@@ -74,7 +75,7 @@ class RoleImpl final : public Role {
 
   std::string wait_exit(const std::string& role) override {
     if (auto it = exited_.find(role); it != exited_.end()) return it->second;
-    wait_for([&](const Message& x) { return x.type == MsgType::peer_exit && x.fields.at(0) == role; }, false);
+    wait_for([&](const Message& x) { return x.type == MsgType::peer_exit && x.fields.at(0) == role; });
     return exited_[role];
   }
 
@@ -131,15 +132,32 @@ class RoleImpl final : public Role {
     return file + ":" + std::to_string(w.line());
   }
 
+  bool every_peer_exited() const {
+    for (const auto& p : peers())
+      if (!exited_.count(p)) return false;
+    return true;
+  }
+
   // Returns the first message (queued or new) that `want` accepts; remembers peer exits.
+  // With `from_peer` (what a peer would send), gives up once every other role has ended:
+  // the runner relays a role's last messages before its exit, so nothing more can come.
   template <class Pred>
-  Message wait_for(Pred want, bool abort_on_peer_crash = false) {
+  Message wait_for(Pred want, const std::string& from_peer = {}) {
     for (auto it = pending_.begin(); it != pending_.end(); ++it)
       if (want(*it)) {
         Message m = std::move(*it);
         pending_.erase(it);
         return m;
       }
+    auto give_up_if_alone = [&] {
+      if (from_peer.empty() || !every_peer_exited()) return;
+      std::string how;
+      for (const auto& [n, h] : exited_) how += (how.empty() ? "" : ", ") + n + " " + h;
+      const std::string why = "waiting for " + from_peer + ", but every other role has ended (" + how + ")";
+      check(false, "harness.role", why, Where::current());
+      throw RoleAbort{why};
+    };
+    give_up_if_alone();
     for (;;) {
       std::optional<Message> m;
       try {
@@ -151,7 +169,7 @@ class RoleImpl final : public Role {
       if (m->type == MsgType::peer_exit) exited_[m->field(0)] = m->field(1);
       if (want(*m)) return std::move(*m);
       if (m->type != MsgType::peer_exit) pending_.push_back(std::move(*m));
-      (void)abort_on_peer_crash;
+      else give_up_if_alone();
     }
   }
 

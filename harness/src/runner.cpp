@@ -186,6 +186,8 @@ void CaseRun::spawn_all() {
     r.name = name;
     const RoleDef* rd = def_.role_for(name);
     r.base = rd ? rd->name : name;
+    // An expendable role's death is the case's to observe (wait_exit), not a crash.
+    r.expected_death = std::find(def_.expendable.begin(), def_.expendable.end(), r.base) != def_.expendable.end();
     auto [mine, theirs] = make_channel_pair();
     SpawnSpec spec;
     spec.executable = exe;

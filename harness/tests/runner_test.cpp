@@ -41,6 +41,8 @@ class RunnerTest : public ::testing::Test {
     o.timeout_s = timeout;
     o.inactivity_s = timeout;
     o.grace_s = 0.5;
+    // Under the asan preset a fault must stay a signal, as it is in a normal build.
+    o.env = {"ASAN_OPTIONS=handle_segv=0:detect_leaks=0"};
     const CaseDef* c = find_case(id);
     EXPECT_NE(c, nullptr) << id;
     const std::size_t fds = count_open_fds();
@@ -162,6 +164,21 @@ TEST_F(RunnerTest, RequestedKillIsNotACrash) {
   auto r = run("selftest.kill_expected");
   EXPECT_EQ(r.status, Status::pass) << r.reason;
   EXPECT_EQ(r.roles[1].exit, "signal SIGKILL (expected)");
+}
+
+TEST_F(RunnerTest, ExpendableRoleDeathIsNotACrash) {
+  auto r = run("selftest.expendable");
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  ASSERT_EQ(r.roles.size(), 2u);
+  EXPECT_EQ(r.roles[1].exit, "signal SIGABRT (expected)");
+}
+
+TEST_F(RunnerTest, ReceiveGivesUpWhenEveryPeerHasEnded) {
+  auto r = run("selftest.receive_alone", 8);
+  EXPECT_EQ(r.status, Status::fail) << r.reason;
+  EXPECT_NE(r.reason.find("every other role has ended"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("'never sent'"), std::string::npos) << r.reason;
+  EXPECT_LT(r.duration_s, 5.0) << "a lone waiter must not wait for the inactivity timeout";
 }
 
 TEST_F(RunnerTest, InjectionKillsAtTheNamedStep) {

@@ -34,7 +34,9 @@ void talk_consumer(Role& r) {
   r.barrier("met");
 }
 
-void segv() {
+// A real invalid store. Not instrumented, so the sanitizers of the asan preset do not turn
+// the fault into their own exit; the runner test also sets ASAN_OPTIONS=handle_segv=0.
+__attribute__((no_sanitize("address", "undefined"))) void segv() {
   volatile int* volatile p = nullptr;
   *p = 1;
 }
@@ -146,6 +148,22 @@ IPCHECK_CASE(Case("selftest.kill_expected", "The producer has the runner kill th
                    r.send("producer", "ready", {});
                    for (;;) ::pause();
                  }));
+
+// SIGABRT rather than SIGSEGV: AddressSanitizer turns a SIGSEGV into exit code 1.
+IPCHECK_CASE(Case("selftest.expendable", "An expendable role dies by SIGABRT; a peer observes how it ended")
+                 .hidden()
+                 .expendable("prober")
+                 .role("producer",
+                       [](Role& r) {
+                         const std::string how = r.wait_exit("prober");
+                         r.check(how == "signal SIGABRT", "harness.selftest.must", "prober ended by " + how);
+                       })
+                 .role("prober", [](Role&) { std::abort(); }));
+
+IPCHECK_CASE(Case("selftest.receive_alone", "The consumer waits for a message its only peer never sends")
+                 .hidden()
+                 .role("producer", [](Role& r) { r.check(true, "harness.selftest.must", "ends without sending"); })
+                 .role("consumer", [](Role& r) { r.receive("never sent"); }));
 
 IPCHECK_CASE(Case("selftest.inject", "A role announces steps; --inject kills it at one")
                  .hidden()

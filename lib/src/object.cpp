@@ -325,6 +325,10 @@ imported_object import_object(std::span<const std::byte> data, record::kind kind
   if (auto problem = record::check(data, kind, size_clause)) sys::fail(errc::invalid, cat(verb, ": ", *problem));
   imported_object out;
   out.rec = record::decode(data);
+  // Every field is judged: a device index this platform does not have is a forged record.
+  if (out.rec.device >= platform_device_count())
+    sys::fail(errc::invalid, cat(verb, ": handle names device ", out.rec.device, ", this platform has ",
+                                 platform_device_count(), " devices (forged or foreign handle)"));
   out.fd = fetch_descriptor(out.rec, verb, opts);
   prove_object(out.fd.get(), out.rec, kind, verb, out.payload_size, out.flags);
   return out;

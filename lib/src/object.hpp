@@ -90,6 +90,9 @@ struct imported_object {
 imported_object import_object(std::span<const std::byte> data, record::kind kind, const char* verb,
                               const char* size_clause, const open_options& opts);
 
+// Number of configured devices (platform.cpp).
+std::size_t platform_device_count();
+
 // Fills pid, guard kind and guard for this process.
 void stamp_exporter(record::fields& f);
 // Decodes a handle and checks that this process exported it; throws invalid otherwise.

@@ -155,6 +155,10 @@ std::vector<device> get_devices() {
 
 std::string device_config_source() { return platform().source; }
 
+namespace detail {
+std::size_t platform_device_count() { return platform().devices.size(); }
+}  // namespace detail
+
 struct context::state {
   std::uint64_t id;
   std::vector<device> devices;

@@ -1,14 +1,41 @@
 #include "ipcheck/reports/report_set.hpp"
 
 #include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "ipcheck/reports/render.hpp"
 
 namespace ipcheck::reports {
 
+namespace {
+
+void write_text(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << content;
+    if (!out) throw std::runtime_error("cannot write " + tmp + ": check that the folder is writable and has space");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot rename " + tmp + " to " + path);
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> write_report_set(const std::string& dir, const Results& r) {
-  std::filesystem::create_directories(dir);
-  const std::string json_path = (std::filesystem::path(dir) / "results.json").string();
-  write_results(json_path, r);
-  return {json_path};
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  const fs::path d(dir);
+  std::vector<std::string> paths{(d / "results.json").string(), (d / "report.md").string(), (d / "report.html").string(),
+                                 (d / "junit.xml").string()};
+  write_results(paths[0], r);
+  write_text(paths[1], render_markdown(r));
+  write_text(paths[2], render_html(r));
+  write_text(paths[3], render_junit(r));
+  return paths;
 }
 
 }  // namespace ipcheck::reports

@@ -1,6 +1,7 @@
 #include "ipcheck/reports/results.hpp"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace ipcheck::reports {
@@ -187,19 +188,48 @@ json to_json(const Results& r) {
   return j;
 }
 
-Results from_json(const json& j) {
-  if (!j.is_object()) throw SchemaError("results: the document is not a JSON object");
-  std::string schema;
-  get_to(j, "schema", schema);
-  if (schema != kSchema) {
-    const std::string family = "ipcheck.results/";
-    if (schema.rfind(family, 0) == 0)
-      throw SchemaError("results: schema \"" + schema + "\" is another version of the results format; this "
-                        "ipcheck reads \"" + std::string(kSchema) + "\": use the ipcheck that wrote it, or "
-                        "re-run the suite");
+namespace {
+
+// "ipcheck.results/<n>" -> n; nullopt for anything else.
+std::optional<int> schema_version(const std::string& schema) {
+  if (schema.rfind(kSchemaFamily, 0) != 0) return std::nullopt;
+  const std::string n = schema.substr(kSchemaFamily.size());
+  if (n.empty() || n.size() > 6 || n.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoi(n);
+}
+
+void check_schema(const json& j) {
+  const auto it = j.find("schema");
+  if (it == j.end() || !it->is_string())
+    throw SchemaError("results: the document has no \"schema\" string; an ipcheck results file starts with "
+                      "\"schema\": \"" + std::string(kSchema) + "\" (is this the results.json that ipcheck run wrote?)");
+  const std::string schema = it->get<std::string>();
+  const auto version = schema_version(schema);
+  if (!version)
     throw SchemaError("results: schema is \"" + schema + "\", expected \"" + std::string(kSchema) +
                       "\": this is not an ipcheck results file");
-  }
+  if (*version == kSchemaVersion) return;
+  std::string writer = "an ipcheck";
+  if (auto run = j.find("run"); run != j.end() && run->is_object())
+    if (auto v = run->find("ipcheck_version"); v != run->end() && v->is_string())
+      writer = "ipcheck " + v->get<std::string>();
+  const std::string here = "this ipcheck reads \"" + std::string(kSchema) + "\" only";
+  if (*version > kSchemaVersion)
+    throw SchemaError("results: schema \"" + schema + "\" is newer: the file was written by " + writer + ", and " +
+                      here + "; read it with that ipcheck or a newer one (reports/SCHEMA.md lists the versions)");
+  throw SchemaError("results: schema \"" + schema + "\" is older: the file was written by " + writer + ", and " +
+                    here + "; re-run the suite with this ipcheck, or read the file with the ipcheck that wrote it "
+                    "(reports/SCHEMA.md lists the versions)");
+}
+
+}  // namespace
+
+Results from_json(const json& j) {
+  if (!j.is_object()) throw SchemaError("results: the document is not a JSON object");
+  check_schema(j);
+  const std::string schema = j["schema"].get<std::string>();
+  if (!j.contains("run") || !j["run"].is_object())
+    throw SchemaError("results: the document has no \"run\" object (adapter, driver, ...); it is incomplete");
   Results r;
   r.schema = schema;
   const json& run = j.at("run");

@@ -57,13 +57,20 @@ Outcome guarded_void(F&& f) {
   }
 }
 
+constexpr const char* kDefaultDevices = "ref0=all;ref1=all;ref2=none";
+
 class RefAdapter final : public Adapter {
  public:
   RefAdapter() { adapter_name_ = "ref"; }
 
   Outcome init(const AdapterConfig& config) override {
-    if (auto it = config.options.find("devices"); it != config.options.end())
+    if (auto it = config.options.find("devices"); it != config.options.end()) {
       ::setenv("IPCHECK_REF_DEVICES", it->second.c_str(), 1);
+    } else if (!std::getenv("IPCHECK_REF_DEVICES") && !std::getenv("IPCHECK_REF_CONFIG")) {
+      // The model adapter has a device without IPC aspects, so that feature_not_supported
+      // paths (sycl.*.aspect) are judged in every run, not only in a special one.
+      ::setenv("IPCHECK_REF_DEVICES", kDefaultDevices, 1);
+    }
     for (const auto& [k, v] : config.options)
       if (k != "devices")
         return Outcome::failure(Errc::invalid, "ref: unknown adapter option '" + k + "'; ref knows: devices");
@@ -208,6 +215,20 @@ class RefAdapter final : public Adapter {
   }
   Outcome event_retain(ObjectId e) override { return guarded_void([&] { ipcref::event_retain(event(e)); }); }
   Outcome event_release(ObjectId e) override { return guarded_void([&] { ipcref::event_release(event(e)); }); }
+
+  // Null arguments where ipcref has a nullable one (a pointer); its context and results
+  // are references and return values, so those calls do not exist here.
+  Outcome native(const std::string& what, const std::map<std::string, std::string>& args) override {
+    if (what != "null_argument") return Adapter::native(what, args);
+    const auto verb = args.count("verb") ? args.at("verb") : "";
+    const auto arg = args.count("argument") ? args.at("argument") : "";
+    if (arg == "pointer" && verb == "mem_get")
+      return guarded_void([&] { (void)ipcref::ipc::memory::get(nullptr, *ctx_); });
+    if (arg == "pointer" && verb == "mem_close")
+      return guarded_void([&] { ipcref::ipc::memory::close(nullptr, *ctx_); });
+    return Outcome::failure(Errc::not_implemented,
+                            "ref: " + verb + " has no nullable " + arg + " (C++ references and return values)");
+  }
 
  private:
   enum class Kind { memory, physical, event };

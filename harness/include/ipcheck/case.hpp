@@ -38,6 +38,7 @@ struct CaseDef {
   double timeout_s = 0;                    // 0: the run's --timeout
   std::vector<std::string> allowed_leaks;  // audit items (substrings) a role may keep at its end
   std::vector<std::string> steps;          // fault-injection points its roles announce
+  std::vector<std::string> expendable;     // roles whose death by a signal is an outcome to observe, not a crash
   bool hidden = false;                     // harness self-tests: listed only on request
 
   std::string area() const { return id.substr(0, id.find('.')); }
@@ -56,6 +57,8 @@ class Case {
   Case& timeout(double seconds);
   Case& allow_leak(std::string item_substring);
   Case& steps(std::initializer_list<std::string> names);
+  // A role that may die doing something the spec leaves undefined; a peer observes how it ended.
+  Case& expendable(std::string role);
   Case& hidden();
   CaseDef def;
 };

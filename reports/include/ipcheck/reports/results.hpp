@@ -14,11 +14,16 @@
 
 namespace ipcheck::reports {
 
+// The schema is "ipcheck.results/<version>"; reports/SCHEMA.md says how versions evolve.
+inline constexpr std::string_view kSchemaFamily = "ipcheck.results/";
+inline constexpr int kSchemaVersion = 1;
 inline constexpr std::string_view kSchema = "ipcheck.results/1";
 
 // Case statuses. Comparison order (worse is larger): pass < xfail < fail < leak < timeout
 // < crash; skip never counts as a change; incomplete means the run itself was cut short.
 enum class Status { pass, xfail, fail, leak, timeout, crash, skip, incomplete };
+inline constexpr Status kAllStatuses[] = {Status::pass,  Status::xfail, Status::fail, Status::leak,
+                                          Status::timeout, Status::crash, Status::skip, Status::incomplete};
 
 const char* to_string(Status s) noexcept;
 std::optional<Status> parse_status(std::string_view s) noexcept;
@@ -139,7 +144,8 @@ class SchemaError : public std::runtime_error {
 };
 
 nlohmann::json to_json(const Results& r);
-// Throws SchemaError naming the problem (wrong schema, newer version, missing field).
+// Throws SchemaError naming the problem (not a results file, an older or a newer schema
+// version, a missing or malformed field). Fields it does not know are ignored.
 Results from_json(const nlohmann::json& j);
 
 void write_results(const std::string& path, const Results& r);

@@ -1,0 +1,180 @@
+// Forged handles (ipcref/1 only): records resealed so their framing is sound, naming
+// another descriptor of the exporter (rb.open.confused_deputy) or another live process
+// that took an exited exporter's pid (rb.open.pid_reuse).
+#include <map>
+
+#include "forge.hpp"
+#include "kinds.hpp"
+
+namespace ipcheck::catalog {
+namespace {
+
+constexpr std::uint64_t kTargetSeed = 0xcd01, kDecoySeed = 0xcd02, kHiddenSeed = 0xcd03, kBystanderSeed = 0xcd05;
+constexpr int kScanFds = 256;  // descriptor numbers of the exporter tried in forgeries
+
+struct Forgery {
+  std::string name;
+  std::vector<std::byte> bytes;
+  int fd = -1;  // descriptor passed along (-1: the implementation fetches the one the record names)
+};
+
+// --- rb.open.confused_deputy
+constexpr const char* kDeputy = "rb.open.confused_deputy";
+
+void deputy_producer(Role& r) {
+  Target target = export_target(r, HandleKind::memory, kTargetSeed, kDeputy, 2 * kPage);
+  Target decoy = export_target(r, HandleKind::memory, kDecoySeed, kDeputy, 2 * kPage);
+  // Never exported: no handle may ever reach it.
+  Owned hidden = alloc_filled(r, 2 * kPage, kHiddenSeed, kDeputy);
+  send_target(r, "consumer", "handle", target);
+  send_target(r, "consumer", "decoy", decoy);
+  r.barrier("consumer-done");
+}
+
+void deputy_consumer(Role& r) {
+  need_forgeable(r);
+  ReceivedTarget target = receive_target(r, "handle");
+  ReceivedTarget decoy = receive_target(r, "decoy");
+  const Record a = decode_record(r, target.handle.bytes, kDeputy);
+  const Record d = decode_record(r, decoy.handle.bytes, kDeputy);
+  // Both real handles open what they name: the objects the forgeries aim at are live.
+  for (auto* t : {&target, &decoy}) {
+    Opened o = open_target(r, HandleKind::memory, t->handle.bytes, t->handle.fd.get());
+    r.require_ok(o.outcome, kDeputy, "open of a real handle");
+    const std::uint64_t seed = t == &target ? kTargetSeed : kDecoySeed;
+    r.require(is_target(r, HandleKind::memory, o.object.get(), t->bytes, seed), kDeputy,
+              "a real handle maps the memory exported under it");
+  }
+
+  std::vector<Forgery> forgeries;
+  auto forge = [&](std::string name, Record f, int fd = -1) { forgeries.push_back({std::move(name), encode_record(f), fd}); };
+  Record f = a;
+  f.fd = d.fd;
+  forge("the export's token, the decoy's descriptor", f);
+  f.slot = d.slot;
+  f.offset = d.offset;
+  f.size = d.size;
+  forge("the export's token, the decoy's descriptor, slot and range", f);
+  f = d;
+  f.token = a.token;
+  forge("the decoy's record with the export's token", f);
+  f = a;
+  f.size = a.size + kPage;
+  forge("the export's range one page longer", f);
+  f = a;
+  f.offset = a.offset + kPage;
+  forge("the export's range one page further", f);
+  for (int fd = 0; fd < kScanFds; ++fd) {
+    if (fd == a.fd) continue;
+    f = a;
+    f.fd = fd;
+    forge("the export's token naming exporter descriptor " + std::to_string(fd), f);
+  }
+  // With descriptors passed by SCM_RIGHTS: the export's bytes with the decoy's descriptor.
+  if (decoy.handle.fd) forgeries.push_back({"the export's bytes with the decoy's passed descriptor", target.handle.bytes,
+                                            decoy.handle.fd.get()});
+
+  const ResourceCount before = count_resources();
+  std::size_t refused = 0;
+  std::map<std::string, std::size_t> codes;
+  for (const auto& g : forgeries) {
+    r.note("opening " + g.name);  // a crash's last output line names the forgery
+    Opened o = open_target(r, HandleKind::memory, g.bytes, g.fd);
+    if (!o.outcome.ok()) {
+      ++refused;
+      ++codes[errc_name(o.outcome.code)];
+      continue;
+    }
+    std::string what = "something the exporter never exported under it";
+    if (is_target(r, HandleKind::memory, o.object.get(), 2 * kPage, kDecoySeed)) what = "the decoy export";
+    else if (is_target(r, HandleKind::memory, o.object.get(), 2 * kPage, kHiddenSeed)) what = "memory never exported";
+    else if (is_target(r, HandleKind::memory, o.object.get(), 2 * kPage, kTargetSeed)) what = "the export, through a forged record";
+    r.check(false, kDeputy, "forged handle (" + g.name + ") opened and maps " + what);
+  }
+  std::string tally;
+  for (const auto& [c, n] : codes) tally += (tally.empty() ? "" : ", ") + c + " " + std::to_string(n);
+  r.check(refused == forgeries.size(), kDeputy,
+          std::to_string(refused) + " of " + std::to_string(forgeries.size()) + " forged handles refused (" + tally + ")");
+  check_no_growth(r, before, count_resources(), kDeputy, "after the forged opens");
+  r.barrier("consumer-done");
+}
+
+IPCHECK_CASE(Case("robustness.open.confused_deputy",
+                  "Records resealed to name the exporter's other descriptors, a decoy export and unexported memory never open")
+                 .clause(kDeputy)
+                 .role("producer", deputy_producer)
+                 .role("consumer", deputy_consumer));
+
+// --- rb.open.pid_reuse: the bystander is a live exporter too, so skipping the identity
+// guard would map its memory.
+constexpr const char* kReuse = "rb.open.pid_reuse";
+
+void reuse_producer(Role& r) {
+  Target t = export_target(r, HandleKind::memory, kTargetSeed, kReuse);
+  send_target(r, "consumer", "exited", t);
+  receive_text(r, "received");
+  // Ends here: its pid is "exited"; the bystander plays the process that took the pid.
+}
+
+void reuse_bystander(Role& r) {
+  Target t = export_target(r, HandleKind::memory, kBystanderSeed, kReuse);
+  send_target(r, "consumer", "bystander", t);
+  r.barrier("consumer-done");
+}
+
+void reuse_consumer(Role& r) {
+  need_forgeable(r);
+  ReceivedTarget exited = receive_target(r, "exited");
+  ReceivedTarget bystander = receive_target(r, "bystander");
+  send_text(r, "producer", "received", "");
+  r.note("producer ended: " + r.wait_exit("producer"));
+  const Record old = decode_record(r, exited.handle.bytes, kReuse);
+  const Record live = decode_record(r, bystander.handle.bytes, kReuse);
+  r.require(live.pid == static_cast<std::uint32_t>(r.pid_of("bystander")), kReuse,
+            "the bystander's handle names its pid " + std::to_string(r.pid_of("bystander")));
+
+  // The bystander's own record, but with the exited exporter's identity guard: what a
+  // handle of the exited exporter looks like once its pid names the bystander.
+  Record forged = live;
+  forged.guard_type = old.guard_type;
+  forged.guard = old.guard;
+  if (forged.guard_type == live.guard_type && forged.guard == live.guard) {
+    // Start-time guards of processes started in the same tick are equal: any other value.
+    forged.guard = live.guard + 1;
+    r.note("the exporters' guards are equal (same start tick); the forgery uses guard + 1");
+  }
+  std::vector<Forgery> forgeries{{"the bystander's export under the exited exporter's guard", encode_record(forged)}};
+  // The exited exporter's record pointed at the bystander's pid.
+  Record moved = old;
+  moved.pid = live.pid;
+  forgeries.push_back({"the exited exporter's record naming the bystander's pid", encode_record(moved)});
+  moved.fd = live.fd;
+  forgeries.push_back({"the exited exporter's record naming the bystander's pid and descriptor", encode_record(moved)});
+
+  for (const auto& g : forgeries) {
+    Opened o = open_target(r, HandleKind::memory, g.bytes, -1);
+    if (o.outcome.ok()) {
+      const bool reached = is_target(r, HandleKind::memory, o.object.get(), bystander.bytes, kBystanderSeed);
+      r.check(false, kReuse, g.name + " opened" + (reached ? " and maps the bystander's memory" : ""));
+      continue;
+    }
+    r.check_error(o.outcome, Errc::exporter_gone, kReuse, g.name);
+  }
+  // The bystander is reachable by its real handle: the refusals were the guard's doing.
+  Opened real = open_target(r, HandleKind::memory, bystander.handle.bytes, bystander.handle.fd.get());
+  r.check_ok(real.outcome, kReuse, "open of the bystander's real handle");
+  if (real.outcome.ok())
+    r.check(is_target(r, HandleKind::memory, real.object.get(), bystander.bytes, kBystanderSeed), kReuse,
+            "the bystander's real handle maps its memory");
+  r.barrier("consumer-done");
+}
+
+IPCHECK_CASE(Case("robustness.open.pid_reuse",
+                  "A handle of an exited exporter whose pid now names a live exporter is refused with exporter_gone")
+                 .clause(kReuse)
+                 .role("producer", reuse_producer)
+                 .role("bystander", reuse_bystander)
+                 .role("consumer", reuse_consumer));
+
+}  // namespace
+}  // namespace ipcheck::catalog

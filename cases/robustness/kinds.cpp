@@ -1,0 +1,109 @@
+#include "kinds.hpp"
+
+namespace ipcheck::catalog {
+
+const char* kind_name(HandleKind k) {
+  switch (k) {
+    case HandleKind::memory: return "memory";
+    case HandleKind::physical: return "physical";
+    case HandleKind::event: return "event";
+  }
+  return "unknown";
+}
+
+Target export_target(Role& r, HandleKind kind, std::uint64_t seed, std::string_view clause, std::size_t bytes) {
+  Target t;
+  t.kind = kind;
+  switch (kind) {
+    case HandleKind::memory:
+      t.bytes = bytes;
+      t.object = alloc_filled(r, bytes, seed, clause);
+      t.exported = export_memory(r, t.object.get(), t.handle, clause);
+      break;
+    case HandleKind::physical: {
+      t.bytes = granular(r, bytes);
+      t.object = create_physical(r, t.bytes, true, clause);
+      {
+        PhysicalView view = map_physical(r, t.object.get(), t.bytes, clause);
+        if (!fill(r, view.ptr(), t.bytes, seed, clause, "fill the physical object")) throw RoleAbort{"fill failed"};
+      }
+      t.exported = export_physical(r, t.object.get(), t.handle, clause);
+      break;
+    }
+    case HandleKind::event:
+      t.bytes = 0;
+      t.object = create_event(r, {.ipc = true}, clause);
+      if (seed & 1) r.require_ok(r.adapter().event_signal(t.object.get()), clause, "event_signal of the target");
+      t.exported = export_event(r, t.object.get(), t.handle, clause);
+      break;
+  }
+  return t;
+}
+
+void send_target(Role& r, const std::string& to, const std::string& tag, const Target& t) {
+  r.send_handle(to, tag, t.handle);
+  send_text(r, to, tag + "-size", std::to_string(t.bytes));
+}
+
+ReceivedTarget receive_target(Role& r, const std::string& tag) {
+  ReceivedTarget t;
+  t.handle = r.receive(tag);
+  t.bytes = std::stoull(receive_text(r, tag + "-size"));
+  return t;
+}
+
+Opened open_target(Role& r, HandleKind kind, std::span<const std::byte> bytes, int fd, int device) {
+  Adapter& a = r.adapter();
+  Opened o;
+  switch (kind) {
+    case HandleKind::memory: {
+      auto res = a.mem_open(bytes, fd, device);
+      o.outcome = res.outcome;
+      if (res.ok()) o.object = Owned::mapping(a, res.value);
+      break;
+    }
+    case HandleKind::physical: {
+      auto res = a.phys_open(bytes, fd, device);
+      o.outcome = res.outcome;
+      if (res.ok()) o.object = Owned::opened_physical(a, res.value);
+      break;
+    }
+    case HandleKind::event: {
+      auto res = a.event_open(bytes, fd, device);
+      o.outcome = res.outcome;
+      if (res.ok()) o.object = Owned::event(a, res.value);
+      break;
+    }
+  }
+  return o;
+}
+
+bool is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std::uint64_t seed) {
+  Adapter& a = r.adapter();
+  switch (kind) {
+    case HandleKind::memory:
+      return holds(r, opened, bytes, seed);
+    case HandleKind::physical: {
+      auto size = a.phys_size(opened);
+      if (!size.ok() || size.value != bytes) return false;
+      auto res = a.vm_reserve(0, bytes);
+      if (!res.ok()) return false;
+      Owned reservation = Owned::reservation(a, res.value, bytes);
+      if (!a.vm_map(res.value, bytes, opened, 0).ok()) return false;
+      Owned mapping = Owned::vm_mapping(a, res.value, bytes);
+      return holds(r, res.value, bytes, seed);
+    }
+    case HandleKind::event: {
+      // A signal may complete asynchronously (CUDA records it on a stream): wait for it.
+      if (seed & 1) {
+        auto w = a.event_wait(opened, std::chrono::seconds(1));
+        return w.ok() && w.value;
+      }
+      auto q = a.event_query(opened);
+      return q.ok() && !q.value;
+    }
+  }
+  return false;
+}
+
+}  // namespace ipcheck::catalog

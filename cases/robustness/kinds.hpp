@@ -1,0 +1,44 @@
+// Robustness clauses hold for every kind of handle: memory, physical memory, events.
+// A target is one exported object a peer can tell from any other: memory and physical
+// objects hold pattern(seed); an event is signaled when its seed is odd, clear when even.
+#pragma once
+
+#include "../common.hpp"
+
+namespace ipcheck::catalog {
+
+enum class HandleKind { memory, physical, event };
+const char* kind_name(HandleKind k);
+
+// The exporter's side: the object, its export and the handle to send.
+struct Target {
+  HandleKind kind = HandleKind::memory;
+  std::size_t bytes = 0;
+  Owned object;    // allocation, physical object or event
+  Owned exported;  // put before the object goes (members end in reverse order)
+  Exported handle;
+};
+
+// Creates and exports a target of `kind` (skipping where the adapter lacks the verbs).
+Target export_target(Role& r, HandleKind kind, std::uint64_t seed, std::string_view clause,
+                     std::size_t bytes = kPage);
+// Sends the handle and its size to `to` (tags "<tag>" and "<tag>-size").
+void send_target(Role& r, const std::string& to, const std::string& tag, const Target& t);
+
+// The opener's side.
+struct ReceivedTarget {
+  Received handle;
+  std::size_t bytes = 0;
+};
+ReceivedTarget receive_target(Role& r, const std::string& tag);
+
+struct Opened {
+  Outcome outcome;
+  Owned object;  // the mapping, opened physical object or opened event, when it opened
+};
+Opened open_target(Role& r, HandleKind kind, std::span<const std::byte> bytes, int fd, int device = 0);
+
+// Whether an opened object is the target exported with `seed` (never judging).
+bool is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std::uint64_t seed);
+
+}  // namespace ipcheck::catalog

@@ -1,0 +1,177 @@
+// Handles outliving what they name: the exporter exited, the allocation freed, the export
+// put; and a reallocation exported again must never be served from a stale mapping.
+#include "kinds.hpp"
+
+namespace ipcheck::catalog {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint64_t kSeed = 0x11fe;  // odd: a signaled event
+constexpr auto kPrompt = std::chrono::seconds(1);
+
+// --- rb.open.exporter_gone, for every kind of handle.
+constexpr const char* kGone = "rb.open.exporter_gone";
+
+void gone_producer(Role& r, HandleKind kind) {
+  Target t = export_target(r, kind, kSeed, kGone);
+  send_target(r, "consumer", "handle", t);
+  receive_text(r, "received");
+  // Returns: its objects are put and freed and the process exits.
+}
+
+void gone_consumer(Role& r, HandleKind kind) {
+  ReceivedTarget t = receive_target(r, "handle");
+  send_text(r, "producer", "received", "");
+  const std::string how = r.wait_exit("producer");
+  const auto t0 = Clock::now();
+  Opened o = open_target(r, kind, t.handle.bytes, t.handle.fd.get());
+  const auto took = Clock::now() - t0;
+  r.skip_if_unsupported(o.outcome, std::string(kind_name(kind)) + " open");
+  // Whichever way the descriptor travelled (fetched, or passed by SCM_RIGHTS and still held).
+  r.check_error(o.outcome, Errc::exporter_gone, kGone,
+                std::string(kind_name(kind)) + " open after the exporter ended (" + how + ")" +
+                    (t.handle.fd ? ", its descriptor passed along" : ""));
+  r.check(took < kPrompt, kGone, "the open returned after " + ms(took));
+}
+
+void register_exporter_gone() {
+  for (HandleKind kind : {HandleKind::memory, HandleKind::physical, HandleKind::event}) {
+    const std::string name = kind_name(kind);
+    register_case(Case("robustness.open.exporter_gone." + name,
+                       "Opening a " + name + " handle after its exporter exited fails with exporter_gone, within 1 s")
+                      .clause(kGone)
+                      .role("producer", [kind](Role& r) { gone_producer(r, kind); })
+                      .role("consumer", [kind](Role& r) { gone_consumer(r, kind); })
+                      .def);
+  }
+}
+
+IPCHECK_CASE(register_exporter_gone);
+
+// --- rb.open.after_free: the export is still live (never put) when its memory is freed.
+constexpr const char* kFreed = "rb.open.after_free";
+
+void freed_producer(Role& r) {
+  Owned mem = alloc_filled(r, kPage, kSeed, kFreed);
+  Exported h;
+  Owned exported = export_memory(r, mem.get(), h, kFreed);
+  r.send_handle("consumer", "handle", h);
+  r.check_ok(mem.reset(), kFreed, "free while the export is live");
+  // The export's own end after the free: the API may or may not want it; recorded only.
+  r.note("mem_put after the free: " + exported.reset().describe());
+  send_text(r, "consumer", "freed", "");
+  r.barrier("consumer-done");
+}
+
+void freed_consumer(Role& r) {
+  Received h = r.receive("handle");
+  receive_text(r, "freed");
+  const auto t0 = Clock::now();
+  auto res = r.adapter().mem_open(h.bytes, h.fd.get(), 0);
+  const auto took = Clock::now() - t0;
+  Owned mapped = keep_mapping(r, res);
+  if (!res.ok()) r.native_error("mem_open after the free", res.outcome);
+  r.check(!res.ok(), kFreed,
+          res.ok() ? std::string("mem_open after the exporter freed the allocation succeeded") +
+                         (holds(r, mapped.get(), kPage, kSeed) ? ", mapping the freed memory" : "")
+                   : "mem_open after the free refused with " + res.outcome.describe());
+  r.check(took < kPrompt, kFreed, "the open returned after " + ms(took));
+  r.barrier("consumer-done");
+}
+
+IPCHECK_CASE(Case("robustness.open.after_free", "Opening a handle whose allocation the exporter freed fails cleanly")
+                 .clause(kFreed)
+                 .role("producer", freed_producer)
+                 .role("consumer", freed_consumer));
+
+// --- rb.realloc.fresh: the consumer keeps the first mapping open while the producer frees,
+// reallocates (often the same address and descriptor number) and exports again.
+constexpr const char* kFresh = "rb.realloc.fresh";
+constexpr int kRounds = 4;
+
+void fresh_producer(Role& r) {
+  for (int round = 0; round < kRounds; ++round) {
+    Owned mem = alloc_filled(r, kPage, kSeed + 2 * round, kFresh);
+    Exported h;
+    Owned exported = export_memory(r, mem.get(), h, kFresh);
+    r.note("round " + std::to_string(round) + ": allocation at " + hex(mem.get()));
+    r.send_handle("consumer", "round" + std::to_string(round), h);
+    receive_text(r, "opened" + std::to_string(round));
+    // Put and free (members end in reverse), then the next round allocates again.
+  }
+  r.barrier("consumer-done");
+}
+
+void fresh_consumer(Role& r) {
+  std::vector<Owned> mappings;  // every mapping stays open while the producer reallocates
+  for (int round = 0; round < kRounds; ++round) {
+    Received h = r.receive("round" + std::to_string(round));
+    mappings.push_back(open_received(r, h, kFresh, "mem_open, round " + std::to_string(round)));
+    verify(r, mappings.back().get(), kPage, kSeed + 2 * round, kFresh,
+           "round " + std::to_string(round) + " maps the new allocation's contents");
+    for (int earlier = 0; earlier < round; ++earlier)
+      r.check(mappings[earlier].get() != mappings.back().get(), kFresh,
+              "round " + std::to_string(round) + " got a pointer apart from round " + std::to_string(earlier) + "'s");
+    send_text(r, "producer", "opened" + std::to_string(round), "");
+  }
+  for (int round = 0; round < kRounds; ++round)
+    r.check_ok(mappings[round].reset(), kFresh, "mem_close, round " + std::to_string(round));
+  r.barrier("consumer-done");
+}
+
+IPCHECK_CASE(Case("robustness.realloc.fresh",
+                  "Free, reallocate and export again four times while old mappings stay open: each open shows the new data")
+                 .clause(kFresh)
+                 .role("producer", fresh_producer)
+                 .role("consumer", fresh_consumer));
+
+// --- rb.put.revokes, for every kind: after put the same bytes no longer open, and the
+// object itself exports again.
+constexpr const char* kRevokes = "rb.put.revokes";
+
+void revokes_producer(Role& r, HandleKind kind) {
+  Target t = export_target(r, kind, kSeed, kRevokes);
+  r.send_handle("consumer", "put", t.handle);
+  put_or_skip(r, t.exported, kRevokes, "put");
+  Exported again;
+  Owned exported_again;
+  switch (kind) {
+    case HandleKind::memory: exported_again = export_memory(r, t.object.get(), again, kRevokes); break;
+    case HandleKind::physical: exported_again = export_physical(r, t.object.get(), again, kRevokes); break;
+    case HandleKind::event: exported_again = export_event(r, t.object.get(), again, kRevokes); break;
+  }
+  r.send_handle("consumer", "fresh", again);
+  send_text(r, "consumer", "size", std::to_string(t.bytes));
+  r.barrier("consumer-done");
+}
+
+void revokes_consumer(Role& r, HandleKind kind) {
+  Received stale = r.receive("put");
+  Received fresh = r.receive("fresh");
+  const std::size_t bytes = std::stoull(receive_text(r, "size"));
+  Opened o = open_target(r, kind, stale.bytes, stale.fd.get());
+  r.check_error(o.outcome, Errc::invalid, kRevokes, std::string(kind_name(kind)) + " open of the bytes of a put handle");
+  Opened ok = open_target(r, kind, fresh.bytes, fresh.fd.get());
+  r.check_ok(ok.outcome, kRevokes, std::string(kind_name(kind)) + " open of the object's export after the put");
+  if (ok.outcome.ok())
+    r.check(is_target(r, kind, ok.object.get(), bytes, kSeed), kRevokes, "the new export maps the same object");
+  r.barrier("consumer-done");
+}
+
+void register_revokes() {
+  for (HandleKind kind : {HandleKind::memory, HandleKind::physical, HandleKind::event}) {
+    const std::string name = kind_name(kind);
+    register_case(Case("robustness.put.revokes." + name,
+                       "The bytes of a put " + name + " handle no longer open; a new export of the object does")
+                      .clause(kRevokes)
+                      .role("producer", [kind](Role& r) { revokes_producer(r, kind); })
+                      .role("consumer", [kind](Role& r) { revokes_consumer(r, kind); })
+                      .def);
+  }
+}
+
+IPCHECK_CASE(register_revokes);
+
+}  // namespace
+}  // namespace ipcheck::catalog

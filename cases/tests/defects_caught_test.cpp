@@ -1,0 +1,71 @@
+// The catalog catches every defect seeded in ipcref: the cases that check a defect's
+// clause, run on ipcheck-defects with IPCREF_DEFECT=<name>, must not all pass. Proof that
+// those cases can fail, and fail for the reason they exist.
+#include <algorithm>
+#include <ostream>
+
+#include <gtest/gtest.h>
+
+#include "ipcheck/case.hpp"
+#include "ipcheck/runner.hpp"
+#include "ipcref/defects.hpp"
+
+namespace ipcref::defects {
+// Test names and logs show the defect by name, not as bytes.
+void PrintTo(const info& d, std::ostream* os) { *os << d.name << " (breaks " << d.clause << ")"; }
+}  // namespace ipcref::defects
+
+namespace ipcheck {
+namespace {
+
+using reports::Status;
+
+RunOptions options_for(const std::string& defect) {
+  RunOptions o;
+  o.adapter = "ref";
+  o.role_executable = IPCHECK_DEFECTS_EXE;
+  o.env = {"IPCREF_DEFECT=" + defect};
+  o.jobs = 2;
+  o.timeout_s = 10;  // a seeded hang is caught as a timeout, not waited out
+  o.inactivity_s = 10;
+  o.grace_s = 0.5;
+  o.exact = true;
+  return o;
+}
+
+std::string describe(const reports::CaseResult& c) {
+  return c.id + ": " + reports::to_string(c.status) + (c.reason.empty() ? "" : " (" + c.reason + ")");
+}
+
+TEST(DefectsCaught, WithoutADefectTheCatalogPassesOnTheDefectsBuild) {
+  RunOptions o = options_for("none");
+  o.exact = false;
+  o.timeout_s = 60;  // the whole catalog, 64 MiB cases included, at the run's usual limits
+  o.inactivity_s = 20;
+  const auto results = run_suite(o);
+  for (const auto& c : results.cases) EXPECT_TRUE(c.status == Status::pass || c.status == Status::skip) << describe(c);
+}
+
+class DefectCaught : public ::testing::TestWithParam<ipcref::defects::info> {};
+
+TEST_P(DefectCaught, ByTheCasesOfItsClause) {
+  const auto& d = GetParam();
+  RunOptions o = options_for(d.name);
+  for (const auto& c : cases())
+    if (!c.hidden && std::find(c.clauses.begin(), c.clauses.end(), d.clause) != c.clauses.end()) o.filters.push_back(c.id);
+  ASSERT_FALSE(o.filters.empty()) << "no case checks clause " << d.clause << ", which defect " << d.name << " breaks";
+  const auto results = run_suite(o);
+  std::string caught, passed;
+  for (const auto& c : results.cases)
+    (c.status == Status::pass || c.status == Status::skip ? passed : caught) += "\n  " + describe(c);
+  EXPECT_FALSE(caught.empty()) << "defect " << d.name << " (" << d.description << ") breaks clause " << d.clause
+                               << ", yet every case checking it passed:" << passed;
+  if (!caught.empty()) std::printf("%s caught by:%s\n", d.name, caught.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalog, DefectCaught, ::testing::ValuesIn(ipcref::defects::catalog().begin(),
+                                                                    ipcref::defects::catalog().end()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace ipcheck

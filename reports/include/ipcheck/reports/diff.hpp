@@ -1,0 +1,87 @@
+// Two runs compared: what regressed, what got fixed, what else changed. The diff is what
+// gates a driver team's CI: `has_regression()` is the exit status of `ipcheck report diff`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ipcheck/reports/results.hpp"
+#include "ipcheck/reports/sections.hpp"
+
+namespace ipcheck::reports {
+
+inline constexpr std::string_view kDiffSchema = "ipcheck.diff/1";
+
+// Which run a side of the diff is.
+struct RunLabel {
+  std::string label;  // what the person gave (a path), shown as is
+  std::string adapter, driver_name, driver_version, ipcheck_version, start;
+  int total = 0;
+  int unexpected = 0;
+};
+
+struct StatusChange {
+  std::string id;
+  Status from = Status::pass;
+  Status to = Status::pass;
+  std::string reason;  // the new run's reason for its status
+};
+
+struct CaseEntry {
+  std::string id;
+  Status status = Status::pass;
+  std::string reason;
+};
+
+struct ObservationChange {
+  std::string case_id;
+  std::string name;
+  std::optional<std::string> from;  // nullopt: not observed in that run
+  std::optional<std::string> to;
+};
+
+struct BenchChange {
+  std::string name;
+  std::string unit;
+  double old_median = 0, new_median = 0;
+  double old_spread = 0, new_spread = 0;
+  int old_repetitions = 0, new_repetitions = 0;
+  double old_ratio = 0, new_ratio = 0;  // against the floor (0: none)
+  bool worse = false;                   // slower (or lower throughput)
+};
+
+struct Diff {
+  RunLabel old_run, new_run;
+  std::vector<StatusChange> regressions;  // worst new status first, then by id
+  std::vector<StatusChange> fixes;        // best new status first, then by id
+  std::vector<StatusChange> changes;      // to or from skip or incomplete (never a regression)
+  std::vector<CaseEntry> added;           // cases only in the new run
+  std::vector<CaseEntry> removed;         // cases only in the old run
+  std::vector<ObservationChange> observations;
+  std::vector<BenchChange> bench;         // changes beyond the noise of both runs
+  int bench_within_noise = 0;             // compared, and the difference is noise
+  std::vector<std::string> bench_unjudged;  // compared, but a run has fewer than 2 repetitions
+  std::vector<std::string> bench_added, bench_removed;
+  std::string bench_note;                 // why benchmarks were not compared (a run has none)
+
+  bool driver_changed() const;
+  bool has_regression() const { return !regressions.empty(); }
+  bool empty() const;
+};
+
+// Labels name the runs in what is shown (usually the paths given on the command line).
+Diff diff_results(const Results& old_run, const Results& new_run, const std::string& old_label,
+                  const std::string& new_label);
+
+// True when the difference between two medians is beyond the noise of both runs: the
+// intervals median ± spread do not overlap. Fewer than 2 repetitions: no measured noise, false.
+bool beyond_noise(const Benchmark& a, const Benchmark& b);
+
+std::string render_diff_text(const Diff& d);
+std::string render_diff_markdown(const Diff& d);
+nlohmann::json diff_to_json(const Diff& d);
+
+}  // namespace ipcheck::reports

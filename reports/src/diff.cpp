@@ -1,0 +1,359 @@
+#include "ipcheck/reports/diff.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "text.hpp"
+
+namespace ipcheck::reports {
+
+using nlohmann::json;
+using text::fmt;
+
+namespace {
+
+RunLabel label_of(const Results& r, const std::string& label) {
+  return {label,          r.run.adapter,   r.run.driver_name,  r.run.driver_version,
+          r.run.ipcheck_version, r.run.start, r.summary.total, r.summary.unexpected};
+}
+
+std::map<std::string, const CaseResult*> by_id(const Results& r) {
+  std::map<std::string, const CaseResult*> m;
+  for (const auto& c : r.cases) m.emplace(c.id, &c);
+  return m;
+}
+
+std::string plural(int n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string driver(const RunLabel& r) {
+  std::string s = r.driver_name;
+  if (!r.driver_version.empty()) s += (s.empty() ? "" : " ") + r.driver_version;
+  return s.empty() ? "(driver unknown)" : s;
+}
+
+std::string change_pct(const BenchChange& b) {
+  if (b.old_median == 0) return "new";
+  return fmt("%+.1f%%", (b.new_median - b.old_median) / b.old_median * 100);
+}
+
+std::string bench_line(const BenchChange& b) {
+  std::string s = text::number(b.old_median) + " " + b.unit + " -> " + text::number(b.new_median) + " " + b.unit +
+                  " (" + change_pct(b) + ", " + (b.worse ? "worse" : "better") + "; spread " +
+                  text::number(b.old_spread) + " / " + text::number(b.new_spread) + " " + b.unit + " over " +
+                  std::to_string(b.old_repetitions) + " / " + std::to_string(b.new_repetitions) + " repetitions";
+  if (b.old_ratio > 0 || b.new_ratio > 0) s += fmt("; %.2fx -> %.2fx the floor", b.old_ratio, b.new_ratio);
+  return s + ")";
+}
+
+std::string obs_value(const std::optional<std::string>& v) { return v ? *v : "(not observed)"; }
+
+// One line for the whole diff's counts, regressions first.
+std::string tally(const Diff& d) {
+  if (d.empty()) return "no changes: the same cases with the same statuses, observations and benchmarks";
+  std::vector<std::string> parts;
+  auto add = [&](std::size_t n, const char* one, const char* many) {
+    if (n) parts.push_back(plural(static_cast<int>(n), one, many));
+  };
+  parts.push_back(plural(static_cast<int>(d.regressions.size()), "regression", "regressions"));
+  add(d.fixes.size(), "fix", "fixes");
+  add(d.changes.size(), "other status change", "other status changes");
+  add(d.added.size(), "new case", "new cases");
+  add(d.removed.size(), "removed case", "removed cases");
+  add(d.observations.size(), "observation change", "observation changes");
+  add(d.bench.size(), "benchmark change beyond noise", "benchmark changes beyond noise");
+  std::string s;
+  for (const auto& p : parts) s += (s.empty() ? "" : ", ") + p;
+  return s;
+}
+
+std::string headline(const Diff& d) {
+  const auto& o = d.old_run;
+  const auto& n = d.new_run;
+  std::string s = o.adapter == n.adapter ? n.adapter : "adapter " + o.adapter + " -> " + n.adapter;
+  if (d.driver_changed())
+    s += ": " + driver(o) + " -> " + driver(n) + " (driver " +
+         (o.driver_name != n.driver_name ? "changed" : "version changed") + ")";
+  else
+    s += ": " + driver(n) + " (the same driver in both runs)";
+  return s;
+}
+
+}  // namespace
+
+bool Diff::driver_changed() const {
+  return old_run.driver_name != new_run.driver_name || old_run.driver_version != new_run.driver_version;
+}
+
+bool Diff::empty() const {
+  return regressions.empty() && fixes.empty() && changes.empty() && added.empty() && removed.empty() &&
+         observations.empty() && bench.empty() && bench_added.empty() && bench_removed.empty();
+}
+
+bool beyond_noise(const Benchmark& a, const Benchmark& b) {
+  if (a.repetitions < 2 || b.repetitions < 2) return false;
+  return std::fabs(b.median - a.median) > std::fabs(a.spread) + std::fabs(b.spread);
+}
+
+Diff diff_results(const Results& a, const Results& b, const std::string& old_label, const std::string& new_label) {
+  Diff d;
+  d.old_run = label_of(a, old_label);
+  d.new_run = label_of(b, new_label);
+  const auto old_cases = by_id(a);
+  const auto new_cases = by_id(b);
+  for (const auto& [id, n] : new_cases) {
+    auto it = old_cases.find(id);
+    if (it == old_cases.end()) {
+      d.added.push_back({id, n->status, text::first_line(n->reason)});
+      continue;
+    }
+    const CaseResult* o = it->second;
+    if (o->status != n->status) {
+      StatusChange c{id, o->status, n->status, text::first_line(n->reason)};
+      const int from = severity(o->status), to = severity(n->status);
+      if (from < 0 || to < 0)
+        d.changes.push_back(c);
+      else if (to > from)
+        d.regressions.push_back(c);
+      else
+        d.fixes.push_back(c);
+    }
+    std::set<std::string> names;
+    for (const auto& [k, v] : o->observations) names.insert(k);
+    for (const auto& [k, v] : n->observations) names.insert(k);
+    for (const auto& k : names) {
+      auto x = o->observations.find(k);
+      auto y = n->observations.find(k);
+      std::optional<std::string> from, to;
+      if (x != o->observations.end()) from = x->second;
+      if (y != n->observations.end()) to = y->second;
+      if (from != to) d.observations.push_back({id, k, from, to});
+    }
+  }
+  for (const auto& [id, o] : old_cases)
+    if (!new_cases.count(id)) d.removed.push_back({id, o->status, text::first_line(o->reason)});
+
+  std::stable_sort(d.regressions.begin(), d.regressions.end(), [](const StatusChange& x, const StatusChange& y) {
+    return severity(x.to) > severity(y.to);
+  });
+  std::stable_sort(d.fixes.begin(), d.fixes.end(), [](const StatusChange& x, const StatusChange& y) {
+    return severity(x.from) > severity(y.from);
+  });
+  std::stable_sort(d.added.begin(), d.added.end(), [](const CaseEntry& x, const CaseEntry& y) {
+    return severity(x.status) > severity(y.status);
+  });
+
+  const auto old_list = benchmarks(a), new_list = benchmarks(b);
+  if (old_list.empty() != new_list.empty()) {
+    // A run without benchmarks did not run them: nothing to compare, nothing removed.
+    d.bench_note = std::string("benchmarks not compared: the ") + (old_list.empty() ? "old" : "new") +
+                   " run has none";
+    return d;
+  }
+  std::map<std::string, Benchmark> old_bench;
+  for (const auto& x : old_list) old_bench.emplace(x.name, x);
+  std::set<std::string> seen;
+  for (const auto& y : new_list) {
+    seen.insert(y.name);
+    auto it = old_bench.find(y.name);
+    if (it == old_bench.end()) {
+      d.bench_added.push_back(y.name);
+      continue;
+    }
+    const Benchmark& x = it->second;
+    if (x.repetitions < 2 || y.repetitions < 2) {
+      d.bench_unjudged.push_back(y.name);
+    } else if (beyond_noise(x, y)) {
+      const bool slower = y.median > x.median;
+      d.bench.push_back({y.name, y.unit, x.median, y.median, x.spread, y.spread, x.repetitions, y.repetitions,
+                         x.ratio, y.ratio, y.higher_is_better ? !slower : slower});
+    } else {
+      ++d.bench_within_noise;
+    }
+  }
+  for (const auto& [name, x] : old_bench)
+    if (!seen.count(name)) d.bench_removed.push_back(name);
+  std::stable_sort(d.bench.begin(), d.bench.end(), [](const BenchChange& x, const BenchChange& y) {
+    return x.worse && !y.worse;
+  });
+  return d;
+}
+
+std::string render_diff_text(const Diff& d) {
+  std::string s = "ipcheck report diff: " + headline(d) + "\n";
+  for (const RunLabel* r : {&d.old_run, &d.new_run}) {
+    s += (r == &d.old_run ? "  old  " : "  new  ") + r->label + "  " + driver(*r) + "  ipcheck " +
+         (r->ipcheck_version.empty() ? "?" : r->ipcheck_version) + "  started " + (r->start.empty() ? "?" : r->start) +
+         "  " + plural(r->total, "case", "cases") + ", " + std::to_string(r->unexpected) + " unexpected\n";
+  }
+  s += "result: " + tally(d) + "\n";
+
+  std::size_t w = 0, sw = 0;
+  for (const auto* list : {&d.regressions, &d.fixes, &d.changes})
+    for (const auto& c : *list) {
+      w = std::max(w, text::width(c.id));
+      sw = std::max(sw, std::string(to_string(c.from)).size() + 4 + std::string(to_string(c.to)).size());
+    }
+  for (const auto* list : {&d.added, &d.removed})
+    for (const auto& c : *list) {
+      w = std::max(w, text::width(c.id));
+      sw = std::max(sw, std::string(to_string(c.status)).size() + 4);
+    }
+  auto changes = [&](const char* title, const std::vector<StatusChange>& list) {
+    if (list.empty()) return;
+    s += fmt("\n%s (%zu)\n", title, list.size());
+    for (const auto& c : list) {
+      const std::string arrow = std::string(to_string(c.from)) + " -> " + to_string(c.to);
+      s += "  " + text::pad(c.id, w) + "  " + text::pad(arrow, sw);
+      s = text::trim_end(s + "  " + c.reason) + "\n";
+    }
+  };
+  changes("regressions", d.regressions);
+  changes("fixes", d.fixes);
+  changes("other status changes, to or from skip or incomplete (never a regression)", d.changes);
+  auto entries = [&](const char* title, const std::vector<CaseEntry>& list, const char* prefix) {
+    if (list.empty()) return;
+    s += fmt("\n%s (%zu)\n", title, list.size());
+    for (const auto& c : list) {
+      s += "  " + text::pad(c.id, w) + "  " + text::pad(prefix + std::string(to_string(c.status)), sw);
+      s = text::trim_end(s + "  " + c.reason) + "\n";
+    }
+  };
+  entries("new cases", d.added, "");
+  entries("removed cases", d.removed, "was ");
+  if (!d.observations.empty()) {
+    std::size_t ow = 0;
+    for (const auto& o : d.observations) ow = std::max(ow, text::width(o.case_id));
+    s += fmt("\nobservation changes (%zu)\n", d.observations.size());
+    for (const auto& o : d.observations)
+      s += "  " + text::pad(o.case_id, ow) + "  " + o.name + ": " + obs_value(o.from) + " -> " + obs_value(o.to) + "\n";
+  }
+  if (!d.bench.empty()) {
+    std::size_t bw = 0;
+    for (const auto& b : d.bench) bw = std::max(bw, text::width(b.name));
+    s += fmt("\nbenchmark changes beyond noise (%zu)\n", d.bench.size());
+    for (const auto& b : d.bench) s += "  " + text::pad(b.name, bw) + "  " + bench_line(b) + "\n";
+  }
+  std::vector<std::string> notes;
+  if (d.bench_within_noise) notes.push_back(plural(d.bench_within_noise, "benchmark", "benchmarks") + " within noise");
+  if (!d.bench_unjudged.empty())
+    notes.push_back(plural(static_cast<int>(d.bench_unjudged.size()), "benchmark", "benchmarks") +
+                    " not judged (fewer than 2 repetitions in a run)");
+  if (!d.bench_added.empty()) notes.push_back(plural(static_cast<int>(d.bench_added.size()), "new benchmark", "new benchmarks"));
+  if (!d.bench_removed.empty())
+    notes.push_back(plural(static_cast<int>(d.bench_removed.size()), "removed benchmark", "removed benchmarks"));
+  if (!d.bench_note.empty()) notes.push_back(d.bench_note);
+  if (!notes.empty()) {
+    std::string line;
+    for (const auto& n : notes) line += (line.empty() ? "" : "; ") + n;
+    s += "\n" + line + "\n";
+  }
+  return s;
+}
+
+std::string render_diff_markdown(const Diff& d) {
+  using text::md;
+  using text::md_code;
+  std::string s = "## ipcheck diff: " + md(headline(d)) + "\n\n";
+  s += "| | old | new |\n|---|---|---|\n";
+  s += "| file | " + md_code(d.old_run.label) + " | " + md_code(d.new_run.label) + " |\n";
+  s += "| driver | " + md(driver(d.old_run)) + " | " + md(driver(d.new_run)) + " |\n";
+  s += "| ipcheck | " + md(d.old_run.ipcheck_version) + " | " + md(d.new_run.ipcheck_version) + " |\n";
+  s += "| started | " + md(d.old_run.start) + " | " + md(d.new_run.start) + " |\n";
+  s += fmt("| cases | %d (%d unexpected) | %d (%d unexpected) |\n\n", d.old_run.total, d.old_run.unexpected,
+           d.new_run.total, d.new_run.unexpected);
+  s += (d.has_regression() ? "**" + tally(d) + "**" : tally(d)) + "\n";
+  auto changes = [&](const char* title, const std::vector<StatusChange>& list) {
+    if (list.empty()) return;
+    s += fmt("\n### %s (%zu)\n\n| case | old | new | reason |\n|---|---|---|---|\n", title, list.size());
+    for (const auto& c : list)
+      s += "| " + md_code(c.id) + " | " + to_string(c.from) + " | **" + to_string(c.to) + "** | " + md(c.reason) + " |\n";
+  };
+  changes("Regressions", d.regressions);
+  changes("Fixes", d.fixes);
+  changes("Other status changes", d.changes);
+  auto entries = [&](const char* title, const std::vector<CaseEntry>& list) {
+    if (list.empty()) return;
+    s += fmt("\n### %s (%zu)\n\n| case | status | reason |\n|---|---|---|\n", title, list.size());
+    for (const auto& c : list) s += "| " + md_code(c.id) + " | " + to_string(c.status) + " | " + md(c.reason) + " |\n";
+  };
+  entries("New cases", d.added);
+  entries("Removed cases", d.removed);
+  if (!d.observations.empty()) {
+    s += fmt("\n### Observation changes (%zu)\n\n| case | observation | old | new |\n|---|---|---|---|\n",
+             d.observations.size());
+    for (const auto& o : d.observations)
+      s += "| " + md_code(o.case_id) + " | " + md_code(o.name) + " | " + md(obs_value(o.from)) + " | " +
+           md(obs_value(o.to)) + " |\n";
+  }
+  if (!d.bench.empty()) {
+    s += fmt("\n### Benchmark changes beyond noise (%zu)\n\n| benchmark | old median | new median | change | spread old / new | repetitions |\n"
+             "|---|---|---|---|---|---|\n",
+             d.bench.size());
+    for (const auto& b : d.bench)
+      s += "| " + md_code(b.name) + " | " + text::number(b.old_median) + " " + b.unit + " | " +
+           text::number(b.new_median) + " " + b.unit + " | " + change_pct(b) + (b.worse ? " worse" : " better") +
+           " | " + text::number(b.old_spread) + " / " + text::number(b.new_spread) + " | " +
+           std::to_string(b.old_repetitions) + " / " + std::to_string(b.new_repetitions) + " |\n";
+  }
+  if (d.bench_within_noise || !d.bench_unjudged.empty() || !d.bench_added.empty() || !d.bench_removed.empty())
+    s += fmt("\nBenchmarks within noise: %d; not judged (fewer than 2 repetitions): %zu; new: %zu; removed: %zu.\n",
+             d.bench_within_noise, d.bench_unjudged.size(), d.bench_added.size(), d.bench_removed.size());
+  if (!d.bench_note.empty()) s += "\n" + md(d.bench_note) + ".\n";
+  return s;
+}
+
+json diff_to_json(const Diff& d) {
+  auto run = [](const RunLabel& r) {
+    return json{{"label", r.label},
+                {"adapter", r.adapter},
+                {"driver", {{"name", r.driver_name}, {"version", r.driver_version}}},
+                {"ipcheck_version", r.ipcheck_version},
+                {"start", r.start},
+                {"total", r.total},
+                {"unexpected", r.unexpected}};
+  };
+  auto changes = [](const std::vector<StatusChange>& list) {
+    json a = json::array();
+    for (const auto& c : list) a.push_back({{"id", c.id}, {"old", to_string(c.from)}, {"new", to_string(c.to)}, {"reason", c.reason}});
+    return a;
+  };
+  auto entries = [](const std::vector<CaseEntry>& list) {
+    json a = json::array();
+    for (const auto& c : list) a.push_back({{"id", c.id}, {"status", to_string(c.status)}, {"reason", c.reason}});
+    return a;
+  };
+  json obs = json::array();
+  for (const auto& o : d.observations)
+    obs.push_back({{"case", o.case_id}, {"name", o.name}, {"old", o.from ? json(*o.from) : json()},
+                   {"new", o.to ? json(*o.to) : json()}});
+  json bench = json::array();
+  for (const auto& b : d.bench)
+    bench.push_back({{"name", b.name},
+                     {"unit", b.unit},
+                     {"old", {{"median", b.old_median}, {"spread", b.old_spread}, {"repetitions", b.old_repetitions}, {"ratio", b.old_ratio}}},
+                     {"new", {{"median", b.new_median}, {"spread", b.new_spread}, {"repetitions", b.new_repetitions}, {"ratio", b.new_ratio}}},
+                     {"worse", b.worse}});
+  return {{"schema", kDiffSchema},
+          {"old", run(d.old_run)},
+          {"new", run(d.new_run)},
+          {"driver_changed", d.driver_changed()},
+          {"regression", d.has_regression()},
+          {"regressions", changes(d.regressions)},
+          {"fixes", changes(d.fixes)},
+          {"status_changes", changes(d.changes)},
+          {"new_cases", entries(d.added)},
+          {"removed_cases", entries(d.removed)},
+          {"observation_changes", obs},
+          {"bench_changes", bench},
+          {"bench_within_noise", d.bench_within_noise},
+          {"bench_unjudged", d.bench_unjudged},
+          {"bench_added", d.bench_added},
+          {"bench_removed", d.bench_removed},
+          {"bench_note", d.bench_note}};
+}
+
+}  // namespace ipcheck::reports

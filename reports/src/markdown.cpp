@@ -1,0 +1,220 @@
+// The Markdown report: summary counts, then problems first, then the cases by area, clause
+// coverage and observations. Reads well as plain text and in a merge request.
+#include <algorithm>
+#include <map>
+
+#include "ipcheck/reports/render.hpp"
+#include "ipcheck/reports/sections.hpp"
+#include "text.hpp"
+
+namespace ipcheck::reports {
+
+using text::fmt;
+using text::md;
+using text::md_code;
+
+namespace {
+
+const char* problem_title(Status s) {
+  switch (s) {
+    case Status::crash: return "Crashes";
+    case Status::timeout: return "Timeouts";
+    case Status::leak: return "Leaks";
+    case Status::fail: return "Failures";
+    case Status::incomplete: return "Incomplete";
+    default: return "";
+  }
+}
+
+void run_table(std::string& s, const Results& r) {
+  const RunInfo& run = r.run;
+  std::string profiles;
+  for (const auto& p : run.profiles) profiles += (profiles.empty() ? "" : ", ") + p;
+  s += "| run | |\n|---|---|\n";
+  s += "| adapter | " + md_code(run.adapter) + (profiles.empty() ? "" : " (profiles " + md(profiles) + ")") + " |\n";
+  s += "| driver | " + md(text::driver_of(run)) + " |\n";
+  if (!text::devices_of(run).empty()) s += "| devices | " + md(text::devices_of(run)) + " |\n";
+  if (!run.kernel.empty()) s += "| kernel | " + md(run.kernel) + " |\n";
+  s += "| ipcheck | " + md(run.ipcheck_version) + " |\n";
+  s += "| started | " + md(run.start) + " (" + text::duration(run.duration_s) + ") |\n";
+  s += "| audit | " + md(run.audit) + (run.audit_note.empty() ? "" : ": " + md(run.audit_note)) + " |\n";
+  if (!run.transport.empty()) s += "| transport | " + md(run.transport) + " |\n";
+}
+
+// What a person needs to start on a problem: the failed checks, the roles' ends, leaks, output.
+void problem_details(std::string& s, const CaseResult& c) {
+  for (const auto& k : c.checks)
+    if (k.result == "fail")
+      s += "  - failed " + md_code(k.clause) + " (" + md(k.role) + "): " + md(k.message) +
+           (k.where.empty() ? "" : " at " + md_code(k.where)) + "\n";
+  for (const auto& f : c.findings)
+    s += "  - left behind by " + md(f.role) + ": " + md(f.kind) + " " + md_code(f.item) +
+         (f.verb.empty() ? "" : " from " + md(f.verb)) + (f.detail.empty() ? "" : " (" + md(f.detail) + ")") + "\n";
+  if (!c.roles.empty()) {
+    std::string ends;
+    for (const auto& r : c.roles) ends += (ends.empty() ? "" : "; ") + r.name + ": " + r.exit;
+    s += "  - roles: " + md(ends) + "\n";
+  }
+  for (const auto& r : c.roles) {
+    const std::string tail = text::trim_end(text::plain(r.output_tail));
+    if (tail.empty()) continue;
+    s += "  - " + md(r.name) + " output (tail):\n\n";
+    std::string fence = text::md_fence(tail);
+    std::string indented;
+    std::size_t start = 0;
+    while (start < fence.size()) {
+      const auto nl = fence.find('\n', start);
+      indented += "    " + fence.substr(start, nl - start + 1);
+      start = nl + 1;
+    }
+    s += indented;
+  }
+}
+
+}  // namespace
+
+std::string render_markdown(const Results& r, const RenderOptions& o) {
+  std::string s = "# ipcheck results: " + md(r.run.adapter) + ", " + md(text::driver_of(r.run)) + "\n\n";
+  s += "**" + md(text::counts_line(r.summary)) + fmt("; %d unexpected**", r.summary.unexpected) + "\n\n";
+  run_table(s, r);
+
+  s += "\n## Summary\n\n| status | cases |\n|---|---:|\n";
+  for (Status st : text::kProblemsFirst) {
+    auto it = r.summary.counts.find(to_string(st));
+    const int n = it == r.summary.counts.end() ? 0 : it->second;
+    if (n) s += std::string("| ") + to_string(st) + " | " + std::to_string(n) + " |\n";
+  }
+  s += fmt("| **total** | **%d** |\n", r.summary.total);
+
+  s += "\n## Problems\n";
+  bool any = false;
+  if (o.baseline) {
+    const Diff& d = *o.baseline;
+    s += "\n### Regressions against " + md_code(d.old_run.label) + " (" + std::to_string(d.regressions.size()) + ")\n\n";
+    if (d.regressions.empty()) {
+      s += "None: no case has a worse status than in the baseline (" +
+           md(d.old_run.driver_name + " " + d.old_run.driver_version) + ").\n";
+    } else {
+      any = true;
+      s += "| case | baseline | now | reason |\n|---|---|---|---|\n";
+      for (const auto& c : d.regressions)
+        s += "| " + md_code(c.id) + " | " + to_string(c.from) + " | **" + to_string(c.to) + "** | " + md(c.reason) + " |\n";
+    }
+  }
+  for (Status st : {Status::crash, Status::timeout, Status::leak, Status::fail, Status::incomplete}) {
+    std::vector<const CaseResult*> list;
+    for (const auto& c : r.cases)
+      if (c.status == st) list.push_back(&c);
+    if (list.empty()) continue;
+    any = true;
+    s += fmt("\n### %s (%zu)\n\n", problem_title(st), list.size());
+    for (const CaseResult* c : list) {
+      s += "- " + md_code(c->id) + ": " + md(text::first_line(c->reason)) + "\n";
+      problem_details(s, *c);
+    }
+  }
+  if (!any) s += "\nNone: every case passed, was skipped, or failed as its expectation says.\n";
+
+  std::vector<const CaseResult*> xfails, skips, warned;
+  for (const auto& c : r.cases) {
+    if (c.status == Status::xfail) xfails.push_back(&c);
+    if (c.status == Status::skip) skips.push_back(&c);
+    if (!c.warnings.empty()) warned.push_back(&c);
+  }
+  if (!xfails.empty()) {
+    s += fmt("\n## Expected failures (%zu)\n\n", xfails.size());
+    for (const CaseResult* c : xfails)
+      s += "- " + md_code(c->id) + ": " + md(text::first_line(c->reason)) +
+           (c->expectation.empty() ? "" : "; expectation: " + md(c->expectation)) + "\n";
+  }
+  if (!skips.empty()) {
+    s += fmt("\n## Skipped (%zu)\n\n", skips.size());
+    for (const CaseResult* c : skips) s += "- " + md_code(c->id) + ": " + md(text::first_line(c->reason)) + "\n";
+  }
+  if (!warned.empty()) {
+    s += "\n## Warnings\n\n";
+    for (const CaseResult* c : warned)
+      for (const auto& w : c->warnings) s += "- " + md_code(c->id) + ": " + md(w) + "\n";
+  }
+
+  s += "\n## Cases by area\n";
+  std::map<std::string, std::vector<const CaseResult*>> areas;
+  for (const auto& c : r.cases) areas[c.area.empty() ? "(no area)" : c.area].push_back(&c);
+  for (const auto& [area, list] : areas) {
+    int ok = 0;
+    for (const CaseResult* c : list) ok += is_problem(c->status) ? 0 : 1;
+    s += "\n### " + md(area) + " (" + text::plural(static_cast<long long>(list.size()), "case", "cases") +
+         fmt(", %d without problems)\n\n", ok);
+    s += "| case | status | time | reason |\n|---|---|---:|---|\n";
+    for (const CaseResult* c : list)
+      s += "| " + md_code(c->id) + " | " + (is_problem(c->status) ? "**" + std::string(to_string(c->status)) + "**"
+                                                                  : std::string(to_string(c->status))) +
+           " | " + text::duration(c->duration_s) + " | " + md(text::first_line(c->reason)) + " |\n";
+  }
+
+  if (!r.clauses.empty()) {
+    std::map<std::string, int> verdicts;
+    for (const auto& k : r.clauses) ++verdicts[k.verdict];
+    std::string line;
+    for (const char* v : {"fail", "warn", "pass", "observed", "skip", "not_run"})
+      if (verdicts.count(v)) line += (line.empty() ? "" : ", ") + std::to_string(verdicts[v]) + " " + v;
+    s += fmt("\n## Clause coverage\n\n%zu clauses: %s.\n\n", r.clauses.size(), line.c_str());
+    s += "| clause | level | verdict | cases |\n|---|---|---|---|\n";
+    std::vector<const ClauseInfo*> not_run;
+    for (const auto& k : r.clauses) {
+      if (k.verdict == "not_run") {
+        not_run.push_back(&k);
+        continue;
+      }
+      std::string cases;
+      for (const auto& c : k.cases) cases += (cases.empty() ? "" : ", ") + md_code(c);
+      s += "| " + md_code(k.id) + " | " + md(k.level) + " | " +
+           (k.verdict == "fail" ? "**fail**" : md(k.verdict)) + " | " + cases + " |\n";
+    }
+    if (!not_run.empty()) {
+      s += fmt("\nNot run in this run (%zu): ", not_run.size());
+      std::string list;
+      for (const ClauseInfo* k : not_run)
+        list += (list.empty() ? "" : ", ") + md_code(k->id) +
+                (k->cases.empty() ? (k->uncovered_reason.empty() ? " (no case yet)" : " (" + md(k->uncovered_reason) + ")")
+                                  : "");
+      s += list + ".\n";
+    }
+  }
+
+  s += "\n## Observations\n\n";
+  bool observed = false;
+  for (const auto& c : r.cases)
+    for (const auto& [k, v] : c.observations) {
+      if (!observed) s += "| case | observation | value |\n|---|---|---|\n";
+      observed = true;
+      s += "| " + md_code(c.id) + " | " + md_code(k) + " | " + md(v) + " |\n";
+    }
+  if (!observed) s += "None recorded.\n";
+
+  const FuzzSummary f = fuzz_summary(r);
+  if (f.present) {
+    s += "\n## Fuzzing\n\n" + md(f.target.empty() ? "campaign" : f.target) +
+         fmt(": %lld executions in %s, seed %lld.\n\n", f.executions, text::duration(f.duration_s).c_str(), f.seed);
+    if (!f.outcomes.empty()) {
+      s += "| outcome | executions |\n|---|---:|\n";
+      for (const auto& [k, v] : f.outcomes) s += "| " + md(k) + fmt(" | %lld |\n", v);
+    }
+    s += fmt("\nFindings: %zu.\n", f.findings.size());
+    for (const auto& x : f.findings)
+      s += "- " + md(x.outcome) + " from " + md(x.mutator) + ": " + md(x.detail) + " (reproducer " + md_code(x.reproducer) +
+           ")\n";
+  }
+  const auto bench = benchmarks(r);
+  if (!bench.empty()) {
+    s += "\n## Benchmarks\n\n| benchmark | median | spread | repetitions | floor | ratio |\n|---|---:|---:|---:|---:|---:|\n";
+    for (const auto& b : bench)
+      s += "| " + md_code(b.name) + " | " + text::number(b.median) + " " + md(b.unit) + " | " + text::number(b.spread) +
+           " (" + md(b.spread_kind) + ") | " + std::to_string(b.repetitions) + " | " +
+           (b.floor > 0 ? text::number(b.floor) + " " + md(b.unit) : "-") + " | " +
+           (b.ratio > 0 ? fmt("%.2fx", b.ratio) : "-") + " |\n";
+  }
+  return s;
+}
+
+}  // namespace ipcheck::reports

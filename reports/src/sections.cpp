@@ -1,0 +1,66 @@
+#include "ipcheck/reports/sections.hpp"
+
+#include <type_traits>
+
+namespace ipcheck::reports {
+
+using nlohmann::json;
+
+namespace {
+
+template <class T>
+T value_or(const json& j, const char* key, T fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if constexpr (std::is_arithmetic_v<T>) {
+    if (!it->is_number()) return fallback;
+  } else {
+    if (!it->is_string()) return fallback;
+  }
+  return it->get<T>();
+}
+
+}  // namespace
+
+std::vector<Benchmark> benchmarks(const Results& r) {
+  std::vector<Benchmark> out;
+  if (!r.bench.is_object()) return out;
+  auto list = r.bench.find("benchmarks");
+  if (list == r.bench.end() || !list->is_array()) return out;
+  for (const auto& b : *list) {
+    Benchmark x;
+    x.name = value_or<std::string>(b, "name", "");
+    if (x.name.empty()) continue;
+    x.unit = value_or<std::string>(b, "unit", "");
+    x.median = value_or<double>(b, "median", 0);
+    x.spread = value_or<double>(b, "spread", 0);
+    x.spread_kind = value_or<std::string>(b, "spread_kind", "mad");
+    x.repetitions = value_or<int>(b, "repetitions", 0);
+    x.floor = value_or<double>(b, "floor", 0);
+    x.ratio = value_or<double>(b, "ratio", x.floor > 0 ? x.median / x.floor : 0);
+    x.higher_is_better = value_or<std::string>(b, "better", "lower") == "higher";
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+FuzzSummary fuzz_summary(const Results& r) {
+  FuzzSummary f;
+  if (!r.fuzz.is_object()) return f;
+  f.present = true;
+  f.target = value_or<std::string>(r.fuzz, "target", "");
+  f.executions = value_or<long long>(r.fuzz, "executions", 0);
+  f.duration_s = value_or<double>(r.fuzz, "duration_s", 0);
+  f.seed = value_or<long long>(r.fuzz, "seed", 0);
+  if (auto o = r.fuzz.find("outcomes"); o != r.fuzz.end() && o->is_object())
+    for (const auto& [k, v] : o->items())
+      if (v.is_number_integer()) f.outcomes.emplace_back(k, v.get<long long>());
+  if (auto l = r.fuzz.find("findings"); l != r.fuzz.end() && l->is_array())
+    for (const auto& x : *l)
+      f.findings.push_back({value_or<std::string>(x, "outcome", ""), value_or<std::string>(x, "mutator", ""),
+                            value_or<std::string>(x, "reproducer", ""), value_or<std::string>(x, "detail", "")});
+  return f;
+}
+
+}  // namespace ipcheck::reports

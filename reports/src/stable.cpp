@@ -1,0 +1,68 @@
+#include "ipcheck/reports/stable.hpp"
+
+#include <regex>
+
+namespace ipcheck::reports {
+
+std::string scrub_volatile(std::string_view text) {
+  static const std::regex hex_prefixed("0x[0-9a-fA-F]{4,}");
+  // Bare hex of pointer size: mapping ranges in /proc/<pid>/maps and in leak findings.
+  // (at least one letter, so that decimal sizes such as 67108864 stay).
+  static const std::regex hex_bare("\\b(?=[0-9a-f]*[a-f])[0-9a-f]{8,16}\\b");
+  static const std::regex pid("\\b(pid[= ]|pid: |process )[0-9]+\\b");
+  std::string s(text);
+  s = std::regex_replace(s, hex_prefixed, "<addr>");
+  s = std::regex_replace(s, hex_bare, "<addr>");
+  s = std::regex_replace(s, pid, "$1<pid>");
+  return s;
+}
+
+namespace {
+
+void scrub_json(nlohmann::json& j) {
+  if (j.is_string()) {
+    j = scrub_volatile(j.get<std::string>());
+  } else if (j.is_structured()) {
+    for (auto& x : j) scrub_json(x);
+  }
+}
+
+}  // namespace
+
+Results stable_copy(const Results& in) {
+  Results r = in;
+  r.run.start.clear();
+  r.run.duration_s = 0;
+  r.run.hostname.clear();
+  // How many descriptors the runner inherited depends on who started it (a shell, CTest).
+  r.run.runner = nlohmann::json::object();
+  if (r.run.options.is_object()) {
+    r.run.options.erase("jobs");
+    if (auto e = r.run.options.find("expectations"); e != r.run.options.end() && e->is_string()) {
+      const std::string path = e->get<std::string>();
+      *e = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+    }
+  }
+  for (auto& c : r.cases) {
+    c.duration_s = 0;
+    c.reason = scrub_volatile(c.reason);
+    for (auto& k : c.checks) k.message = scrub_volatile(k.message);
+    for (auto& [k, v] : c.observations) v = scrub_volatile(v);
+    for (auto& e : c.native_errors) e.message = scrub_volatile(e.message);
+    for (auto& x : c.roles) {
+      x.pid = 0;
+      x.duration_s = 0;
+      x.output_tail = scrub_volatile(x.output_tail);
+    }
+    for (auto& w : c.warnings) w = scrub_volatile(w);
+    scrub_json(c.audit);
+    for (auto& f : c.findings) {
+      f.item = scrub_volatile(f.item);
+      f.detail = scrub_volatile(f.detail);
+    }
+  }
+  r.summary = summarize(r.cases);
+  return r;
+}
+
+}  // namespace ipcheck::reports

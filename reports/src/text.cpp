@@ -1,0 +1,222 @@
+#include "text.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+
+namespace ipcheck::reports::text {
+
+std::string fmt(const char* format, ...) {
+  va_list a;
+  va_start(a, format);
+  va_list b;
+  va_copy(b, a);
+  const int n = std::vsnprintf(nullptr, 0, format, a);
+  va_end(a);
+  std::string out(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, format, b);
+  va_end(b);
+  return out;
+}
+
+std::string duration(double s) {
+  if (s < 0) s = 0;
+  if (s < 1) return fmt("%.0f ms", s * 1000);
+  if (s < 60) return fmt("%.1f s", s);
+  const long long whole = static_cast<long long>(std::llround(s));
+  return fmt("%lld min %lld s", whole / 60, whole % 60);
+}
+
+std::string number(double v) {
+  std::string s = fmt("%.6g", v);
+  if (s.find('e') != std::string::npos) return std::fabs(v) < 1e15 && std::fabs(v) >= 1 ? fmt("%.0f", v) : s;
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+std::string plain(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto u = static_cast<unsigned char>(s[i]);
+    if (u == 0x1b && i + 1 < s.size() && s[i + 1] == '[') {
+      // CSI: ESC [ parameters, then one final byte from @ to ~.
+      std::size_t j = i + 2;
+      while (j < s.size() && !(s[j] >= '@' && s[j] <= '~')) ++j;
+      i = j;
+      continue;
+    }
+    if ((u < 0x20 && s[i] != '\n' && s[i] != '\t') || u == 0x7f)
+      out += fmt("\\x%02x", u);
+    else
+      out += s[i];
+  }
+  return out;
+}
+
+std::string plural(long long n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
+std::string first_line(std::string_view s) {
+  const auto begin = s.find_first_not_of(" \t\r\n");
+  if (begin == std::string_view::npos) return {};
+  s.remove_prefix(begin);
+  s = s.substr(0, s.find('\n'));
+  return trim_end(s);
+}
+
+std::string trim_end(std::string_view s) {
+  const auto end = s.find_last_not_of(" \t\r\n");
+  return end == std::string_view::npos ? std::string() : std::string(s.substr(0, end + 1));
+}
+
+std::string html(std::string_view raw) {
+  const std::string s = plain(raw);
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  return out;
+}
+
+namespace {
+std::string xml_escape(std::string_view raw, bool attribute) {
+  const std::string s = plain(raw);
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += attribute ? "&quot;" : "\""; break;
+      case '\'': out += attribute ? "&apos;" : "'"; break;
+      case '\n': out += attribute ? "&#10;" : "\n"; break;
+      case '\t': out += attribute ? "&#9;" : "\t"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::string xml(std::string_view s) { return xml_escape(s, true); }
+std::string xml_text(std::string_view s) { return xml_escape(s, false); }
+
+std::string md(std::string_view raw) {
+  const std::string clean = plain(raw);
+  const std::string_view s = clean;
+  auto word = [&](std::size_t i) { return i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) != 0); };
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\n' || c == '\r') {
+      out += ' ';
+      continue;
+    }
+    // Underscores inside a word (event_wait) are plain text in CommonMark; at its edges they emphasise.
+    const bool edge_underscore = c == '_' && !(i > 0 && word(i - 1) && word(i + 1));
+    if (std::string_view("\\`*|<").find(c) != std::string_view::npos || edge_underscore) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string md_code(std::string_view raw) {
+  const std::string clean = plain(raw);
+  const std::string_view s = clean;
+  std::size_t run = 0, longest = 0;
+  for (char c : s) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string ticks(longest + 1, '`');
+  std::string body;
+  for (char c : s) {
+    if (c == '\n' || c == '\r') body += ' ';
+    else if (c == '|') body += "\\|";
+    else body += c;
+  }
+  const bool space = !body.empty() && (body.front() == '`' || body.back() == '`');
+  return ticks + (space ? " " : "") + body + (space ? " " : "") + ticks;
+}
+
+std::string md_fence(std::string_view raw, std::string_view info) {
+  const std::string clean = plain(raw);
+  const std::string_view s = clean;
+  std::size_t run = 0, longest = 0;
+  for (char c : s) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(std::max<std::size_t>(3, longest + 1), '`');
+  return fence + std::string(info) + "\n" + trim_end(s) + "\n" + fence + "\n";
+}
+
+std::size_t width(std::string_view s) {
+  std::size_t n = 0;
+  for (char c : s)
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+std::string pad(std::string_view s, std::size_t w) {
+  const std::size_t n = width(s);
+  if (n >= w) return std::string(s);
+  return std::string(s) + std::string(w - n, ' ');
+}
+
+std::string counts_line(const Summary& s) {
+  std::string out = std::to_string(s.total) + (s.total == 1 ? " case" : " cases");
+  std::string parts;
+  for (Status st : kProblemsFirst) {
+    auto it = s.counts.find(to_string(st));
+    if (it != s.counts.end() && it->second > 0) parts += (parts.empty() ? "" : ", ") + std::to_string(it->second) + " " + to_string(st);
+  }
+  return parts.empty() ? out : out + ": " + parts;
+}
+
+std::string driver_of(const RunInfo& r) {
+  std::string s = r.driver_name;
+  if (!r.driver_version.empty()) s += (s.empty() ? "" : " ") + r.driver_version;
+  return s.empty() ? "(driver unknown)" : s;
+}
+
+std::string devices_of(const RunInfo& r) {
+  std::string s;
+  if (r.devices.is_array())
+    for (const auto& d : r.devices) {
+      std::string name = d.is_object() && d.contains("name") && d["name"].is_string() ? d["name"].get<std::string>() : "?";
+      s += (s.empty() ? "" : ", ") + name;
+    }
+  return s;
+}
+
+const char* status_color(Status s) noexcept {
+  switch (s) {
+    case Status::pass: return "#2e7d32";
+    case Status::xfail: return "#00838f";
+    case Status::fail: return "#d84315";
+    case Status::leak: return "#ef6c00";
+    case Status::timeout: return "#6a1b9a";
+    case Status::crash: return "#b71c1c";
+    case Status::skip: return "#78909c";
+    case Status::incomplete: return "#455a64";
+  }
+  return "#000";
+}
+
+}  // namespace ipcheck::reports::text

@@ -1,0 +1,172 @@
+// The diff that gates CI: regressions in the status order (skip never counts), the worst
+// first; fixes, new and removed cases, observation and benchmark changes; golden files.
+#include <gtest/gtest.h>
+
+#include "golden.hpp"
+#include "ipcheck/reports/diff.hpp"
+
+namespace ipcheck::reports {
+namespace {
+
+using testing::fixture;
+using testing::matches_golden;
+
+const char* kOld = "ze-1.3.29735.json";   // 1 fail, 1 xfail, 1 skip
+const char* kMid = "ze-1.3.29803.json";   // the same, but memory.roundtrip.page crashed
+const char* kNew = "ze-1.6.31294.json";   // crash, timeout, leak, fail, a fix, new and removed cases
+
+Diff fixture_diff(const char* a, const char* b) {
+  return diff_results(fixture(a), fixture(b), std::string("data/") + a, std::string("data/") + b);
+}
+
+// A run of the given cases and statuses, nothing else.
+Results run_of(std::initializer_list<std::pair<const char*, Status>> cases) {
+  Results r;
+  r.run.adapter = "ref";
+  for (const auto& [id, s] : cases) {
+    CaseResult c;
+    c.id = id;
+    c.status = s;
+    r.cases.push_back(c);
+  }
+  r.summary = summarize(r.cases);
+  return r;
+}
+
+TEST(Diff, ARunAgainstItselfHasNoChanges) {
+  const Diff d = fixture_diff(kNew, kNew);
+  EXPECT_TRUE(d.empty());
+  EXPECT_FALSE(d.has_regression());
+  EXPECT_FALSE(d.driver_changed());
+  EXPECT_EQ(d.bench_within_noise, 4) << "every judged benchmark is within its own noise";
+  EXPECT_TRUE(matches_golden("diff-same.txt", render_diff_text(d)));
+}
+
+TEST(Diff, OnePassToCrashIsTheRegressionNamedFirst) {
+  const Diff d = fixture_diff(kOld, kMid);
+  ASSERT_EQ(d.regressions.size(), 1u);
+  EXPECT_EQ(d.regressions[0].id, "memory.roundtrip.page");
+  EXPECT_EQ(d.regressions[0].from, Status::pass);
+  EXPECT_EQ(d.regressions[0].to, Status::crash);
+  EXPECT_TRUE(d.has_regression());
+  const std::string text = render_diff_text(d);
+  // The first case the text names is the one that crashed (the header names only runs).
+  const auto first_case = text.find("memory.");
+  ASSERT_NE(first_case, std::string::npos);
+  EXPECT_EQ(text.compare(first_case, 21, "memory.roundtrip.page"), 0) << text;
+  EXPECT_TRUE(matches_golden("diff-pass-to-crash.txt", text));
+}
+
+TEST(Diff, RegressionsComeWorstFirst) {
+  const Diff d = fixture_diff(kOld, kNew);
+  ASSERT_EQ(d.regressions.size(), 4u);
+  EXPECT_EQ(d.regressions[0].id, "memory.roundtrip.page");
+  EXPECT_EQ(d.regressions[0].to, Status::crash);
+  EXPECT_EQ(d.regressions[1].to, Status::timeout);
+  EXPECT_EQ(d.regressions[2].to, Status::leak);
+  EXPECT_EQ(d.regressions[3].to, Status::fail);
+  ASSERT_EQ(d.fixes.size(), 1u);
+  EXPECT_EQ(d.fixes[0].id, "event.open.size");
+  ASSERT_EQ(d.changes.size(), 1u);
+  EXPECT_EQ(d.changes[0].id, "physical.roundtrip") << "skip -> pass is a change, not a fix";
+  ASSERT_EQ(d.added.size(), 2u);
+  EXPECT_EQ(d.added[0].id, "event.open.stale") << "new cases with problems first";
+  ASSERT_EQ(d.removed.size(), 1u);
+  EXPECT_EQ(d.removed[0].id, "rb.open.garbage");
+  ASSERT_EQ(d.observations.size(), 1u);
+  EXPECT_EQ(d.observations[0].name, "memory.open.repeat_pointer");
+  EXPECT_EQ(d.observations[0].from, "unique");
+  EXPECT_EQ(d.observations[0].to, "same");
+  EXPECT_TRUE(d.driver_changed());
+}
+
+TEST(Diff, SkipAndIncompleteNeverCount) {
+  const Results a = run_of({{"a", Status::pass}, {"b", Status::skip}, {"c", Status::crash}, {"d", Status::pass},
+                            {"e", Status::incomplete}});
+  const Results b = run_of({{"a", Status::skip}, {"b", Status::crash}, {"c", Status::skip}, {"d", Status::incomplete},
+                            {"e", Status::crash}});
+  const Diff d = diff_results(a, b, "a", "b");
+  EXPECT_FALSE(d.has_regression());
+  EXPECT_TRUE(d.fixes.empty());
+  EXPECT_EQ(d.changes.size(), 5u);
+}
+
+TEST(Diff, XfailSitsBetweenPassAndFail) {
+  const Results a = run_of({{"a", Status::xfail}, {"b", Status::fail}, {"c", Status::pass}});
+  const Results b = run_of({{"a", Status::fail}, {"b", Status::xfail}, {"c", Status::xfail}});
+  const Diff d = diff_results(a, b, "a", "b");
+  ASSERT_EQ(d.regressions.size(), 2u);
+  EXPECT_EQ(d.regressions[0].id, "a") << "xfail -> fail is the worse of the two";
+  EXPECT_EQ(d.regressions[1].id, "c");
+  ASSERT_EQ(d.fixes.size(), 1u);
+  EXPECT_EQ(d.fixes[0].id, "b");
+}
+
+TEST(Diff, ObservationsAddedAndGoneAreChanges) {
+  Results a = run_of({{"a", Status::pass}});
+  Results b = a;
+  a.cases[0].observations = {{"gone", "1"}, {"kept", "x"}};
+  b.cases[0].observations = {{"kept", "x"}, {"fresh", "2"}};
+  const Diff d = diff_results(a, b, "a", "b");
+  ASSERT_EQ(d.observations.size(), 2u);
+  EXPECT_EQ(d.observations[0].name, "fresh");
+  EXPECT_FALSE(d.observations[0].from);
+  EXPECT_EQ(d.observations[1].name, "gone");
+  EXPECT_FALSE(d.observations[1].to);
+  EXPECT_FALSE(d.has_regression()) << "behaviour changes are reported, not judged";
+}
+
+Benchmark bench(double median, double spread, int reps) {
+  Benchmark b;
+  b.name = "x";
+  b.unit = "ns";
+  b.median = median;
+  b.spread = spread;
+  b.repetitions = reps;
+  return b;
+}
+
+TEST(Bench, AChangeCountsOnlyBeyondTheNoiseOfBothRuns) {
+  EXPECT_TRUE(beyond_noise(bench(100, 5, 10), bench(120, 5, 10)));
+  EXPECT_FALSE(beyond_noise(bench(100, 5, 10), bench(109, 5, 10))) << "the intervals overlap";
+  EXPECT_FALSE(beyond_noise(bench(100, 1, 10), bench(120, 30, 10))) << "the new run is noisy enough to explain it";
+  EXPECT_FALSE(beyond_noise(bench(100, 0, 1), bench(200, 0, 1))) << "one repetition measures no noise";
+}
+
+TEST(Bench, DirectionFollowsWhatIsBetter) {
+  Results a = run_of({}), b = run_of({});
+  a.bench = {{"benchmarks", {{{"name", "copy"}, {"unit", "GiB/s"}, {"median", 10}, {"spread", 0.1}, {"repetitions", 5}, {"better", "higher"}}}}};
+  b.bench = {{"benchmarks", {{{"name", "copy"}, {"unit", "GiB/s"}, {"median", 8}, {"spread", 0.1}, {"repetitions", 5}, {"better", "higher"}}}}};
+  const Diff d = diff_results(a, b, "a", "b");
+  ASSERT_EQ(d.bench.size(), 1u);
+  EXPECT_TRUE(d.bench[0].worse) << "less throughput is worse";
+  EXPECT_FALSE(d.has_regression()) << "benchmarks are reported, not gated";
+}
+
+TEST(Bench, FixtureChanges) {
+  const Diff d = fixture_diff(kOld, kNew);
+  ASSERT_EQ(d.bench.size(), 2u);
+  EXPECT_EQ(d.bench[0].name, "mem_open/4KiB");
+  EXPECT_TRUE(d.bench[0].worse);
+  EXPECT_EQ(d.bench[1].name, "event_signal_wait");
+  EXPECT_FALSE(d.bench[1].worse);
+  EXPECT_EQ(d.bench_within_noise, 1);
+  EXPECT_EQ(d.bench_unjudged, std::vector<std::string>{"harness_case_overhead"});
+  EXPECT_EQ(d.bench_added, std::vector<std::string>{"mem_close/4KiB"});
+  const Diff none = fixture_diff(kOld, kMid);
+  EXPECT_TRUE(none.bench_removed.empty()) << "a run without benchmarks removed none";
+  EXPECT_EQ(none.bench_note, "benchmarks not compared: the new run has none");
+}
+
+TEST(DiffGolden, Text) { EXPECT_TRUE(matches_golden("diff.txt", render_diff_text(fixture_diff(kOld, kNew)))); }
+TEST(DiffGolden, Markdown) { EXPECT_TRUE(matches_golden("diff.md", render_diff_markdown(fixture_diff(kOld, kNew)))); }
+TEST(DiffGolden, Json) {
+  const nlohmann::json j = diff_to_json(fixture_diff(kOld, kNew));
+  EXPECT_EQ(j["schema"], "ipcheck.diff/1");
+  EXPECT_EQ(j["regression"], true);
+  EXPECT_EQ(j["regressions"][0]["id"], "memory.roundtrip.page");
+  EXPECT_TRUE(matches_golden("diff.json", j.dump(2) + "\n"));
+}
+
+}  // namespace
+}  // namespace ipcheck::reports

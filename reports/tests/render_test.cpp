@@ -1,0 +1,123 @@
+// Every renderer against its golden file, and what each format promises: Markdown puts
+// problems first, the HTML page needs nothing from outside, JUnit XML is well-formed and
+// counts skips and xfails as skipped.
+#include <gtest/gtest.h>
+
+#include "golden.hpp"
+#include "ipcheck/reports/render.hpp"
+#include "xml_check.hpp"
+
+namespace ipcheck::reports {
+namespace {
+
+using testing::fixture;
+using testing::matches_golden;
+
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(Markdown, CleanRunGolden) {
+  EXPECT_TRUE(matches_golden("ze-1.3.29735.md", render_markdown(fixture("ze-1.3.29735.json"))));
+}
+
+TEST(Markdown, ProblemRunAgainstBaselineGolden) {
+  const Results old = fixture("ze-1.3.29735.json"), now = fixture("ze-1.6.31294.json");
+  const Diff d = diff_results(old, now, "ze-1.3.29735.json", "ze-1.6.31294.json");
+  RenderOptions o;
+  o.baseline = &d;
+  EXPECT_TRUE(matches_golden("ze-1.6.31294.md", render_markdown(now, o)));
+}
+
+TEST(Markdown, ProblemsComeFirstWorstFirst) {
+  const Results now = fixture("ze-1.6.31294.json");
+  const Diff d = diff_results(fixture("ze-1.3.29735.json"), now, "old", "new");
+  RenderOptions o;
+  o.baseline = &d;
+  const std::string md = render_markdown(now, o);
+  const auto summary = md.find("## Summary"), regressions = md.find("### Regressions"), crashes = md.find("### Crashes"),
+             timeouts = md.find("### Timeouts"), leaks = md.find("### Leaks"), failures = md.find("### Failures"),
+             areas = md.find("## Cases by area"), clauses = md.find("## Clause coverage"),
+             observations = md.find("## Observations");
+  for (auto p : {summary, regressions, crashes, timeouts, leaks, failures, areas, clauses, observations})
+    ASSERT_NE(p, std::string::npos);
+  EXPECT_LT(summary, regressions);
+  EXPECT_LT(regressions, crashes);
+  EXPECT_LT(crashes, timeouts);
+  EXPECT_LT(timeouts, leaks);
+  EXPECT_LT(leaks, failures);
+  EXPECT_LT(failures, areas);
+  EXPECT_LT(areas, clauses);
+  EXPECT_LT(clauses, observations);
+  EXPECT_EQ(md.find('\x1b'), std::string::npos) << "terminal colours in role output are stripped";
+}
+
+TEST(Html, Golden) {
+  const Results old = fixture("ze-1.3.29735.json"), now = fixture("ze-1.6.31294.json");
+  const Diff d = diff_results(old, now, "ze-1.3.29735.json", "ze-1.6.31294.json");
+  RenderOptions o;
+  o.baseline = &d;
+  EXPECT_TRUE(matches_golden("ze-1.6.31294.html", render_html(now, o)));
+}
+
+TEST(Html, NeedsNothingFromOutside) {
+  const std::string h = render_html(fixture("ze-1.6.31294.json"));
+  EXPECT_EQ(h.find(" src="), std::string::npos);
+  EXPECT_EQ(h.find("<link"), std::string::npos);
+  EXPECT_EQ(h.find("url("), std::string::npos);
+  EXPECT_EQ(h.find("@import"), std::string::npos);
+  EXPECT_EQ(count(h, "<svg"), 3u) << "status counts, fuzz histogram, benchmarks against floors";
+  EXPECT_EQ(count(h, "<tbody class=\"case\""), 11u) << "one table body per case";
+  EXPECT_NE(h.find("<pre>[consumer] opened handle"), std::string::npos) << "role output is in the details";
+}
+
+TEST(Html, EscapesWhatTheRunSays) {
+  Results r = fixture("ze-1.3.29735.json");
+  r.cases[0].reason = "<script>alert(1)</script> & \"quoted\"";
+  r.cases[0].roles[0].output_tail = "</pre><img src=x>\n";
+  const std::string h = render_html(r);
+  EXPECT_EQ(h.find("<script>alert"), std::string::npos);
+  EXPECT_NE(h.find("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quoted&quot;"), std::string::npos);
+  EXPECT_EQ(h.find("<img"), std::string::npos);
+}
+
+TEST(Junit, Golden) { EXPECT_TRUE(matches_golden("ze-1.6.31294.junit.xml", render_junit(fixture("ze-1.6.31294.json")))); }
+
+TEST(Junit, WellFormedAndCountedAsCiSystemsExpect) {
+  const std::string x = render_junit(fixture("ze-1.6.31294.json"));
+  EXPECT_EQ(testing::xml_problem(x), "");
+  // fail + leak are failures; crash + timeout are errors; xfail is skipped, and says so.
+  EXPECT_NE(x.find("<testsuites name=\"ipcheck ze\" tests=\"11\" failures=\"3\" errors=\"2\" skipped=\"1\""),
+            std::string::npos);
+  EXPECT_EQ(count(x, "<failure type=\"fail\""), 2u);
+  EXPECT_EQ(count(x, "<failure type=\"leak\""), 1u);
+  EXPECT_EQ(count(x, "<error type=\"crash\""), 1u);
+  EXPECT_EQ(count(x, "<error type=\"timeout\""), 1u);
+  EXPECT_EQ(count(x, "<skipped type=\"xfail\" message=\"xfail: "), 1u);
+  EXPECT_EQ(x.find('\x1b'), std::string::npos);
+}
+
+TEST(Junit, SkipsAreMarkedAndEveryCharacterIsLegal) {
+  Results r = fixture("ze-1.3.29735.json");
+  r.cases[0].roles[0].output_tail = std::string("bell \x07 and nul \0 here\n", 21);
+  r.cases[0].reason = "a \"quote\" & <tag>\nsecond line";
+  const std::string x = render_junit(r);
+  EXPECT_EQ(testing::xml_problem(x), "");
+  EXPECT_NE(x.find("<skipped type=\"skip\" message=\"skip: device 0 lacks the ipc_physical_memory aspect\"/>"),
+            std::string::npos);
+  EXPECT_NE(x.find("bell \\x07 and nul \\x00 here"), std::string::npos);
+}
+
+TEST(XmlCheck, CatchesWhatItShould) {
+  EXPECT_EQ(testing::xml_problem("<a><b x=\"1\"/>t &amp; u</a>"), "");
+  EXPECT_NE(testing::xml_problem("<a><b></a>"), "");
+  EXPECT_NE(testing::xml_problem("<a>x & y</a>"), "");
+  EXPECT_NE(testing::xml_problem("<a x=1/>"), "");
+  EXPECT_NE(testing::xml_problem(std::string("<a>\x1b</a>")), "");
+  EXPECT_NE(testing::xml_problem("<a/><b/>"), "");
+}
+
+}  // namespace
+}  // namespace ipcheck::reports

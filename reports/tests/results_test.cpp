@@ -1,0 +1,133 @@
+// The results model and its schema: a file reads back as written, and a file of another
+// schema version or another kind says so, naming the file and the way out.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "golden.hpp"
+#include "ipcheck/reports/results.hpp"
+
+namespace ipcheck::reports {
+namespace {
+
+using testing::fixture;
+using testing::fixture_path;
+
+std::string error_of(const std::string& path) {
+  try {
+    read_results(path);
+  } catch (const SchemaError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string error_of_json(const nlohmann::json& j) {
+  try {
+    from_json(j);
+  } catch (const SchemaError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string temp_file(const std::string& name, const std::string& content) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ipcheck-reports-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto p = dir / name;
+  std::ofstream(p) << content;
+  return p.string();
+}
+
+TEST(Status, OrderIsPassXfailFailLeakTimeoutCrash) {
+  EXPECT_LT(severity(Status::pass), severity(Status::xfail));
+  EXPECT_LT(severity(Status::xfail), severity(Status::fail));
+  EXPECT_LT(severity(Status::fail), severity(Status::leak));
+  EXPECT_LT(severity(Status::leak), severity(Status::timeout));
+  EXPECT_LT(severity(Status::timeout), severity(Status::crash));
+  EXPECT_EQ(severity(Status::skip), -1) << "skip is not ranked";
+  EXPECT_EQ(severity(Status::incomplete), -1) << "incomplete is not ranked";
+  for (Status s : kAllStatuses) EXPECT_EQ(parse_status(to_string(s)), s);
+  EXPECT_FALSE(parse_status("passed"));
+}
+
+TEST(Results, FixtureReadsBackAsWritten) {
+  const Results r = fixture("ze-1.6.31294.json");
+  EXPECT_EQ(r.run.adapter, "ze");
+  EXPECT_EQ(r.run.driver_version, "1.6.31294");
+  EXPECT_EQ(r.summary.total, 11);
+  EXPECT_EQ(r.summary.unexpected, 5);
+  EXPECT_EQ(r.summary.counts.at("crash"), 1);
+  ASSERT_FALSE(r.cases.empty());
+  EXPECT_EQ(r.cases[0].roles[1].signal, 11);
+  EXPECT_TRUE(r.fuzz.is_object());
+  EXPECT_TRUE(r.bench.is_object());
+  // Written and read again: the same document.
+  const std::string path = temp_file("roundtrip.json", "");
+  write_results(path, r);
+  EXPECT_EQ(to_json(read_results(path)).dump(), to_json(r).dump());
+}
+
+TEST(Results, SummaryIsRecomputedFromTheCases) {
+  nlohmann::json j = to_json(fixture("ze-1.3.29735.json"));
+  j["summary"] = {{"total", 99}, {"unexpected", 0}, {"counts", {{"pass", 99}}}};
+  const Results r = from_json(j);
+  EXPECT_EQ(r.summary.total, 10) << "the file's summary is not trusted";
+  EXPECT_EQ(r.summary.unexpected, 1);
+}
+
+TEST(Results, FieldsItDoesNotKnowAreIgnored) {
+  nlohmann::json j = to_json(fixture("ze-1.3.29735.json"));
+  j["run"]["gpu_temperature_c"] = 71;
+  j["cases"][0]["power_w"] = 300;
+  j["extension"] = {{"anything", true}};
+  EXPECT_NO_THROW(from_json(j)) << "adding optional fields does not change the schema version";
+}
+
+TEST(Schema, NewerVersionSaysNewerAndWhoWroteIt) {
+  const std::string e = error_of(fixture_path("schema-newer.json"));
+  EXPECT_NE(e.find("schema-newer.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"ipcheck.results/2\" is newer"), std::string::npos) << e;
+  EXPECT_NE(e.find("written by ipcheck 0.4.0"), std::string::npos) << e;
+  EXPECT_NE(e.find("reads \"ipcheck.results/1\" only"), std::string::npos) << e;
+  EXPECT_NE(e.find("newer one"), std::string::npos) << "says what to do: " << e;
+}
+
+TEST(Schema, OlderVersionSaysOlderAndHowToGetOut) {
+  const std::string e = error_of(fixture_path("schema-older.json"));
+  EXPECT_NE(e.find("\"ipcheck.results/0\" is older"), std::string::npos) << e;
+  EXPECT_NE(e.find("re-run the suite"), std::string::npos) << e;
+}
+
+TEST(Schema, OtherDocumentsAreNotResults) {
+  EXPECT_NE(error_of_json({{"schema", "benchmark/1"}, {"run", nlohmann::json::object()}}).find("not an ipcheck results file"),
+            std::string::npos);
+  EXPECT_NE(error_of_json({{"schema", "ipcheck.results/one"}}).find("not an ipcheck results file"), std::string::npos);
+  // Google Benchmark's own output, given by mistake.
+  EXPECT_NE(error_of_json({{"context", {{"date", "x"}}}, {"benchmarks", nlohmann::json::array()}}).find("no \"schema\""),
+            std::string::npos);
+  EXPECT_NE(error_of_json(nlohmann::json::array()).find("not a JSON object"), std::string::npos);
+  EXPECT_NE(error_of_json({{"schema", "ipcheck.results/1"}}).find("no \"run\" object"), std::string::npos);
+}
+
+TEST(Schema, UnknownStatusNamesTheCase) {
+  nlohmann::json j = to_json(fixture("ze-1.3.29735.json"));
+  j["cases"][2]["status"] = "flaky";
+  const std::string e = error_of_json(j);
+  EXPECT_NE(e.find("memory.open.size"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"flaky\""), std::string::npos) << e;
+}
+
+TEST(Schema, UnreadableAndBrokenFilesNameThePath) {
+  EXPECT_NE(error_of("/nonexistent/results.json").find("/nonexistent/results.json: cannot read"), std::string::npos);
+  const std::string broken = temp_file("broken.json", "{\"schema\": \"ipcheck.results/1\", \"run\": {");
+  const std::string e = error_of(broken);
+  EXPECT_NE(e.find(broken + ": not valid JSON"), std::string::npos) << e;
+  const std::string typed = temp_file("typed.json", R"({"schema": "ipcheck.results/1", "run": {"adapter": 7}})");
+  EXPECT_NE(error_of(typed).find("malformed results"), std::string::npos) << error_of(typed);
+}
+
+}  // namespace
+}  // namespace ipcheck::reports

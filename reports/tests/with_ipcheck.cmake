@@ -1,0 +1,83 @@
+# Tests that need the ipcheck executable, included by the top level after it defines the
+# target: the `ipcheck report` command line, the ref baseline check, and the HTML report in
+# a browser. (reports/ itself links nothing of harness or lib.)
+set(_r "${PROJECT_SOURCE_DIR}/reports")
+set(_data "${_r}/tests/data")
+set(_out "${PROJECT_BINARY_DIR}/reports-tests")
+set(_exe "$<TARGET_FILE:ipcheck>")
+
+function(_ipcheck_report_test name rc cmd)
+  cmake_parse_arguments(A "" "FIRST_CASE" "TEXT;FILES" ${ARGN})
+  set(defs "-DCMD=${cmd}" "-DEXPECT_RC=${rc}")
+  if(A_TEXT)
+    list(JOIN A_TEXT "@@" t)
+    list(APPEND defs "-DEXPECT_TEXT=${t}")
+  endif()
+  if(A_FIRST_CASE)
+    list(APPEND defs "-DFIRST_CASE=${A_FIRST_CASE}")
+  endif()
+  if(A_FILES)
+    list(JOIN A_FILES "@@" f)
+    list(APPEND defs "-DEXPECT_FILES=${f}")
+  endif()
+  add_test(NAME "report-cli:${name}" COMMAND ${CMAKE_COMMAND} ${defs} -P "${_r}/tests/expect_run.cmake")
+  set_tests_properties("report-cli:${name}" PROPERTIES LABELS "reports")
+endfunction()
+
+set(_old "${_data}/ze-1.3.29735.json")
+set(_mid "${_data}/ze-1.3.29803.json")
+set(_new "${_data}/ze-1.6.31294.json")
+_ipcheck_report_test(diff-same 0 "${_exe}|report|diff|${_new}|${_new}" TEXT "result: no changes")
+_ipcheck_report_test(diff-pass-to-crash 1 "${_exe}|report|diff|${_old}|${_mid}"
+                     FIRST_CASE memory.roundtrip.page TEXT "regressions (1)")
+_ipcheck_report_test(diff-worst-first 1 "${_exe}|report|diff|${_old}|${_new}|--format|md"
+                     TEXT "**4 regressions" "| `memory.roundtrip.page` | pass | **crash** |")
+_ipcheck_report_test(diff-fix-only 0 "${_exe}|report|diff|${_mid}|${_old}" TEXT "0 regressions, 1 fix")
+_ipcheck_report_test(diff-one-file 2 "${_exe}|report|diff|${_old}" TEXT "missing NEW")
+_ipcheck_report_test(diff-bad-format 2 "${_exe}|report|diff|${_old}|${_new}|--format|html"
+                     TEXT "--format is 'html'; use one of text, md, json")
+_ipcheck_report_test(diff-newer-schema 2 "${_exe}|report|diff|${_data}/schema-newer.json|${_new}"
+                     TEXT "is newer: the file was written by ipcheck 0.4.0")
+_ipcheck_report_test(diff-missing-file 2 "${_exe}|report|diff|${_old}|${_out}/nowhere.json" TEXT "cannot read the file")
+foreach(format md html junit)
+  _ipcheck_report_test(render-${format} 0 "${_exe}|report|render|${_new}|--format|${format}|-o|${_out}/cli/report.${format}"
+                       FILES "${_out}/cli/report.${format}")
+endforeach()
+_ipcheck_report_test(render-to-stdout 0 "${_exe}|report|render|${_old}" TEXT "# ipcheck results: ze, Intel(R) Level-Zero 1.3.29735")
+_ipcheck_report_test(render-bad-format 2 "${_exe}|report|render|${_old}|--format|pdf" TEXT "--format is 'pdf'; use one of md, html, junit")
+_ipcheck_report_test(history 0 "${_exe}|report|history|${_old}|${_mid}|${_new}|--changed"
+                     TEXT "case (changed only)" "* memory.roundtrip.page")
+_ipcheck_report_test(unknown-subcommand 2 "${_exe}|report|compare" TEXT "unknown subcommand 'compare'")
+# `ipcheck run` writes every rendering next to results.json.
+_ipcheck_report_test(run-writes-reports 0
+                     "${_exe}|run|--adapter|ref|--filter|memory.roundtrip.page|--exact|--quiet|--out|${_out}/run"
+                     TEXT "wrote ${_out}/run/report.html"
+                     FILES "${_out}/run/results.json" "${_out}/run/report.md" "${_out}/run/report.html" "${_out}/run/junit.xml")
+file(MAKE_DIRECTORY "${_out}/cli")
+
+# The reference against its committed baseline: this version's, else the newest there is.
+set(_baseline "${_r}/baselines/ref-${PROJECT_VERSION}.json")
+if(NOT EXISTS "${_baseline}")
+  file(GLOB _ref_baselines "${_r}/baselines/ref-*.json")
+  list(SORT _ref_baselines COMPARE NATURAL)
+  list(POP_BACK _ref_baselines _newest)
+  if(_newest)
+    set(_baseline "${_newest}")
+  endif()
+endif()
+add_test(NAME "ref-baseline:diff"
+         COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DBASELINE=${_baseline}" "-DOUT=${_out}/ref-baseline" -DJOBS=2
+                 -P "${_r}/baselines/check.cmake")
+set_tests_properties("ref-baseline:diff" PROPERTIES LABELS "reports;baseline;ref" TIMEOUT 600)
+add_custom_target(refresh-ref-baseline
+                  COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DBASELINE=${_r}/baselines/ref-${PROJECT_VERSION}.json"
+                          "-DOUT=${_out}/ref-refresh" -DJOBS=2 -P "${_r}/baselines/refresh.cmake"
+                  DEPENDS ipcheck USES_TERMINAL
+                  COMMENT "Refreshing reports/baselines/ref-${PROJECT_VERSION}.json from a run of the catalog on ref")
+
+# The HTML page in headless Chromium; skipped (77) without one. Screenshots land in
+# <build>/reports-browser/.
+add_test(NAME "report-browser:html"
+         COMMAND "${_r}/tests/browser_test.sh" "${_exe}" "${_new}" "${_old}" "${PROJECT_BINARY_DIR}/reports-browser" 11 5
+                 "${_old}" "${_mid}" "${_new}")
+set_tests_properties("report-browser:html" PROPERTIES LABELS "browser" SKIP_RETURN_CODE 77 TIMEOUT 300)
