@@ -135,6 +135,8 @@ Config read_config() {
   return c;
 }
 
+constexpr const char* kDefaultDevices = "ref0=all;ref1=all;ref2=none";
+
 Driver* g_driver = nullptr;
 std::once_flag g_once;
 ze_result_t g_init_result = ZE_RESULT_ERROR_UNINITIALIZED;
@@ -165,6 +167,12 @@ ze_result_t initialize(ze_init_flags_t flags) noexcept {
     g_init_result = entry("zeInit", [] {
       auto d = std::make_unique<Driver>();
       d->config = read_config();
+      // Devices are ipcref's (IPCHECK_REF_DEVICES, else IPCHECK_REF_CONFIG). Unless one is set:
+      // two full devices and one without any IPC aspect, so that feature_not_supported paths
+      // run in every run (the ref adapter's default too).
+      const char* devs = std::getenv("IPCHECK_REF_DEVICES");
+      const char* conf = std::getenv("IPCHECK_REF_CONFIG");
+      if (!(devs && *devs) && !(conf && *conf)) ::setenv("IPCHECK_REF_DEVICES", kDefaultDevices, 1);
       for (const auto& dev : ipcref::get_devices()) d->devices.push_back(std::make_unique<Device>(dev));
       add_live(d.get(), Kind::driver);
       for (const auto& dev : d->devices) add_live(dev.get(), Kind::device);

@@ -53,6 +53,8 @@ inline constexpr std::size_t kHandleSize = 64;
 // Environment of the driver's process.
 inline constexpr const char* kEnvIpcHandle = "IPCHECK_ZE_IPC_HANDLE";    // fd (default) | opaque
 inline constexpr const char* kEnvExtensions = "IPCHECK_ZE_EXTENSIONS";  // all (default) | none | name,name...
+// Devices: ipcref's IPCHECK_REF_DEVICES or IPCHECK_REF_CONFIG; when neither is set the driver
+// sets IPCHECK_REF_DEVICES=ref0=all;ref1=all;ref2=none (a device without IPC aspects).
 
 // Extension properties (zeDriverGetExtensionProperties) that name the active convention.
 inline constexpr const char* kExtensionFdHandle = "ZE_ipcheck_ipc_handle_fd";
