@@ -166,9 +166,11 @@ void build_setup(Adapter& a, const std::vector<AllocSpec>& specs, const std::str
       const HandleLayout& l = layout_for(info.handle_layout, e.bytes.size());
       const int size_field = l.find(FieldRole::size);
       const Range r{off, size_field >= 0 && e.bytes.size() >= l.size ? l.get(e.bytes, size_field) : spec.bytes - off};
-      if (spec.revoked) {
+      // An API without put (CUDA) keeps this export live: the stale-export check is off.
+      const Outcome put = spec.revoked ? a.mem_put(e.id) : Outcome::success();
+      if (spec.revoked && put.code != Errc::not_implemented) {
         s.revoked_names.push_back(who + ".revoked[" + std::to_string(s.revoked.size()) + "]");
-        need(a.mem_put(e.id), "put " + s.revoked_names.back());
+        need(put, "put " + s.revoked_names.back());
         c.revoked.push_back(r);
         s.revoked.push_back(std::move(e));
       } else {

@@ -143,7 +143,8 @@ class CaseRun {
   void handle(RoleState& r, Message& m);
   void reap(RoleState& r);
   void release_barriers();
-  void begin_termination(const std::string& why, bool is_timeout);
+  // SIGTERM to every running role but `spare` (a role ending by itself); SIGKILL after the grace.
+  void begin_termination(const std::string& why, bool is_timeout, const RoleState* spare = nullptr);
   void collect_survivors();
   void classify();
   RoleState* role(const std::string& name);
@@ -236,13 +237,13 @@ void CaseRun::release_barriers() {
     }
 }
 
-void CaseRun::begin_termination(const std::string& why, bool is_timeout) {
+void CaseRun::begin_termination(const std::string& why, bool is_timeout, const RoleState* spare) {
   if (terminating_) return;
   terminating_ = true;
   timed_out_ = is_timeout;
   termination_reason_ = why;
   for (auto& r : roles_)
-    if (r.started && !r.exit) r.proc.signal_group(SIGTERM);
+    if (r.started && !r.exit && &r != spare) r.proc.signal_group(SIGTERM);
   kill_at_ = Clock::now() + std::chrono::milliseconds(static_cast<int>(opt_.grace_s * 1000));
 }
 
@@ -377,7 +378,8 @@ void CaseRun::handle(RoleState& r, Message& m) {
       // One role cannot run the case: the others would wait for it forever.
       for (auto& x : roles_)
         if (x.started && !x.exit) x.expected_death = true;
-      begin_termination("skipped: " + m.field(0), false);
+      // The skipping role ends by itself (a signal now could cut its exit short).
+      begin_termination("skipped: " + m.field(0), false, &r);
       break;
     case MsgType::step:
       if (inject_ && inject_->role == r.base && inject_->step == m.field(0)) {
