@@ -1,29 +1,46 @@
-# The reference must not regress: runs the catalog on `ref` and diffs the run against the
-# committed ref baseline. Fails when `ipcheck report diff` finds a regression.
+# An adapter must not regress against its committed baseline (the reference, and our own
+# Level Zero driver): runs the catalog and diffs the run against the baseline. Fails when
+# `ipcheck report diff` finds a regression.
 #
-# cmake -DIPCHECK=<ipcheck> -DBASELINE=<ref-X.json> -DOUT=<dir> [-DJOBS=2] -P check.cmake
+# cmake -DIPCHECK=<ipcheck> -DBASELINE=<adapter-X.json> -DOUT=<dir> [-DADAPTER=ref] [-DENV_VARS=K=V@@K=V]
+#       [-DJOBS=2] -P check.cmake
 if(NOT DEFINED JOBS)
   set(JOBS 2)
 endif()
+if(NOT DEFINED ADAPTER)
+  set(ADAPTER ref)
+endif()
+# ENV: "KEY=VALUE@@KEY=VALUE" for the run (a driver to load, a layer to switch on).
+if(DEFINED ENV_VARS AND NOT ENV_VARS STREQUAL "")
+  string(REPLACE "@@" ";" _env "${ENV_VARS}")
+  foreach(kv ${_env})
+    string(FIND "${kv}" "=" eq)
+    string(SUBSTRING "${kv}" 0 ${eq} k)
+    math(EXPR eq "${eq} + 1")
+    string(SUBSTRING "${kv}" ${eq} -1 v)
+    set(ENV{${k}} "${v}")
+  endforeach()
+endif()
+
 if(NOT EXISTS "${BASELINE}")
-  message(FATAL_ERROR "no ref baseline at ${BASELINE}; create one with: "
-                      "cmake --build build --target refresh-ref-baseline (reports/baselines/README.md)")
+  message(FATAL_ERROR "no ${ADAPTER} baseline at ${BASELINE}; create one with: "
+                      "cmake --build build --target refresh-${ADAPTER}-baseline (reports/baselines/README.md)")
 endif()
 file(REMOVE_RECURSE "${OUT}")
-execute_process(COMMAND "${IPCHECK}" run --adapter ref -j ${JOBS} --quiet --out "${OUT}"
+execute_process(COMMAND "${IPCHECK}" run --adapter ${ADAPTER} -j ${JOBS} --quiet --out "${OUT}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
 # 0: as expected, 1: some case was not (the diff says whether that is new); anything else is a broken run.
 if(NOT rc EQUAL 0 AND NOT rc EQUAL 1)
-  message(FATAL_ERROR "ipcheck run --adapter ref exited with ${rc}; see its output above")
+  message(FATAL_ERROR "ipcheck run --adapter ${ADAPTER} exited with ${rc}; see its output above")
 endif()
 execute_process(COMMAND "${IPCHECK}" report diff "${BASELINE}" "${OUT}/results.json"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE diff ERROR_VARIABLE err)
 message("${diff}${err}")
 if(rc EQUAL 1)
-  message(FATAL_ERROR "the reference regressed against ${BASELINE} (see the diff above). Fix the regression; "
+  message(FATAL_ERROR "${ADAPTER} regressed against ${BASELINE} (see the diff above). Fix the regression; "
                       "if the new behaviour is intended, refresh the baseline: "
-                      "cmake --build build --target refresh-ref-baseline, and commit it with the change")
+                      "cmake --build build --target refresh-${ADAPTER}-baseline, and commit it with the change")
 elseif(NOT rc EQUAL 0)
   message(FATAL_ERROR "ipcheck report diff exited with ${rc}; see its message above")
 endif()

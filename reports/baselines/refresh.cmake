@@ -1,19 +1,35 @@
-# Refreshes the committed ref baseline: runs the catalog on `ref`, writes the run without
+# Refreshes a committed baseline: runs the catalog on the adapter, writes the run without
 # its volatile fields to BASELINE, and shows what changed against the previous one.
-# Run it through the build: cmake --build build --target refresh-ref-baseline
+# Run it through the build: cmake --build build --target refresh-<adapter>-baseline
 #
-# cmake -DIPCHECK=<ipcheck> -DBASELINE=<ref-X.json> -DOUT=<dir> [-DJOBS=2] -P refresh.cmake
+# cmake -DIPCHECK=<ipcheck> -DBASELINE=<adapter-X.json> -DOUT=<dir> [-DADAPTER=ref] [-DENV_VARS=K=V@@K=V]
+#       [-DJOBS=2] -P refresh.cmake
 if(NOT DEFINED JOBS)
   set(JOBS 2)
 endif()
+if(NOT DEFINED ADAPTER)
+  set(ADAPTER ref)
+endif()
+# ENV: "KEY=VALUE@@KEY=VALUE" for the run (a driver to load, a layer to switch on).
+if(DEFINED ENV_VARS AND NOT ENV_VARS STREQUAL "")
+  string(REPLACE "@@" ";" _env "${ENV_VARS}")
+  foreach(kv ${_env})
+    string(FIND "${kv}" "=" eq)
+    string(SUBSTRING "${kv}" 0 ${eq} k)
+    math(EXPR eq "${eq} + 1")
+    string(SUBSTRING "${kv}" ${eq} -1 v)
+    set(ENV{${k}} "${v}")
+  endforeach()
+endif()
+
 file(REMOVE_RECURSE "${OUT}")
-execute_process(COMMAND "${IPCHECK}" run --adapter ref -j ${JOBS} --quiet --out "${OUT}" RESULT_VARIABLE rc)
+execute_process(COMMAND "${IPCHECK}" run --adapter ${ADAPTER} -j ${JOBS} --quiet --out "${OUT}" RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0 AND NOT rc EQUAL 1)
-  message(FATAL_ERROR "ipcheck run --adapter ref exited with ${rc}; no baseline written")
+  message(FATAL_ERROR "ipcheck run --adapter ${ADAPTER} exited with ${rc}; no baseline written")
 endif()
 if(rc EQUAL 1)
-  message(WARNING "the ref run has unexpected results; the baseline records them as they are. "
-                  "Commit it only if that is what the reference should do (see ${OUT}/report.md)")
+  message(WARNING "the ${ADAPTER} run has unexpected results; the baseline records them as they are. "
+                  "Commit it only if that is what the adapter should do (see ${OUT}/report.md)")
 endif()
 if(EXISTS "${BASELINE}")
   execute_process(COMMAND "${IPCHECK}" report diff "${BASELINE}" "${OUT}/results.json" OUTPUT_VARIABLE diff)

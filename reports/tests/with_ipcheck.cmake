@@ -75,6 +75,22 @@ add_custom_target(refresh-ref-baseline
                   DEPENDS ipcheck USES_TERMINAL
                   COMMENT "Refreshing reports/baselines/ref-${PROJECT_VERSION}.json from a run of the catalog on ref")
 
+# Our Level Zero driver through the real loader, against its committed baseline: the ze
+# adapter's paths (both handle conventions live in their own CTest runs) must not regress.
+if(TARGET ze_ipcheck)
+  set(_ze_env "ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_ipcheck>")
+  set(_ze_baseline "${_r}/baselines/ze-ipcheck-${PROJECT_VERSION}.json")
+  add_test(NAME "ze-baseline:diff"
+           COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DBASELINE=${_ze_baseline}" "-DOUT=${_out}/ze-baseline"
+                   -DADAPTER=ze "-DENV_VARS=${_ze_env}" -DJOBS=2 -P "${_r}/baselines/check.cmake")
+  set_tests_properties("ze-baseline:diff" PROPERTIES LABELS "reports;baseline;ze" TIMEOUT 600)
+  add_custom_target(refresh-ze-baseline
+                    COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DBASELINE=${_ze_baseline}" "-DOUT=${_out}/ze-refresh"
+                            -DADAPTER=ze "-DENV_VARS=${_ze_env}" -DJOBS=2 -P "${_r}/baselines/refresh.cmake"
+                    DEPENDS ipcheck ze_ipcheck USES_TERMINAL
+                    COMMENT "Refreshing reports/baselines/ze-ipcheck-${PROJECT_VERSION}.json (our Level Zero driver)")
+endif()
+
 # The HTML page in headless Chromium; skipped (77) without one. Screenshots land in
 # <build>/reports-browser/.
 add_test(NAME "report-browser:html"
