@@ -23,7 +23,7 @@ endif()
 
 # For executables that the harness starts by the hundred (every role of every case, every
 # fuzz worker): libstdc++ and libgcc linked in, so that a process does not spend its start
-# loading and binding them (bench: a two-role case takes about a third less CPU). Not with
+# loading and binding them (bench: a two-role case took a fifth less CPU). Not with
 # sanitizers, whose runtimes expect the shared C++ library.
 add_library(ipcheck_fast_start INTERFACE)
 add_library(ipcheck::fast_start ALIAS ipcheck_fast_start)
