@@ -1,13 +1,14 @@
 #include "ipcheck/audit.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <set>
-#include <sstream>
+#include <string_view>
 
 namespace ipcheck {
 
@@ -16,10 +17,41 @@ namespace {
 // Mappings worth tracking: shared ones and those of devices, memfds, dma-bufs and other
 // special files. Private anonymous and library mappings change with the allocator and
 // the dynamic loader and say nothing about IPC objects.
-bool tracked_mapping(const std::string& perms, const std::string& path) {
+bool tracked_mapping(std::string_view perms, std::string_view path) {
   if (perms.size() >= 4 && perms[3] == 's') return true;
-  return path.rfind("/memfd:", 0) == 0 || path.rfind("/dev/", 0) == 0 || path.rfind("anon_inode:", 0) == 0 ||
-         path.find("dmabuf") != std::string::npos || path.rfind("/drm", 0) == 0;
+  return path.starts_with("/memfd:") || path.starts_with("/dev/") || path.starts_with("anon_inode:") ||
+         path.find("dmabuf") != std::string_view::npos || path.starts_with("/drm");
+}
+
+// The whole of a (proc) file; empty when it cannot be read.
+std::string read_whole(const char* path) {
+  std::string out;
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  std::size_t used = 0;
+  for (;;) {
+    out.resize(used + 16384);
+    const ssize_t n = ::read(fd, out.data() + used, 16384);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    used += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  out.resize(used);
+  return out;
+}
+
+// The next whitespace-separated word of `line`, which loses it.
+std::string_view next_word(std::string_view& line) {
+  const auto b = line.find_first_not_of(" \t");
+  if (b == std::string_view::npos) {
+    line = {};
+    return {};
+  }
+  const auto e = line.find_first_of(" \t", b);
+  const std::string_view w = line.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b);
+  line = e == std::string_view::npos ? std::string_view() : line.substr(e);
+  return w;
 }
 
 }  // namespace
@@ -38,16 +70,26 @@ ProcSnapshot take_proc_snapshot() {
     }
     ::closedir(d);
   }
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
+  // One read loop and string views: a role takes two snapshots, and streams cost more
+  // than the kernel's own work here.
+  const std::string maps = read_whole("/proc/self/maps");
+  std::string_view rest(maps);
+  while (!rest.empty()) {
+    const auto eol = rest.find('\n');
+    std::string_view line = rest.substr(0, eol);
+    rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
     ++s.all_mappings;
-    std::istringstream in(line);
-    std::string range, perms, offset, dev, inode, path;
-    in >> range >> perms >> offset >> dev >> inode;
-    std::getline(in, path);
-    path.erase(0, path.find_first_not_of(' '));
-    if (tracked_mapping(perms, path)) s.mappings.push_back(range + " " + perms + " " + path);
+    // start-end perms offset dev inode [path]; the path may hold spaces ("(deleted)").
+    const std::string_view range = next_word(line), perms = next_word(line);
+    for (int i = 0; i < 3; ++i) next_word(line);  // offset, dev, inode
+    const auto at = line.find_first_not_of(" \t");
+    const std::string_view path = at == std::string_view::npos ? std::string_view() : line.substr(at);
+    if (tracked_mapping(perms, path)) {
+      std::string item;
+      item.reserve(range.size() + perms.size() + path.size() + 2);
+      item.append(range).append(" ").append(perms).append(" ").append(path);
+      s.mappings.push_back(std::move(item));
+    }
   }
   return s;
 }

@@ -206,12 +206,23 @@ void CaseRun::spawn_all() {
     spec.env = opt_.env;
     spec.channel_fd = theirs.get();
     try {
-      r.proc = RoleProcess::spawn(spec);
+      r.proc = RoleProcess::start(spec);
       r.channel = Channel(std::move(mine));
       r.started = true;
       if (tracer_) tracer_->role_spawned(r.proc.pid(), def_.id, r.name);
     } catch (const SpawnError& e) {
       r.spawn_error = e.what();
+    }
+  }
+  // Every role forked first, then each exec confirmed: the execs run side by side.
+  for (auto& r : roles_) {
+    if (!r.started) continue;
+    try {
+      r.proc.confirm_exec();
+    } catch (const SpawnError& e) {
+      r.spawn_error = e.what();
+      r.started = false;
+      r.channel = Channel();
     }
   }
 }

@@ -42,6 +42,12 @@ std::string read_comm(pid_t pid) {
 }  // namespace
 
 RoleProcess RoleProcess::spawn(const SpawnSpec& spec) {
+  RoleProcess p = start(spec);
+  p.confirm_exec();
+  return p;
+}
+
+RoleProcess RoleProcess::start(const SpawnSpec& spec) {
   // Everything the child needs is built before fork: between fork and exec it may only
   // make async-signal-safe calls (the runner has other threads).
   std::vector<std::string> argv_s{spec.executable};
@@ -108,19 +114,27 @@ RoleProcess RoleProcess::spawn(const SpawnSpec& spec) {
   p.pidfd_ = open_pidfd(pid);
   out_w.reset();
   st_w.reset();
-  int err = 0;
-  ssize_t n;
-  do n = ::read(st_r.get(), &err, sizeof err);
-  while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof err)) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    p.pid_ = 0;
-    throw SpawnError("exec " + spec.executable + ": " + std::strerror(err), err);
-  }
   ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
   p.output_ = std::move(out_r);
+  p.exec_status_ = std::move(st_r);
+  p.executable_ = spec.executable;
   return p;
+}
+
+void RoleProcess::confirm_exec() {
+  if (!exec_status_) return;
+  int err = 0;
+  ssize_t n;
+  do n = ::read(exec_status_.get(), &err, sizeof err);
+  while (n < 0 && errno == EINTR);
+  exec_status_.reset();
+  if (n == static_cast<ssize_t>(sizeof err)) {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = 0;
+    output_.reset();
+    throw SpawnError("exec " + executable_ + ": " + std::strerror(err), err);
+  }
 }
 
 RoleProcess& RoleProcess::operator=(RoleProcess&& o) noexcept {
@@ -128,6 +142,8 @@ RoleProcess& RoleProcess::operator=(RoleProcess&& o) noexcept {
     kill_and_reap();
     pid_ = std::exchange(o.pid_, 0);
     pidfd_ = std::move(o.pidfd_);
+    exec_status_ = std::move(o.exec_status_);
+    executable_ = std::move(o.executable_);
     output_ = std::move(o.output_);
     tail_ = std::move(o.tail_);
     status_ = std::exchange(o.status_, std::nullopt);

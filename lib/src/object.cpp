@@ -7,8 +7,10 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <mutex>
 #include <sstream>
 
@@ -62,11 +64,42 @@ self_identity compute_self() {
   return s;
 }
 
+// This process's identity, kept on a page the kernel zeroes in every child
+// (MADV_WIPEONFORK): a child, however it was made (fork, _Fork, clone), finds it unset
+// and computes its own, and the process that computed it reads it without a syscall.
+struct identity_cache {
+  std::atomic<std::uint32_t> ready;  // 0 on a fresh page and in every child
+  self_identity id;
+};
+
+identity_cache* identity_page() {
+  static identity_cache* const page = []() -> identity_cache* {
+    void* p = ::mmap(nullptr, sys::page_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    if (::madvise(p, sys::page_size(), MADV_WIPEONFORK) != 0) {
+      ::munmap(p, sys::page_size());
+      return nullptr;
+    }
+    return new (p) identity_cache{};
+  }();
+  return page;
+}
+
 const self_identity& self() {
   // Recomputed after fork: a child must never stamp its parent's identity.
   static std::mutex m;
-  static self_identity cached;
+  identity_cache* c = identity_page();
+  if (c && c->ready.load(std::memory_order_acquire)) return c->id;
   std::lock_guard lock(m);
+  if (c) {
+    if (!c->ready.load(std::memory_order_relaxed)) {
+      c->id = compute_self();
+      c->ready.store(1, std::memory_order_release);
+    }
+    return c->id;
+  }
+  // Without MADV_WIPEONFORK (Linux before 4.14) only getpid tells a child from its parent.
+  static self_identity cached;
   if (cached.pid != ::getpid()) cached = compute_self();
   return cached;
 }

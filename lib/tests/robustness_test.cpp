@@ -1,6 +1,11 @@
 // Profile RB in one process: leaks, hand-made garbage, forged identities.
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <string>
 
 #include <vector>
 
@@ -180,3 +185,40 @@ TEST_F(Robustness, exporter_guard_kind_is_known) {
 }
 
 }  // namespace
+
+// A child stamps its own identity, never its parent's, however it was forked: fork()
+// (which runs fork handlers) and a raw clone (which runs none). ipcref caches who it is.
+TEST_F(Robustness, rb_child_stamps_its_own_identity) {
+  usm_ptr a(malloc_device(4096, dev, ctx), ctx);
+  handle h = mem::get(a.get(), ctx);  // the parent's identity is cached from here on
+  const record::fields parent = record::decode(h.data());
+  ASSERT_EQ(parent.pid, static_cast<std::uint32_t>(::getpid()));
+  auto child_stamp = [&](bool raw_clone) {
+    int fds[2];
+    if (::pipe(fds) != 0) return std::string("pipe failed");
+    const pid_t pid = raw_clone ? static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, 0))
+                                : ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      record::fields f{};
+      try {
+        f = record::decode(mem::get(a.get(), ctx).data());
+      } catch (...) {
+      }
+      const bool own = f.pid == static_cast<std::uint32_t>(::getpid()) && f.guard != parent.guard;
+      (void)!::write(fds[1], own ? "y" : "n", 1);
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    char c = '?';
+    (void)!::read(fds[0], &c, 1);
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return std::string(1, c);
+  };
+  EXPECT_EQ(child_stamp(false), "y") << "a child made by fork() stamped its parent's identity";
+  EXPECT_EQ(child_stamp(true), "y") << "a child made by a raw clone stamped its parent's identity";
+  // And the parent still stamps its own.
+  EXPECT_EQ(record::decode(mem::get(a.get(), ctx).data()).pid, static_cast<std::uint32_t>(::getpid()));
+}

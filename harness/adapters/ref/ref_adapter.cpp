@@ -143,7 +143,7 @@ class RefAdapter final : public Adapter {
     return guarded<Exported>([&] { return keep(ipcref::ipc::memory::get(ptr(p), *ctx_), Kind::memory); });
   }
   Outcome mem_put(ObjectId id) override {
-    return guarded_void([&] { ipcref::ipc::memory::put(take(id, Kind::memory), *ctx_); });
+    return put(id, Kind::memory, [&](ipcref::handle& h) { ipcref::ipc::memory::put(h, *ctx_); });
   }
   Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags) override {
     if (flags != 0)
@@ -163,7 +163,7 @@ class RefAdapter final : public Adapter {
     return guarded<Exported>([&] { return keep(ipcref::ipc::physical_memory::get(phys(pm), *ctx_), Kind::physical); });
   }
   Outcome phys_put(ObjectId id) override {
-    return guarded_void([&] { ipcref::ipc::physical_memory::put(take(id, Kind::physical), *ctx_); });
+    return put(id, Kind::physical, [&](ipcref::handle& h) { ipcref::ipc::physical_memory::put(h, *ctx_); });
   }
   Result<ObjectId> phys_open(std::span<const std::byte> bytes, int fd, int device) override {
     return guarded<ObjectId>([&] { return id(ipcref::ipc::physical_memory::open(bytes, *ctx_, dev(device), {fd})); });
@@ -202,7 +202,7 @@ class RefAdapter final : public Adapter {
     return guarded<Exported>([&] { return keep(ipcref::ipc::event::get(event(e), *ctx_), Kind::event); });
   }
   Outcome event_put(ObjectId id) override {
-    return guarded_void([&] { ipcref::ipc::event::put(take(id, Kind::event), *ctx_); });
+    return put(id, Kind::event, [&](ipcref::handle& h) { ipcref::ipc::event::put(h, *ctx_); });
   }
   Result<ObjectId> event_open(std::span<const std::byte> bytes, int fd, int device) override {
     return guarded<ObjectId>([&] { return id(ipcref::ipc::event::open(bytes, *ctx_, dev(device), {fd})); });
@@ -263,12 +263,21 @@ class RefAdapter final : public Adapter {
     return e;
   }
 
-  // The handle of export `id`; an unknown id is put as an empty (invalid) handle.
+  // The handle of export `id`; an unknown id, or one put already, is an invalid put.
   ipcref::handle& take(ObjectId id, Kind kind) {
     auto it = kept_.find(id);
     if (it == kept_.end() || it->second.kind != kind)
-      throw ipcref::exception(ipcref::errc::invalid, "put: export id " + std::to_string(id) + " is not a live export");
+      throw ipcref::exception(ipcref::errc::invalid, "put: export id " + std::to_string(id) +
+                                                         " is not a live export (put already, or never exported)");
     return it->second.handle;
+  }
+
+  // Puts export `id` with `f`; a handle put is forgotten, so get + put in a loop holds nothing.
+  template <class F>
+  Outcome put(ObjectId id, Kind kind, F&& f) {
+    Outcome o = guarded_void([&] { f(take(id, kind)); });
+    if (o.ok()) kept_.erase(id);
+    return o;
   }
 
   std::vector<ipcref::device> devices_;

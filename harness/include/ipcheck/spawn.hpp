@@ -45,6 +45,12 @@ class RoleProcess {
 
   // Throws SpawnError when exec fails (the child is reaped before it returns).
   static RoleProcess spawn(const SpawnSpec& spec);
+  // Forks and returns at once; confirm_exec() then waits for the exec. Starting several
+  // processes before confirming any lets their execs run side by side.
+  static RoleProcess start(const SpawnSpec& spec);
+  // Waits until the child's exec succeeded or failed; throws SpawnError (the child reaped)
+  // when it failed. Does nothing once confirmed.
+  void confirm_exec();
 
   RoleProcess() = default;
   RoleProcess(RoleProcess&& o) noexcept { *this = std::move(o); }
@@ -75,6 +81,8 @@ class RoleProcess {
   void kill_and_reap() noexcept;
   pid_t pid_ = 0;
   unique_fd pidfd_;
+  unique_fd exec_status_;  // read end of the close-on-exec status pipe, until confirmed
+  std::string executable_;
   unique_fd output_;
   std::string tail_;
   std::optional<ExitStatus> status_;

@@ -1,0 +1,155 @@
+// ipcheck-bench-harness: what the harness itself costs, with Google Benchmark.
+//
+//   harness/two_role_case          the runner runs the hidden case bench.two_roles: two role
+//                                  processes (fork + exec of ipcheck), hello and start, a
+//                                  message relayed, a check, a barrier, the audit, the verdict
+//   harness/floor/two_role_case    fork + exec of a trivial C program twice, with the same
+//                                  shape of handshake over one socket each (trivial_peer.c)
+//
+//   ipcheck-bench-harness --ipcheck PATH --peer PATH [Google Benchmark flags]
+//
+// `ipcheck bench` starts it (fork + exec); it loads no GPU runtime: the roles use `ref`.
+#include <benchmark/benchmark.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ipcheck/bench/summary.hpp"
+#include "ipcheck/case.hpp"
+#include "ipcheck/runner.hpp"
+
+extern char** environ;
+
+namespace ipcheck::bench {
+namespace {
+
+std::string g_ipcheck, g_peer;
+
+void two_role_case(benchmark::State& st) {
+  const CaseDef* def = find_case("bench.two_roles");
+  if (!def) {
+    st.SkipWithError("case bench.two_roles is not linked into this program");
+    return;
+  }
+  RunOptions o;
+  o.adapter = "ref";
+  o.role_executable = g_ipcheck;
+  o.timeout_s = 30;
+  for (auto _ : st) {
+    const reports::CaseResult r = run_case(*def, o);
+    if (r.status != reports::Status::pass) {
+      st.SkipWithError(("bench.two_roles ended " + std::string(reports::to_string(r.status)) + ": " + r.reason).c_str());
+      break;
+    }
+  }
+  LabelInfo l;
+  l.floor = "harness/floor/two_role_case";
+  l.note = "runner + two role processes exec'd from ipcheck + handshake + a trivial body";
+  st.SetLabel(make_label(l));
+}
+
+struct Peer {
+  pid_t pid = -1;
+  int fd = -1;  // our end of its socket
+};
+
+Peer spawn_peer(const char* role) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return {};
+  char* argv[] = {const_cast<char*>(g_peer.c_str()), const_cast<char*>(role), nullptr};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(sv[1], 3);  // dup2 clears close-on-exec on the copy
+    ::execve(argv[0], argv, environ);
+    ::_exit(127);
+  }
+  ::close(sv[1]);
+  if (pid < 0) {
+    ::close(sv[0]);
+    return {};
+  }
+  return {pid, sv[0]};
+}
+
+bool read_word(int fd, const char* word) {
+  char buf[64];
+  const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+  return n == static_cast<ssize_t>(std::strlen(word)) && std::memcmp(buf, word, static_cast<std::size_t>(n)) == 0;
+}
+
+bool say(int fd, const char* word) { return ::send(fd, word, std::strlen(word), MSG_NOSIGNAL) >= 0; }
+
+// One run of the floor: both peers started, greeted, relayed, finished and reaped.
+std::string floor_once() {
+  Peer a = spawn_peer("a"), b = spawn_peer("b");
+  std::string error;
+  if (a.pid < 0 || b.pid < 0) error = std::string("cannot start ") + g_peer + ": " + std::strerror(errno);
+  // The parent relays as the runner does: hello from both, start to both, a's data to b,
+  // b's answer to a, done from both.
+  if (error.empty() && !(read_word(a.fd, "hello") && read_word(b.fd, "hello"))) error = "no hello";
+  if (error.empty() && !(say(a.fd, "start") && say(b.fd, "start"))) error = "cannot send start";
+  if (error.empty() && !(read_word(a.fd, "data") && say(b.fd, "data"))) error = "no data from a";
+  if (error.empty() && !(read_word(b.fd, "ok") && say(a.fd, "ok"))) error = "no answer from b";
+  if (error.empty() && !(read_word(a.fd, "done") && read_word(b.fd, "done"))) error = "no done";
+  for (Peer* p : {&a, &b}) {
+    if (p->fd >= 0) ::close(p->fd);
+    if (p->pid <= 0) continue;
+    if (!error.empty()) ::kill(p->pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(p->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (error.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+      error = g_peer + " ended with status " + std::to_string(status);
+  }
+  return error;
+}
+
+void two_role_floor(benchmark::State& st) {
+  for (auto _ : st) {
+    if (std::string e = floor_once(); !e.empty()) {
+      st.SkipWithError(e.c_str());
+      break;
+    }
+  }
+  LabelInfo l;
+  l.note = "fork + exec of a trivial C program twice + the same handshake over a socket each";
+  st.SetLabel(make_label(l));
+}
+
+}  // namespace
+}  // namespace ipcheck::bench
+
+int main(int argc, char** argv) {
+  using namespace ipcheck::bench;
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (k == "--ipcheck" && i + 1 < argc) g_ipcheck = argv[++i];
+    else if (k == "--peer" && i + 1 < argc) g_peer = argv[++i];
+    else rest.push_back(argv[i]);
+  }
+  if (g_ipcheck.empty() || g_peer.empty()) {
+    std::fprintf(stderr, "ipcheck-bench-harness: give --ipcheck PATH and --peer PATH (ipcheck bench does)\n");
+    return 2;
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+  int n = static_cast<int>(rest.size());
+  rest.push_back(nullptr);
+  benchmark::Initialize(&n, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 2;
+  benchmark::AddCustomContext("floor:harness/floor/two_role_case",
+                              "fork + execve of a trivial C peer, twice, each with a SOCK_SEQPACKET socket: hello, "
+                              "start, one message relayed each way, done, waitpid");
+  benchmark::RegisterBenchmark("harness/two_role_case", two_role_case)->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark("harness/floor/two_role_case", two_role_floor)->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

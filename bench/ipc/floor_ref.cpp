@@ -1,0 +1,160 @@
+// ref's floor: the syscalls that any implementation of pidfd-based memory IPC must make,
+// made directly. What is in it, and why:
+//   open + close: pidfd_open(exporter), pidfd_getfd(pidfd, fd), close(pidfd), mmap,
+//     close(fd) ... munmap. pidfd_open and its close belong in the floor: rb.close.no_leak
+//     forbids a descriptor left behind once every mapping is closed, so an implementation
+//     cannot keep a pidfd per exporter across an open + close cycle.
+//   open + close, checked: the same plus what ipcref's clauses add: fstat(pidfd) (the
+//     pid-reuse guard, rb.open.pid_reuse), fcntl(F_GET_SEALS) and pread of the object
+//     header (the export proof before mapping, rb.open.confused_deputy, rb.put.revokes).
+//   get: getrandom (a fresh export token; rb.put.revokes needs one per export).
+//   physical open + map: pidfd_open, pidfd_getfd, close(pidfd), mmap PROT_NONE (reserve),
+//     mmap MAP_FIXED of the object (map), mmap MAP_FIXED PROT_NONE (unmap, keeping the
+//     reservation), munmap (free), close(fd).
+//   first touch: one read per page of a fresh mapping.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "floor.hpp"
+#include "ipcref/record.hpp"
+
+namespace ipcheck::bench {
+namespace {
+
+std::size_t page() {
+  static const std::size_t p = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return p;
+}
+
+[[noreturn]] void fail(const std::string& what) {
+  throw FloorError("ref floor: " + what + ": " + std::strerror(errno));
+}
+
+class RefFloor final : public Floor {
+ public:
+  std::map<std::string, std::string> describe() const override {
+    return {{"mem_get", "getrandom(8 bytes)"},
+            {"mem_open", "pidfd_open + pidfd_getfd + close(pidfd) + mmap + close(fd)"},
+            {"mem_close", "munmap"},
+            {"mem_open_close", "pidfd_open + pidfd_getfd + close(pidfd) + mmap + close(fd) + munmap"},
+            {"mem_open_close_checked",
+             "pidfd_open + fstat(pidfd) + pidfd_getfd + close(pidfd) + fcntl(F_GET_SEALS) + pread(header) + mmap + "
+             "close(fd) + munmap"},
+            {"mem_first_touch", "one read per page of a mapping made with mmap"},
+            {"phys_open_map",
+             "pidfd_open + pidfd_getfd + close(pidfd) + mmap(PROT_NONE) + mmap(MAP_FIXED, the object) + "
+             "mmap(MAP_FIXED, PROT_NONE) + munmap + close(fd)"}};
+  }
+
+  void get(DevPtr, std::size_t) override {
+    std::uint64_t token = 0;
+    if (::getrandom(&token, sizeof token, 0) != sizeof token) fail("getrandom");
+  }
+
+  std::uint64_t open(const ExportMsg& e) override {
+    const ipcref::record::fields rec = ipcref::record::decode(e.bytes);
+    const int fd = take(e, rec, false);
+    void* p = ::mmap(nullptr, e.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                     static_cast<off_t>(page() + rec.offset));
+    ::close(fd);
+    if (p == MAP_FAILED) fail("mmap");
+    return reinterpret_cast<std::uint64_t>(p);
+  }
+
+  void close(std::uint64_t mapped, const ExportMsg& e) override {
+    if (::munmap(reinterpret_cast<void*>(mapped), e.size) != 0) fail("munmap");
+  }
+
+  bool has_checked_open() const override { return true; }
+
+  std::uint64_t open_checked(const ExportMsg& e) override {
+    const ipcref::record::fields rec = ipcref::record::decode(e.bytes);
+    const int fd = take(e, rec, true);
+    if (::fcntl(fd, F_GET_SEALS) < 0) fail("fcntl(F_GET_SEALS)");
+    // The header up to the export's slot, as ipcref reads it.
+    unsigned char header[4096];
+    const std::size_t need = 64 + (rec.slot + 1) * 32;
+    if (need > sizeof header || ::pread(fd, header, need, 0) != static_cast<ssize_t>(need)) fail("pread(header)");
+    void* p = ::mmap(nullptr, e.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                     static_cast<off_t>(page() + rec.offset));
+    ::close(fd);
+    if (p == MAP_FAILED) fail("mmap");
+    return reinterpret_cast<std::uint64_t>(p);
+  }
+
+  void touch(std::uint64_t mapped, std::size_t bytes) override { read_pages(mapped, bytes); }
+
+  Outcome adapter_touch(Adapter&, DevPtr mapped, std::size_t bytes) override {
+    read_pages(mapped, bytes);  // ref's memory is host memory: the CPU touches it
+    return Outcome::success();
+  }
+
+  void phys_open_map(const ExportMsg& e) override {
+    const ipcref::record::fields rec = ipcref::record::decode(e.bytes);
+    const int fd = take(e, rec, false);
+    void* range = ::mmap(nullptr, e.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (range == MAP_FAILED) fail("mmap(reserve)");
+    if (::mmap(range, e.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(page())) ==
+        MAP_FAILED)
+      fail("mmap(map)");
+    if (::mmap(range, e.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+      fail("mmap(unmap)");
+    ::munmap(range, e.size);
+    ::close(fd);
+  }
+
+ private:
+  // The exporter's descriptor: pidfd_getfd, or a dup of the one that came by SCM_RIGHTS.
+  static int take(const ExportMsg& e, const ipcref::record::fields& rec, bool guard) {
+    if (e.fd) {
+      const int fd = ::fcntl(e.fd.get(), F_DUPFD_CLOEXEC, 0);
+      if (fd < 0) fail("fcntl(F_DUPFD_CLOEXEC)");
+      return fd;
+    }
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, rec.pid, 0));
+    if (pidfd < 0) fail("pidfd_open(" + std::to_string(rec.pid) + ")");
+    if (guard) {
+      struct stat st{};
+      if (::fstat(pidfd, &st) != 0) fail("fstat(pidfd)");
+    }
+    const int fd = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, rec.fd, 0));
+    const int err = errno;
+    ::close(pidfd);
+    errno = err;
+    if (fd < 0) fail("pidfd_getfd(pid " + std::to_string(rec.pid) + ", fd " + std::to_string(rec.fd) + ")");
+    return fd;
+  }
+
+  static void read_pages(std::uint64_t mapped, std::size_t bytes) {
+    const volatile unsigned char* p = reinterpret_cast<const volatile unsigned char*>(mapped);
+    unsigned sum = 0;
+    for (std::size_t at = 0; at < bytes; at += page()) sum += p[at];
+    sink_ = sink_ + sum;
+  }
+
+  static inline volatile unsigned sink_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Floor> make_ref_floor() { return std::make_unique<RefFloor>(); }
+
+std::unique_ptr<Floor> make_floor(const std::string& adapter, const std::map<std::string, std::string>& adapter_options,
+                                  std::string& why) {
+  if (adapter == "ref") return make_ref_floor();
+  if (adapter == "cuda") {
+    auto lib = adapter_options.find("library");
+    return make_cuda_floor(lib == adapter_options.end() ? "" : lib->second, why);
+  }
+  why = "no floor is defined for adapter '" + adapter + "' (bench/ipc has floors for ref and cuda)";
+  return nullptr;
+}
+
+}  // namespace ipcheck::bench

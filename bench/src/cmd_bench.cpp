@@ -1,0 +1,629 @@
+// `ipcheck bench`: the benchmarks of one adapter, each against its floor, summarised into
+// the `bench` section of results.json (reports/SCHEMA.md). Like the runner, this process
+// never loads a GPU runtime: every figure comes from programs it starts by fork + exec.
+//
+//   ipc       ipcheck-bench-ipc, twice (producer and consumer, joined by a socket on fd 3)
+//   harness   ipcheck-bench-harness (the runner on a trivial case vs fork + exec + handshake)
+//   catalog   `ipcheck run -j 2` of the whole catalog, timed
+//   fuzz      `ipcheck fuzz -j 1`, executions per second per worker
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "ipcheck/bench/summary.hpp"
+#include "ipcheck/channel.hpp"
+#include "ipcheck/cli.hpp"
+#include "ipcheck/reports/report_set.hpp"
+#include "ipcheck/runner.hpp"
+#include "ipcheck/spawn.hpp"
+
+#ifndef IPCHECK_VERSION
+#define IPCHECK_VERSION "unknown"
+#endif
+
+namespace ipcheck::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using cli::kFailed;
+using cli::kOk;
+using cli::UsageError;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kSkipped = 77;  // a bench program's status when its adapter cannot run here
+
+std::vector<double> load_average() {
+  std::ifstream in("/proc/loadavg");
+  double a = 0, b = 0, c = 0;
+  in >> a >> b >> c;
+  return {a, b, c};
+}
+
+std::string iso_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string last_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last;
+}
+
+// A program started by fork + exec in its own process group, its output in a log file,
+// descriptor 3 the given socket (if any). Killed with its group if it outlives its owner.
+class Child {
+ public:
+  Child(const std::string& exe, const std::vector<std::string>& args, const std::string& log, int channel = -1) {
+    std::vector<std::string> argv_s{exe};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    unique_fd out(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!out) throw std::runtime_error("cannot write " + log + ": " + std::strerror(errno));
+    unique_fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    int st[2];
+    if (::pipe2(st, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+    unique_fd st_r(st[0]), st_w(st[1]);
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+      ::signal(SIGPIPE, SIG_DFL);
+      ::signal(SIGINT, SIG_DFL);
+      ::signal(SIGTERM, SIG_DFL);
+      const int hi_null = ::fcntl(devnull.get(), F_DUPFD, 10);
+      const int hi_out = ::fcntl(out.get(), F_DUPFD, 10);
+      const int hi_chan = channel >= 0 ? ::fcntl(channel, F_DUPFD, 10) : -1;
+      const int hi_st = ::fcntl(st_w.get(), F_DUPFD, 10);
+      ::dup2(hi_null, 0);
+      ::dup2(hi_out, 1);
+      ::dup2(hi_out, 2);
+      if (hi_chan >= 0) ::dup2(hi_chan, 3);
+      ::dup3(hi_st, 4, O_CLOEXEC);
+      if (hi_chan < 0) ::close(3);
+      ::close_range(5, ~0U, 0);
+      ::execv(argv[0], argv.data());
+      const int err = errno;
+      (void)!::write(4, &err, sizeof err);
+      ::_exit(127);
+    }
+    pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)));
+    st_w.reset();
+    int err = 0;
+    ssize_t n;
+    do n = ::read(st_r.get(), &err, sizeof err);
+    while (n < 0 && errno == EINTR);
+    if (n == static_cast<ssize_t>(sizeof err)) {
+      int status;
+      ::waitpid(pid_, &status, 0);
+      pid_ = 0;
+      throw std::runtime_error("exec " + exe + ": " + std::strerror(err));
+    }
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child() {
+    if (pid_ > 0 && !status_) {
+      ::kill(-pid_, SIGKILL);
+      int s;
+      while (::waitpid(pid_, &s, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+
+  // The exit status once it ended within `limit`; empty (and the group killed) otherwise.
+  std::optional<ExitStatus> wait(std::chrono::milliseconds limit) {
+    if (status_) return status_;
+    pollfd p{pidfd_.get(), POLLIN, 0};
+    const auto deadline = Clock::now() + limit;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) break;
+      const int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+      if (r > 0) break;
+    }
+    int s = 0;
+    pid_t got;
+    do got = ::waitpid(pid_, &s, WNOHANG);
+    while (got < 0 && errno == EINTR);
+    if (got != pid_) {
+      ::kill(-pid_, SIGKILL);
+      while (::waitpid(pid_, &s, 0) < 0 && errno == EINTR) {
+      }
+      ExitStatus killed;
+      killed.signal = SIGKILL;
+      status_ = killed;
+      return std::nullopt;
+    }
+    ExitStatus e;
+    e.exited = WIFEXITED(s);
+    e.code = e.exited ? WEXITSTATUS(s) : 0;
+    e.signal = WIFSIGNALED(s) ? WTERMSIG(s) : 0;
+    status_ = e;
+    return e;
+  }
+
+ private:
+  pid_t pid_ = 0;
+  unique_fd pidfd_;
+  std::optional<ExitStatus> status_;
+};
+
+struct Settings {
+  std::string adapter;
+  std::string transport;
+  std::map<std::string, std::string> adapter_options;
+  std::string out;
+  int repetitions = 10;
+  double min_time = 0.1;
+  bool brief = false;
+  std::string filter;
+  std::vector<std::string> parts;  // ipc, harness, catalog, fuzz
+  int catalog_runs = 0;
+  int catalog_jobs = 2;
+  std::vector<std::string> catalog_filters;
+  int fuzz_runs = 0;
+  double fuzz_time = 5;
+  double timeout_s = 1200;
+};
+
+// What the steps found, gathered into the bench section.
+struct Gathered {
+  std::vector<Series> series;
+  std::vector<std::string> errors;
+  json skipped = json::array();
+  json floors = json::object();
+  json programs = json::object();  // per program: Google Benchmark's context, log, raw output
+  std::vector<std::string> pending;
+};
+
+bool wants(const Settings& s, const std::string& part) {
+  return std::find(s.parts.begin(), s.parts.end(), part) != s.parts.end();
+}
+
+std::vector<std::string> google_benchmark_flags(const Settings& s, const std::string& out_json, double min_time) {
+  std::vector<std::string> f{"--benchmark_out=" + out_json, "--benchmark_out_format=json",
+                             "--benchmark_repetitions=" + std::to_string(s.repetitions),
+                             "--benchmark_enable_random_interleaving=true"};
+  std::ostringstream t;
+  t << "--benchmark_min_time=" << min_time;
+  f.push_back(t.str());
+  if (!s.filter.empty()) f.push_back("--benchmark_filter=" + s.filter);
+  return f;
+}
+
+// Reads one program's Google Benchmark output into `g`; false when there is none.
+bool take_google_benchmark(Gathered& g, const std::string& program, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    g.errors.push_back(program + ": no output at " + path);
+    return false;
+  }
+  json doc;
+  try {
+    doc = json::parse(in);
+  } catch (const std::exception& e) {
+    g.errors.push_back(program + ": " + path + " is not JSON: " + e.what());
+    return false;
+  }
+  auto s = series_from_google_benchmark(doc, program, g.errors);
+  g.series.insert(g.series.end(), s.begin(), s.end());
+  json ctx = doc.value("context", json::object());
+  for (auto it = ctx.begin(); it != ctx.end(); ++it) {
+    const std::string key = it.key();
+    if (key.rfind("floor:", 0) == 0 && it->is_string()) g.floors[key.substr(6)] = *it;
+    if (key.rfind("skipped:", 0) == 0 && it->is_string()) g.skipped.push_back({{"name", key.substr(8)}, {"reason", *it}});
+  }
+  json kept = json::object();
+  for (const char* k : {"date", "host_name", "num_cpus", "mhz_per_cpu", "cpu_scaling_enabled", "load_avg",
+                        "library_build_type", "ipcheck.adapter", "ipcheck.driver", "ipcheck.transport"})
+    if (ctx.contains(k)) kept[k] = ctx[k];
+  kept["output"] = fs::path(path).filename().string();
+  g.programs[program] = kept;
+  return true;
+}
+
+std::string sibling(const std::string& name) { return (fs::path(self_executable()).parent_path() / name).string(); }
+
+void run_ipc(const Settings& s, Gathered& g) {
+  const std::string exe = sibling("ipcheck-bench-ipc");
+  if (!fs::exists(exe)) {
+    g.errors.push_back("ipc: " + exe + " is not there; build the bench targets (cmake --build build)");
+    return;
+  }
+  std::vector<std::string> common{"--adapter", s.adapter, "--transport", s.transport};
+  for (const auto& [k, v] : s.adapter_options) common.insert(common.end(), {"--adapter-opt", k + "=" + v});
+  const std::string raw = (fs::path(s.out) / "ipc.json").string();
+  std::vector<std::string> consumer_args{"--role", "consumer"};
+  consumer_args.insert(consumer_args.end(), common.begin(), common.end());
+  for (auto& f : google_benchmark_flags(s, raw, s.min_time)) consumer_args.push_back(f);
+  std::vector<std::string> producer_args{"--role", "producer"};
+  producer_args.insert(producer_args.end(), common.begin(), common.end());
+
+  std::printf("ipc: %s verbs and their floors, %d repetitions (log: %s/ipc-*.log)\n", s.adapter.c_str(),
+              s.repetitions, s.out.c_str());
+  std::fflush(stdout);
+  auto [producer_end, consumer_end] = make_channel_pair();
+  const std::string plog = (fs::path(s.out) / "ipc-producer.log").string();
+  const std::string clog = (fs::path(s.out) / "ipc-consumer.log").string();
+  Child producer(exe, producer_args, plog, producer_end.get());
+  Child consumer(exe, consumer_args, clog, consumer_end.get());
+  producer_end.reset();
+  consumer_end.reset();
+  const auto done = consumer.wait(std::chrono::milliseconds(static_cast<long long>(s.timeout_s * 1000)));
+  const auto pdone = producer.wait(std::chrono::seconds(10));
+  if (!done) {
+    g.errors.push_back("ipc: the consumer ran past " + std::to_string(static_cast<int>(s.timeout_s)) +
+                       " s and was killed; see " + clog);
+    return;
+  }
+  if (done->exited && done->code == kSkipped) {
+    g.skipped.push_back({{"name", s.adapter + "/*"}, {"reason", last_line(clog)}});
+    return;
+  }
+  if (!done->exited || done->code != 0)
+    g.errors.push_back("ipc: the consumer ended with " + done->describe() + ": " + last_line(clog));
+  if (!pdone || !pdone->exited || pdone->code != 0)
+    g.errors.push_back("ipc: the producer ended with " + (pdone ? pdone->describe() : std::string("a timeout")) +
+                       ": " + last_line(plog));
+  take_google_benchmark(g, "ipcheck-bench-ipc", raw);
+}
+
+void run_harness(const Settings& s, Gathered& g) {
+  const std::string exe = sibling("ipcheck-bench-harness"), peer = sibling("ipcheck-bench-peer");
+  for (const auto& p : {exe, peer})
+    if (!fs::exists(p)) {
+      g.errors.push_back("harness: " + p + " is not there; build the bench targets (cmake --build build)");
+      return;
+    }
+  const std::string raw = (fs::path(s.out) / "harness.json").string();
+  const std::string log = (fs::path(s.out) / "harness.log").string();
+  std::vector<std::string> args{"--ipcheck", self_executable(), "--peer", peer};
+  for (auto& f : google_benchmark_flags(s, raw, s.brief ? s.min_time : std::max(s.min_time, 0.2))) args.push_back(f);
+  std::printf("harness: a two-role case against fork + exec + handshake, %d repetitions (log: %s)\n", s.repetitions,
+              log.c_str());
+  std::fflush(stdout);
+  Child c(exe, args, log);
+  const auto st = c.wait(std::chrono::milliseconds(static_cast<long long>(s.timeout_s * 1000)));
+  if (!st || !st->exited || st->code != 0) {
+    g.errors.push_back("harness: ipcheck-bench-harness ended with " + (st ? st->describe() : std::string("a timeout")) +
+                       ": " + last_line(log));
+    if (!st) return;
+  }
+  if (!take_google_benchmark(g, "ipcheck-bench-harness", raw)) return;
+  // The overhead itself: the case less its floor (medians), noise of both.
+  const Series *run = nullptr, *floor = nullptr;
+  for (const auto& x : g.series) {
+    if (x.name == "harness/two_role_case") run = &x;
+    if (x.name == "harness/floor/two_role_case") floor = &x;
+  }
+  if (run && floor && !run->samples.empty() && !floor->samples.empty() && run->unit == floor->unit) {
+    Series d;
+    d.name = "harness/two_role_case_overhead";
+    d.unit = run->unit;
+    d.load_1m = run->load_1m;
+    d.source = "ipcheck bench (two_role_case less its floor)";
+    d.label.note = "harness/two_role_case less harness/floor/two_role_case, repetition by repetition";
+    d.label.target = 2.5 / (seconds_per(d.unit) / 1e-3);  // 2.5 ms in the benchmark's unit
+    const std::size_t n = std::min(run->samples.size(), floor->samples.size());
+    // Repetitions are interleaved at random; pairing them by index spreads the noise of both.
+    for (std::size_t i = 0; i < n; ++i) d.samples.push_back(run->samples[i] - floor->samples[i]);
+    g.series.push_back(std::move(d));
+  }
+}
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nullptr;
+  try {
+    return json::parse(in);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+void run_catalog(const Settings& s, Gathered& g) {
+  if (s.catalog_runs <= 0) return;
+  Series wall;
+  wall.name = s.adapter + "/catalog_wall_j" + std::to_string(s.catalog_jobs);
+  for (const auto& f : s.catalog_filters) wall.name += "/filter=" + f;
+  wall.unit = "s";
+  wall.load_1m = load_average()[0];
+  wall.source = "ipcheck run";
+  wall.label.note = "ipcheck run --adapter " + s.adapter + " -j " + std::to_string(s.catalog_jobs) +
+                    ", wall time from start to exit";
+  if (s.adapter == "ref" && s.catalog_filters.empty() && s.catalog_jobs == 2) wall.label.target = 20;
+  for (int i = 0; i < s.catalog_runs; ++i) {
+    const std::string dir = (fs::path(s.out) / ("catalog-" + std::to_string(i))).string();
+    const std::string log = dir + ".log";
+    std::vector<std::string> args{"run", "--adapter", s.adapter, "-j", std::to_string(s.catalog_jobs), "--quiet",
+                                  "--out", dir, "--transport", s.transport};
+    for (const auto& [k, v] : s.adapter_options) args.insert(args.end(), {"--adapter-opt", k + "=" + v});
+    for (const auto& f : s.catalog_filters) args.insert(args.end(), {"--filter", f});
+    std::printf("catalog: run %d of %d: ipcheck run --adapter %s -j %d%s\n", i + 1, s.catalog_runs, s.adapter.c_str(),
+                s.catalog_jobs, s.catalog_filters.empty() ? "" : " (filtered)");
+    std::fflush(stdout);
+    const auto t0 = Clock::now();
+    Child c(self_executable(), args, log);
+    const auto st = c.wait(std::chrono::milliseconds(static_cast<long long>(s.timeout_s * 1000)));
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!st || !st->exited || st->code > 1) {
+      g.errors.push_back("catalog: ipcheck run ended with " + (st ? st->describe() : std::string("a timeout")) + ": " +
+                         last_line(log));
+      continue;
+    }
+    if (st->code == 1) g.errors.push_back("catalog: run " + std::to_string(i + 1) + " had unexpected results (" +
+                                          dir + "/report.md); its time still counts");
+    wall.samples.push_back(t);
+  }
+  if (!wall.samples.empty()) g.series.push_back(std::move(wall));
+}
+
+void run_fuzz(const Settings& s, Gathered& g) {
+  if (s.fuzz_runs <= 0) return;
+  if (!cli::commands().count("fuzz")) {
+    g.pending.push_back("fuzz: this ipcheck has no fuzz command; executions per second per worker are pending");
+    return;
+  }
+  Series rate;
+  rate.name = s.adapter + "/fuzz_exec_per_s_per_worker";
+  rate.unit = "exec/s";
+  rate.higher_is_better = true;
+  rate.load_1m = load_average()[0];
+  rate.source = "ipcheck fuzz";
+  std::ostringstream secs;
+  secs << s.fuzz_time;
+  rate.label.note = "ipcheck fuzz --adapter " + s.adapter + " -j 1 --time " + secs.str() +
+                    ": executions over fuzzing time, one worker";
+  if (s.adapter == "ref") rate.label.target = 20000;
+  for (int i = 0; i < s.fuzz_runs; ++i) {
+    const std::string dir = (fs::path(s.out) / ("fuzz-" + std::to_string(i))).string();
+    const std::string log = dir + ".log";
+    std::vector<std::string> args{"fuzz", "--adapter", s.adapter, "-j", "1", "--time", secs.str(), "--quiet",
+                                  "--seed", std::to_string(i + 1), "--out", dir, "--transport", s.transport};
+    for (const auto& [k, v] : s.adapter_options) args.insert(args.end(), {"--adapter-opt", k + "=" + v});
+    std::printf("fuzz: run %d of %d: ipcheck fuzz --adapter %s -j 1 --time %s\n", i + 1, s.fuzz_runs, s.adapter.c_str(),
+                secs.str().c_str());
+    std::fflush(stdout);
+    Child c(self_executable(), args, log);
+    const auto st = c.wait(std::chrono::milliseconds(static_cast<long long>(s.fuzz_time * 1000 + 120'000)));
+    const json r = read_json(dir + "/results.json");
+    const json f = r.is_object() ? r.value("fuzz", json()) : json();
+    if (!st || !f.is_object() || !f.contains("exec_per_s_per_worker") || !f["exec_per_s_per_worker"].is_number()) {
+      g.errors.push_back("fuzz: run " + std::to_string(i + 1) + " ended with " +
+                         (st ? st->describe() : std::string("a timeout")) + " and no exec_per_s_per_worker: " +
+                         last_line(log));
+      continue;
+    }
+    if (f.value("status", "") != "completed")
+      g.errors.push_back("fuzz: run " + std::to_string(i + 1) + " " + f.value("status", "") + ": " + f.value("reason", ""));
+    if (st->exited && st->code == 1) g.errors.push_back("fuzz: run " + std::to_string(i + 1) + " had findings (" + dir + ")");
+    rate.samples.push_back(f["exec_per_s_per_worker"].get<double>());
+  }
+  if (!rate.samples.empty()) g.series.push_back(std::move(rate));
+}
+
+std::string figure(double v) {
+  char b[32];
+  if (v != 0 && (std::fabs(v) >= 1e6 || std::fabs(v) < 1e-2)) std::snprintf(b, sizeof b, "%.3g", v);
+  else std::snprintf(b, sizeof b, "%.4g", v);
+  return b;
+}
+
+void print_table(const json& list) {
+  std::size_t w = 9;
+  for (const auto& b : list) w = std::max(w, b["name"].get<std::string>().size());
+  std::printf("\n%-*s  %12s  %10s  %12s  %7s  %8s  %s\n", static_cast<int>(w), "benchmark", "median", "spread", "floor",
+              "ratio", "target", "met");
+  for (const auto& b : list) {
+    const std::string unit = b.value("unit", "");
+    const std::string med = figure(b.value("median", 0.0)) + " " + unit;
+    std::string target = "";
+    if (b.contains("target_ratio")) target = "x" + figure(b["target_ratio"].get<double>());
+    if (b.contains("target"))
+      target += std::string(target.empty() ? "" : ",") + (b.value("better", "lower") == "higher" ? ">=" : "<=") +
+                figure(b["target"].get<double>());
+    std::printf("%-*s  %12s  %10s  %12s  %7s  %8s  %s\n", static_cast<int>(w), b["name"].get<std::string>().c_str(),
+                med.c_str(), figure(b.value("spread", 0.0)).c_str(),
+                b.contains("floor") ? figure(b["floor"].get<double>()).c_str() : "-",
+                b.contains("ratio") ? figure(b["ratio"].get<double>()).c_str() : "-", target.c_str(),
+                b.contains("met") ? (b["met"].get<bool>() ? "yes" : "NO") : "");
+  }
+}
+
+int bench(const std::vector<std::string>& args) {
+  cli::Options o("bench", "--adapter NAME [--out DIR] [--results FILE] [--repetitions N] [--brief] [options]",
+                 "Measures one adapter's IPC verbs (get, open, first touch, close, put; physical open + map;\n"
+                 "event signal-to-wake across processes; at 4 KiB, 2 MiB and 64 MiB), each against its\n"
+                 "floor (the same work done the cheapest way: raw syscalls for ref, direct driver calls\n"
+                 "for cuda) in the same run; the harness's overhead per two-role case against fork + exec\n"
+                 "+ a handshake; the whole catalog's wall time; the fuzzer's executions per second per\n"
+                 "worker. Every cross-process figure runs in processes started by fork + exec; this one\n"
+                 "loads no GPU runtime. Writes DIR/results.json (section \"bench\": medians, spreads,\n"
+                 "floors, ratios) with its renderings, and the raw Google Benchmark output beside it.\n"
+                 "Exit status: 0 when every benchmark ran (or the adapter is not available here: skipped),\n"
+                 "1 when one failed, 2 usage. Figures are reported, never judged by the exit status.");
+  o.value("--adapter", "NAME", "adapter to measure (ipcheck list --adapters)", "ref")
+      .value("--out", "DIR", "where results go", "ipcheck-results/bench-<adapter>")
+      .value("--results", "FILE", "also put the bench section into this results.json (and re-render beside it)")
+      .value("--repetitions", "N", "repetitions of each benchmark (median and spread are over them)", "10")
+      .value("--min-time", "S", "seconds each repetition runs at least", "0.1")
+      .flag("--brief", "a smoke run: 2 repetitions, minimal times, a filtered catalog, short fuzz runs")
+      .value("--filter", "REGEX", "only the Google Benchmark benchmarks whose name matches")
+      .value("--parts", "LIST", "which parts to run: ipc,harness,catalog,fuzz", "ipc,harness,catalog,fuzz")
+      .value("--catalog-runs", "N", "timed runs of the catalog (0: none)", "3 for ref, else 0")
+      .value("--catalog-jobs", "N", "-j of the timed catalog runs", "2")
+      .multi("--catalog-filter", "GLOB", "time only the cases that match (the benchmark's name says so)")
+      .value("--fuzz-runs", "N", "fuzz campaigns to take the rate from (0: none)", "3 for ref, else 0")
+      .value("--fuzz-time", "S", "seconds of each fuzz campaign", "5")
+      .value("--timeout", "S", "seconds a bench program may run", "1200")
+      .value("--transport", "T", "descriptor transport: pidfd, scm or auto", "auto")
+      .multi("--adapter-opt", "KEY=VALUE", "adapter option (ref: devices=...; cuda: library=...)")
+      .value("--skip-exit-code", "N", "exit with N when the adapter is not available here (for CTest)");
+  return cli::run_command("bench", [&] {
+    if (!o.parse(args)) return kOk;
+    Settings s;
+    s.adapter = o.get("--adapter");
+    if (!find_adapter(s.adapter))
+      throw UsageError("unknown adapter '" + s.adapter + "'; 'ipcheck list --adapters' shows them");
+    s.transport = o.get("--transport");
+    if (s.transport != "pidfd" && s.transport != "scm" && s.transport != "auto")
+      throw UsageError("--transport is '" + s.transport + "'; use pidfd, scm or auto");
+    s.adapter_options = o.get_map("--adapter-opt");
+    s.out = o.has("--out") ? o.get("--out") : "ipcheck-results/bench-" + s.adapter;
+    s.brief = o.has("--brief");
+    s.repetitions = o.has("--repetitions") ? o.get_int("--repetitions", 1, 1000) : (s.brief ? 2 : 10);
+    s.min_time = o.has("--min-time") ? o.get_double("--min-time", 0, 60) : (s.brief ? 0.001 : 0.1);
+    s.filter = o.get("--filter");
+    std::istringstream parts(o.get("--parts"));
+    for (std::string p; std::getline(parts, p, ',');) {
+      if (p != "ipc" && p != "harness" && p != "catalog" && p != "fuzz")
+        throw UsageError("--parts names '" + p + "'; use a list of ipc, harness, catalog, fuzz");
+      s.parts.push_back(p);
+    }
+    const bool ref = s.adapter == "ref";
+    s.catalog_jobs = o.get_int("--catalog-jobs", 1, 256);
+    s.catalog_filters = o.all("--catalog-filter");
+    if (s.brief && s.catalog_filters.empty()) s.catalog_filters = {"memory.roundtrip.*"};
+    s.catalog_runs = o.has("--catalog-runs") ? o.get_int("--catalog-runs", 0, 100) : (ref ? (s.brief ? 2 : 3) : 0);
+    s.fuzz_runs = o.has("--fuzz-runs") ? o.get_int("--fuzz-runs", 0, 100) : (ref ? (s.brief ? 2 : 3) : 0);
+    s.fuzz_time = o.has("--fuzz-time") ? o.get_double("--fuzz-time", 0.1, 3600) : (s.brief ? 0.5 : 5);
+    s.timeout_s = o.get_double("--timeout", 1, 86400);
+    if (!wants(s, "catalog")) s.catalog_runs = 0;
+    if (!wants(s, "fuzz")) s.fuzz_runs = 0;
+    ::signal(SIGPIPE, SIG_IGN);
+    fs::create_directories(s.out);
+
+    reports::Results results;
+    const std::string results_path = o.get("--results");
+    if (!results_path.empty()) {
+      try {
+        results = reports::read_results(results_path);
+      } catch (const std::exception& e) {
+        throw UsageError("--results " + results_path + ": " + e.what());
+      }
+    }
+
+    const auto t0 = Clock::now();
+    const std::string start = iso_now();
+    const std::vector<double> load_before = load_average();
+    RunOptions probe_opts;
+    probe_opts.adapter = s.adapter;
+    probe_opts.transport = s.transport;
+    probe_opts.adapter_options = s.adapter_options;
+    const AdapterProbe probe = probe_adapter(probe_opts);
+
+    Gathered g;
+    json section = {{"adapter", s.adapter}};
+    if (probe.broken) {
+      g.errors.push_back("the adapter probe failed: " + probe.reason);
+      section["benchmarks"] = json::array();
+    } else if (!probe.available) {
+      std::printf("%s: skipped: %s\n", s.adapter.c_str(), probe.reason.c_str());
+      section["benchmarks"] = json::array();
+      section["skipped"] = json::array({{{"name", s.adapter + "/*"}, {"reason", probe.reason}}});
+    } else {
+      std::printf("%s: %s %s; load average %.2f %.2f %.2f on %ld CPUs\n", s.adapter.c_str(),
+                  probe.info.driver_name.c_str(), probe.info.driver_version.c_str(), load_before[0], load_before[1],
+                  load_before[2], ::sysconf(_SC_NPROCESSORS_ONLN));
+      std::fflush(stdout);
+      try {
+        if (wants(s, "ipc")) run_ipc(s, g);
+        if (wants(s, "harness")) run_harness(s, g);
+        run_catalog(s, g);
+        run_fuzz(s, g);
+      } catch (const std::exception& e) {
+        g.errors.push_back(e.what());
+      }
+      canonical_order(g.series);
+      section["benchmarks"] = summarize(g.series, g.errors);
+      section["floors"] = g.floors;
+      section["skipped"] = g.skipped;
+    }
+    section["errors"] = g.errors;
+    section["pending"] = g.pending;
+    const std::vector<double> load_after = load_average();
+    utsname u{};
+    ::uname(&u);
+    section["context"] = {{"start", start},
+                          {"duration_s", std::chrono::duration<double>(Clock::now() - t0).count()},
+                          {"host", u.nodename},
+                          {"cpus", ::sysconf(_SC_NPROCESSORS_ONLN)},
+                          {"load_before", load_before},
+                          {"load_after", load_after},
+                          {"repetitions", s.repetitions},
+                          {"min_time_s", s.min_time},
+                          {"brief", s.brief},
+                          {"programs", g.programs}};
+
+    if (results_path.empty()) {
+      results.run = probe.info;
+      results.run.adapter = s.adapter;
+      results.run.start = start;
+      results.run.ipcheck_version = IPCHECK_VERSION;
+      results.run.kernel = std::string(u.sysname) + " " + u.release;
+      results.run.hostname = u.nodename;
+      results.run.audit = "off";
+      results.run.options = {{"bench", {{"repetitions", s.repetitions}, {"min_time_s", s.min_time},
+                                        {"brief", s.brief}, {"parts", s.parts}}},
+                             {"transport", s.transport},
+                             {"adapter_options", s.adapter_options}};
+      if (!probe.available) results.run.options["adapter_unavailable"] = probe.reason;
+      results.run.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+      results.summary = reports::summarize(results.cases);
+    }
+    results.bench = section;
+    std::vector<std::string> written;
+    if (!results_path.empty()) {
+      const fs::path dir = fs::path(results_path).parent_path();
+      written = reports::write_report_set(dir.empty() ? "." : dir.string(), results);
+    }
+    reports::Results own = results;
+    for (const auto& p : reports::write_report_set(s.out, own)) written.push_back(p);
+
+    if (probe.available) print_table(section["benchmarks"]);
+    for (const auto& k : section["skipped"])
+      std::printf("skipped %s: %s\n", k.value("name", "").c_str(), k.value("reason", "").c_str());
+    for (const auto& p : g.pending) std::printf("pending: %s\n", p.c_str());
+    std::printf("load average %.2f %.2f %.2f before, %.2f %.2f %.2f after\n", load_before[0], load_before[1],
+                load_before[2], load_after[0], load_after[1], load_after[2]);
+    for (const auto& e : g.errors) std::printf("error: %s\n", e.c_str());
+    for (const auto& p : written) std::printf("wrote %s\n", p.c_str());
+    if (probe.broken) return kFailed;
+    if (!probe.available) return o.has("--skip-exit-code") ? o.get_int("--skip-exit-code", 0, 255) : kOk;
+    return g.errors.empty() ? kOk : kFailed;
+  });
+}
+
+const cli::CommandRegistration reg{{"bench", "measure IPC verbs, the harness and the fuzzer against their floors", bench}};
+
+}  // namespace
+}  // namespace ipcheck::bench

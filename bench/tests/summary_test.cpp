@@ -1,0 +1,134 @@
+// The arithmetic and the parsing behind the bench section: medians, spreads, floors and
+// ratios from Google Benchmark's output. Figures here are made up; real ones are never
+// asserted.
+#include "ipcheck/bench/summary.hpp"
+
+#include <gtest/gtest.h>
+
+namespace ipcheck::bench {
+namespace {
+
+using nlohmann::json;
+
+TEST(Summary, MedianOfOddAndEvenCounts) {
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(median({}), 0);
+}
+
+TEST(Summary, MadIsTheMedianDistanceFromTheMedian) {
+  // median 3; distances 2 1 0 1 97 -> median 1: one outlier does not move it.
+  EXPECT_DOUBLE_EQ(mad({1, 2, 3, 4, 100}), 1);
+}
+
+TEST(Summary, LabelsRoundTrip) {
+  LabelInfo l;
+  l.floor = "ref/floor/mem_open_close/4KiB";
+  l.target_ratio = 1.25;
+  l.note = "two syscalls";
+  const LabelInfo back = parse_label(make_label(l));
+  EXPECT_EQ(back.floor, l.floor);
+  ASSERT_TRUE(back.target_ratio);
+  EXPECT_DOUBLE_EQ(*back.target_ratio, 1.25);
+  EXPECT_FALSE(back.target);
+  EXPECT_EQ(back.note, "two syscalls");
+  EXPECT_TRUE(parse_label("").floor.empty());
+}
+
+TEST(Summary, NamesLoseTheSuffixesGoogleBenchmarkAdds) {
+  EXPECT_EQ(clean_name("ref/mem_open/4KiB/manual_time"), "ref/mem_open/4KiB");
+  EXPECT_EQ(clean_name("harness/two_role_case/real_time"), "harness/two_role_case");
+  EXPECT_EQ(clean_name("ref/mem_open/4KiB"), "ref/mem_open/4KiB");
+}
+
+json run(const std::string& name, double t, const std::string& unit, const std::string& label = "") {
+  return {{"name", name}, {"run_name", name}, {"run_type", "iteration"}, {"real_time", t},
+          {"cpu_time", t},  {"time_unit", unit}, {"label", label},        {"iterations", 100}};
+}
+
+TEST(Summary, RepetitionsBecomeOneEntryHeldAgainstItsFloor) {
+  json doc = {{"context", {{"load_avg", {0.5, 0.4, 0.3}}}}, {"benchmarks", json::array()}};
+  for (double t : {1100.0, 1200.0, 1300.0}) doc["benchmarks"].push_back(run("v/manual_time", t, "ns", "floor=f;target_ratio=1.25"));
+  // The floor in microseconds: converted to the verb's unit.
+  for (double t : {0.9, 1.0, 1.1}) doc["benchmarks"].push_back(run("f", t, "us"));
+  doc["benchmarks"].push_back({{"name", "v_median"}, {"run_name", "v"}, {"run_type", "aggregate"}, {"real_time", 1.0}});
+  std::vector<std::string> errors;
+  const auto series = series_from_google_benchmark(doc, "test", errors);
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0].samples.size(), 3u);  // the aggregate is not a repetition
+  const json list = summarize(series, errors);
+  EXPECT_TRUE(errors.empty());
+  ASSERT_EQ(list.size(), 2u);
+  const json& v = list[0];
+  EXPECT_EQ(v["name"], "v");
+  EXPECT_EQ(v["unit"], "ns");
+  EXPECT_DOUBLE_EQ(v["median"].get<double>(), 1200);
+  EXPECT_DOUBLE_EQ(v["spread"].get<double>(), 100);
+  EXPECT_EQ(v["repetitions"], 3);
+  EXPECT_DOUBLE_EQ(v["floor"].get<double>(), 1000);
+  EXPECT_DOUBLE_EQ(v["ratio"].get<double>(), 1.2);
+  EXPECT_EQ(v["floor_name"], "f");
+  EXPECT_EQ(v["met"], true);
+  EXPECT_DOUBLE_EQ(v["load_1m"].get<double>(), 0.5);
+  EXPECT_FALSE(list[1].contains("ratio"));
+}
+
+TEST(Summary, AMissingFloorIsAnError) {
+  Series s;
+  s.name = "v";
+  s.unit = "ns";
+  s.samples = {1, 2};
+  s.label.floor = "nowhere";
+  std::vector<std::string> errors;
+  const json list = summarize({s}, errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("nowhere"), std::string::npos);
+  EXPECT_FALSE(list[0].contains("ratio"));
+}
+
+TEST(Summary, AThroughputTargetIsALowerBound) {
+  Series s;
+  s.name = "fuzz";
+  s.unit = "exec/s";
+  s.higher_is_better = true;
+  s.samples = {19000, 21000, 22000};
+  s.label.target = 20000;
+  std::vector<std::string> errors;
+  const json e = summarize({s}, errors)[0];
+  EXPECT_EQ(e["better"], "higher");
+  EXPECT_EQ(e["met"], true);
+  s.samples = {15000, 16000, 21000};
+  EXPECT_EQ(summarize({s}, errors)[0]["met"], false);
+}
+
+TEST(Summary, CanonicalOrderPutsEachVerbBeforeItsFloorBySize) {
+  std::vector<Series> v;
+  for (const char* n : {"ref/floor/mem_open/64MiB", "ref/mem_close/4KiB", "ref/mem_open/64MiB", "ref/floor/mem_open/4KiB",
+                        "ref/mem_open/4KiB", "ref/mem_get/2MiB"}) {
+    Series s;
+    s.name = n;
+    s.source = "ipc";
+    v.push_back(s);
+  }
+  Series h;
+  h.name = "harness/two_role_case";
+  h.source = "harness";
+  v.insert(v.begin(), h);
+  canonical_order(v);
+  std::vector<std::string> names;
+  for (const auto& s : v) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"harness/two_role_case", "ref/mem_get/2MiB", "ref/mem_open/4KiB",
+                                             "ref/floor/mem_open/4KiB", "ref/mem_open/64MiB", "ref/floor/mem_open/64MiB",
+                                             "ref/mem_close/4KiB"}));
+}
+
+TEST(Summary, ErrorsOfGoogleBenchmarkRunsAreNamed) {
+  json doc = {{"benchmarks", {{{"name", "x"}, {"run_name", "x"}, {"error_occurred", true}, {"error_message", "boom"}}}}};
+  std::vector<std::string> errors;
+  EXPECT_TRUE(series_from_google_benchmark(doc, "test", errors).empty());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0], "x: boom");
+}
+
+}  // namespace
+}  // namespace ipcheck::bench
