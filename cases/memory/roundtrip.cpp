@@ -14,7 +14,8 @@ void register_roundtrips() {
                        "Producer data reaches the consumer and the consumer's writes reach the producer (" +
                            size_name(size) + ")")
                       .clause("sycl.mem.roundtrip")
-                      .steps({"after_export", "after_send", "after_open", "before_close"})
+                      .steps("producer", {"after_export", "after_send"})
+                      .steps("consumer", {"after_open", "before_close"})
                       .role("producer",
                             [size](Role& r) {
                               Owned mem = alloc_filled(r, size, kProducerSeed, "sycl.mem.roundtrip");

@@ -15,7 +15,8 @@ void register_roundtrips() {
                        "Physical memory exported, opened and mapped in another process carries data both ways (" +
                            (wanted == 1 ? std::string("one granule") : size_name(wanted)) + ")")
                       .clause(kClause)
-                      .steps({"after_export", "after_open"})
+                      .steps("producer", {"after_export"})
+                      .steps("consumer", {"after_open"})
                       .role("producer",
                             [wanted](Role& r) {
                               const std::size_t bytes = granular(r, wanted);
