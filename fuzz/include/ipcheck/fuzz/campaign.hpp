@@ -1,0 +1,111 @@
+// A fuzz campaign: the parent side of `ipcheck fuzz`. Like the runner it never loads a GPU
+// runtime: it forks and execs one producer and N consumer workers (`ipcheck fuzz-role`),
+// watches them (a crashed or hung worker is replaced and the campaign goes on, its input
+// read back from the worker's page), minimises and deduplicates the findings with a replay
+// worker, and writes results.json with a `fuzz` section (and its renderings) plus one
+// reproducer and one description file per finding.
+//
+// The `fuzz` section of results.json (schema "ipcheck.fuzz/1"; Results::fuzz):
+//
+//   {
+//     "schema": "ipcheck.fuzz/1",
+//     "status": "completed" | "skipped" | "aborted" | "interrupted",
+//     "reason": "",                        // why not completed (adapter missing, producer died...)
+//     "target": "memory handles (ref)",    // what was fuzzed
+//     "adapter": "ref",
+//     "driver": {"name": "ipcref", "version": "0.1.0+g1234"},
+//     "handle_layout": {"name": "ipcref/1", "knowledge": "exact" | "partial" | "opaque",
+//                       "size": 64, "fields": ["magic", "version", ...]},
+//     "transport": "pidfd" | "scm" | ...,  // how descriptors moved
+//     "setup": "ipcheck.fuzz-setup/1",      // the producer's fixed set of exports and decoys
+//     "seed": 1, "jobs": 1,
+//     "budget": {"time_s": 60, "runs": 0}, // 0: not bounded by that
+//     "duration_s": 60.0,                  // fuzzing time: first worker ready to last stopped
+//     "executions": 1234567,               // inputs opened (a crashing or hanging one counts)
+//     "exec_per_s": 20576.1,               // executions / duration_s, all workers
+//     "exec_per_s_per_worker": 20576.1,
+//     "workers": {"started": 1, "replaced": 0},
+//     "outcomes": {"success": 31000, "invalid": 1200000, "exporter_gone": 12, ...},
+//                                          // what open returned, by ipcheck Errc name (every
+//                                          // execution once; a crash or hang is in "verdicts")
+//     "native_outcomes": {"ipcref::errc::invalid": 1200000, ...},  // by native code name
+//     "verdicts": {"rejected": n, "mapped": n, "confused_deputy": n, "crash": n, ...},
+//                                          // the oracle's verdict on every execution
+//     "finding_hits": 12,                  // executions that were findings, before deduplication
+//     "corpus": {"dir": "", "loaded": 0, "added": 0},
+//     "findings": [                        // minimised and deduplicated: one per outcome and field set
+//       {"id": "confused_deputy-fd",
+//        "outcome": "confused_deputy",     // the finding: a Verdict name (oracle.hpp)
+//        "clause": "rb.open.confused_deputy",
+//        "detail": "open mapped producer.alloc[1] from offset 0, an allocation ... never exported",
+//        "result": {"errc": "success", "native": 0, "native_name": "", "message": "",
+//                   "exit": ""},           // what open returned; exit: "signal SIGSEGV" (crash),
+//                                          // "killed after 2 s without returning" (hang)
+//        "fields": ["fd"],                 // what differs from the real export it came from
+//        "mutation": "fd := producer.alloc[1].fd (0x8); checksum resealed; from producer.export[0]",
+//        "reports": 2,                     // reports merged into this finding
+//        "first_exec": 2435, "first_at_s": 0.12, "worker": 0,
+//        "minimised": true,                // fields were reduced by replaying
+//        "reproduced": true,               // a fresh replay gave the same outcome; false: it did
+//                                          // not (flaky); null: not replayed (no input, no time left)
+//        "reproducer": "findings/confused_deputy-fd.repro",   // relative to results.json
+//        "description": "findings/confused_deputy-fd.json"}
+//     ]
+//   }
+//
+// A finding without an input (a leak the worker's final audit saw) has "fields": [],
+// "reproducer": null. Files: <out>/findings/<id>.repro (schema "ipcheck.fuzz-repro/1": the
+// input relative to the export it came from, replayed by `ipcheck fuzz --replay`) and
+// <out>/findings/<id>.json (schema "ipcheck.fuzz-finding/1": the entry above plus the
+// adapter, driver, layout, the bytes as tried, and the input before minimisation).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ipcheck/reports/results.hpp"
+
+namespace ipcheck::fuzz {
+
+struct CampaignOptions {
+  std::string adapter = "ref";
+  double time_s = 0;         // 0: bounded by runs only
+  std::uint64_t runs = 0;    // 0: bounded by time only
+  int jobs = 1;
+  std::uint64_t seed = 1;
+  std::string corpus_dir;    // read *.repro seeds from it, add new interesting inputs to it
+  std::string transport = "auto";
+  std::map<std::string, std::string> adapter_options;
+  double hang_s = 2;         // an open that takes longer is a hang
+  double minimise_s = 30;    // time for minimising all findings
+  std::vector<std::string> stop_on;  // finding kinds that end the campaign at once
+  std::string executable;    // the ipcheck that runs the roles; default: this one
+  bool progress = true;
+  std::atomic<bool>* interrupted = nullptr;
+};
+
+// Runs the campaign, writes <out>/results.json with its renderings (report.md, report.html,
+// junit.xml) and <out>/findings/; returns the results and, in `written`, the report files.
+reports::Results run_campaign(const CampaignOptions& o, const std::string& out_dir,
+                              std::vector<std::string>* written = nullptr);
+
+struct ReplayReport {
+  bool ran = false;         // false: the campaign could not start (reason says why)
+  std::string reason;
+  std::string expected;     // the kind recorded in the reproducer
+  std::string verdict;      // what the replay gave
+  std::string detail;
+  nlohmann::json outcome;
+  std::string input;        // description of the input as resolved
+};
+
+// Replays one reproducer file in a fresh campaign (producer + replay worker).
+ReplayReport replay_reproducer(const std::string& path, const CampaignOptions& o);
+
+}  // namespace ipcheck::fuzz

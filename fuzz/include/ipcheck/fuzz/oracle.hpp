@@ -1,0 +1,64 @@
+// The oracle: an open of mutated bytes either fails cleanly, or succeeds and maps exactly
+// one live export whose canary reads back in full at the size the handle claims; after
+// close nothing is left (no descriptor, no mapping). Everything else is a finding.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ipcheck/fuzz/canary.hpp"
+
+namespace ipcheck::fuzz {
+
+enum class Verdict : std::uint8_t {
+  rejected,            // open failed with an error code: clean
+  mapped,              // open mapped exactly one live export, canary intact: clean
+  crash,               // the consumer died by a signal (or exited) during the open
+  hang,                // the open did not return within the hang limit
+  fd_leak,             // a descriptor was left open after the verb (or close) returned
+  mapping_leak,        // the mapping is still there after close
+  confused_deputy,     // it mapped an allocation that was never exported (clause rb.open.confused_deputy)
+  stale_export,        // it mapped an allocation whose export was put (clause rb.put.revokes)
+  wrong_offset,        // it mapped an exported allocation from a place no export starts
+  wrong_size,          // the mapping is shorter than the export, or the handle claims another size
+  unknown_mapping,     // it mapped memory that holds no canary of the campaign
+  corrupt_mapping,     // it mapped an export, but the bytes differ from its canary part-way
+  unreadable_mapping,  // open succeeded but the pointer it returned is not readable
+  close_failed,        // close of a mapping open returned failed
+};
+inline constexpr int kVerdictCount = static_cast<int>(Verdict::close_failed) + 1;
+
+const char* verdict_name(Verdict v) noexcept;
+std::optional<Verdict> parse_verdict(const std::string& name) noexcept;
+inline bool is_finding(Verdict v) noexcept { return v != Verdict::rejected && v != Verdict::mapped; }
+// The clause a finding violates.
+const char* verdict_clause(Verdict v) noexcept;
+
+// Reads memory an open returned (through the adapter: a GPU pointer needs a copy).
+class MemoryReader {
+ public:
+  virtual ~MemoryReader() = default;
+  virtual bool read(std::uint64_t address, std::span<std::byte> out) = 0;
+};
+
+struct Judgement {
+  Verdict verdict = Verdict::mapped;
+  std::string detail;
+  int alloc = -1;  // the allocation it mapped, when known
+};
+
+// Judges a successful open that returned `address`. `claimed_size` is the size the
+// handle states, when the layout says where. `scratch` is reused between calls.
+Judgement judge_mapping(std::span<const CanaryAlloc> table, std::uint64_t address,
+                        std::optional<std::uint64_t> claimed_size, MemoryReader& reader,
+                        std::vector<std::byte>& scratch);
+
+// Lowest descriptor number free in this process (a leak after a verb raises it).
+int lowest_free_fd() noexcept;
+// True when the page holding `address` is mapped in this process.
+bool host_mapped(std::uint64_t address) noexcept;
+
+}  // namespace ipcheck::fuzz

@@ -1,0 +1,189 @@
+// `ipcheck fuzz`: a campaign of mutated handle payloads against one adapter, or the replay
+// of one finding.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+
+#include "ipcheck/adapter.hpp"
+#include "ipcheck/cli.hpp"
+#include "ipcheck/fuzz/campaign.hpp"
+#include "ipcheck/fuzz/oracle.hpp"
+
+namespace ipcheck::fuzz {
+namespace {
+
+using cli::kFailed;
+using cli::kOk;
+using cli::kUsage;
+using cli::UsageError;
+using nlohmann::json;
+
+std::atomic<bool> g_interrupted{false};
+
+void on_interrupt(int) {
+  g_interrupted = true;
+  ::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends ipcheck at once
+}
+
+std::string grouped(std::uint64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
+int replay(const cli::Options& o, const CampaignOptions& base) {
+  const std::string file = o.get("--replay");
+  ReplayReport r;
+  try {
+    r = replay_reproducer(file, base);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  std::printf("replay %s%s\n", file.c_str(), r.expected.empty() ? "" : (" (found as " + r.expected + ")").c_str());
+  if (!r.ran) {
+    std::fprintf(stderr, "ipcheck fuzz: cannot replay: %s\n", r.reason.c_str());
+    return kFailed;
+  }
+  std::printf("input    %s\n", r.input.c_str());
+  std::printf("result   %s%s%s\n", r.verdict.c_str(), r.detail.empty() ? "" : ": ", r.detail.c_str());
+  if (r.outcome.is_object() && r.outcome.value("errc", "") != "" && r.outcome.value("errc", "") != "success")
+    std::printf("outcome  %s (%s): %s\n", r.outcome.value("errc", "").c_str(), r.outcome.value("native_name", "").c_str(),
+                r.outcome.value("message", "").c_str());
+  const auto v = parse_verdict(r.verdict);
+  const bool finding = v && is_finding(*v);
+  if (finding)
+    std::printf("%s\n", r.verdict == r.expected ? "reproduced" : "a finding, but not the one recorded");
+  else
+    std::printf("handled cleanly: %s\n", r.expected.empty() ? "no finding" : "the finding no longer reproduces");
+  return finding ? kFailed : kOk;
+}
+
+int fuzz(const std::vector<std::string>& args) {
+  cli::Options o("fuzz", "--adapter NAME (--time S | --runs N) [-j N] [--seed K] [--corpus DIR] [--out DIR]\n"
+                         "       ipcheck fuzz --replay FILE",
+                 "Opens mutated handle bytes (field-aware and blind mutations of real exports) in\n"
+                 "consumer processes and judges each open: it must fail cleanly, or map exactly one\n"
+                 "exported allocation whose canary reads back in full. Crashes, hangs, leaks and\n"
+                 "mappings of anything else are findings, saved minimised with a reproducer that\n"
+                 "--replay reruns. Writes DIR/results.json (section \"fuzz\") and DIR/findings/.\n"
+                 "Exit status: 0 no finding, 1 findings (or the campaign could not run), 2 usage.");
+  o.value("--adapter", "NAME", "adapter to fuzz (ipcheck list --adapters)", "ref")
+      .value("--time", "S", "seconds of fuzzing")
+      .value("--runs", "N", "inputs to open (split between workers)")
+      .value("--jobs", "N", "consumer workers", "1")
+      .value("--seed", "K", "campaign seed (with the exports' live values and the corpus the campaign grows, it decides the inputs)", "1")
+      .value("--corpus", "DIR", "read seeds (*.repro) from DIR and add new interesting inputs to it")
+      .value("--out", "DIR", "where results go", "ipcheck-results/fuzz-<adapter>")
+      .value("--transport", "T", "descriptor transport: pidfd, scm or auto", "auto")
+      .multi("--adapter-opt", "KEY=VALUE", "adapter option (ref: devices=...)")
+      .value("--hang", "S", "seconds an open may take before it is a hang", "2")
+      .value("--minimise-time", "S", "seconds for minimising all findings", "30")
+      .multi("--stop-on", "KIND", "end the campaign at the first finding of KIND (confused_deputy, crash, ...)")
+      .value("--replay", "FILE", "rerun one finding's reproducer (findings/<id>.repro)")
+      .flag("--quiet", "no live progress")
+      .value("--skip-exit-code", "N", "exit with N when the adapter is not available here (for CTest)");
+  return cli::run_command("fuzz", [&] {
+    if (!o.parse(args)) return kOk;
+    CampaignOptions c;
+    c.adapter = o.get("--adapter");
+    if (!find_adapter(c.adapter))
+      throw UsageError("unknown adapter '" + c.adapter + "'; 'ipcheck list --adapters' shows them");
+    c.transport = o.get("--transport");
+    if (c.transport != "pidfd" && c.transport != "scm" && c.transport != "auto")
+      throw UsageError("--transport is '" + c.transport + "'; use pidfd, scm or auto");
+    c.adapter_options = o.get_map("--adapter-opt");
+    c.hang_s = o.get_double("--hang", 0.05, 3600);
+    c.minimise_s = o.get_double("--minimise-time", 0, 86400);
+    c.progress = !o.has("--quiet");
+    for (const auto& k : o.all("--stop-on")) {
+      const auto v = parse_verdict(k);
+      if (!v || !is_finding(*v))
+        throw UsageError("--stop-on is '" + k + "'; use a finding kind: crash, hang, fd_leak, mapping_leak, "
+                         "confused_deputy, stale_export, wrong_offset, wrong_size, unknown_mapping, "
+                         "corrupt_mapping, unreadable_mapping, close_failed");
+      c.stop_on.push_back(k);
+    }
+    ::signal(SIGPIPE, SIG_IGN);
+    if (o.has("--replay")) {
+      if (o.has("--time") || o.has("--runs"))
+        throw UsageError("--replay reruns one input; it takes no --time or --runs");
+      return replay(o, c);
+    }
+    if (o.has("--time") == o.has("--runs"))
+      throw UsageError("give the campaign's budget as --time S or --runs N (one of them)");
+    if (o.has("--time")) c.time_s = o.get_double("--time", 0.1, 7 * 86400.0);
+    if (o.has("--runs")) {
+      const std::string v = o.get("--runs");
+      try {
+        std::size_t used = 0;
+        c.runs = std::stoull(v, &used);
+        if (used != v.size() || c.runs == 0) throw std::invalid_argument(v);
+      } catch (const std::exception&) {
+        throw UsageError("--runs is '" + v + "'; give a whole number of inputs, at least 1");
+      }
+    }
+    c.jobs = o.get_int("--jobs", 1, 256);
+    {
+      const std::string v = o.get("--seed");
+      try {
+        std::size_t used = 0;
+        c.seed = std::stoull(v, &used, 0);
+        if (used != v.size()) throw std::invalid_argument(v);
+      } catch (const std::exception&) {
+        throw UsageError("--seed is '" + v + "'; give a whole number (decimal or 0x hex)");
+      }
+    }
+    c.corpus_dir = o.get("--corpus");
+    if (!c.corpus_dir.empty() && std::filesystem::exists(c.corpus_dir) && !std::filesystem::is_directory(c.corpus_dir))
+      throw UsageError("--corpus '" + c.corpus_dir + "' is a file; give a directory (created when missing)");
+    const std::string out = o.has("--out") ? o.get("--out") : "ipcheck-results/fuzz-" + c.adapter;
+    c.interrupted = &g_interrupted;
+    ::signal(SIGINT, on_interrupt);
+    ::signal(SIGTERM, on_interrupt);
+
+    std::vector<std::string> written;
+    const reports::Results r = run_campaign(c, out, &written);
+    auto print_written = [&] {
+      for (const auto& p : written) std::printf("wrote %s\n", p.c_str());
+    };
+    const json& f = r.fuzz;
+    const std::string status = f.value("status", "");
+    if (status == "skipped") {
+      std::printf("fuzz %s: skipped: %s\n", c.adapter.c_str(), f.value("reason", "").c_str());
+      return o.has("--skip-exit-code") ? o.get_int("--skip-exit-code", 0, 255) : kOk;
+    }
+    if (status == "aborted") {
+      std::fprintf(stderr, "fuzz %s: aborted: %s\n", c.adapter.c_str(), f.value("reason", "").c_str());
+      print_written();
+      return kFailed;
+    }
+    const auto& findings = f.at("findings");
+    std::printf("fuzz %s (%s %s, layout %s): %s executions in %.1f s (%.0f/s, %.0f/s per worker); %zu finding%s%s\n",
+                c.adapter.c_str(), f["driver"].value("name", "").c_str(), f["driver"].value("version", "").c_str(),
+                f["handle_layout"].value("name", "?").c_str(), grouped(f.value("executions", 0ull)).c_str(),
+                f.value("duration_s", 0.0), f.value("exec_per_s", 0.0), f.value("exec_per_s_per_worker", 0.0),
+                findings.size(), findings.size() == 1 ? "" : "s",
+                status == "completed" ? "" : (" [" + status + ": " + f.value("reason", "") + "]").c_str());
+    std::string hist;
+    for (const auto& [k, v] : f.at("outcomes").items()) hist += (hist.empty() ? "" : ", ") + k + " " + grouped(v.get<std::uint64_t>());
+    if (!hist.empty()) std::printf("outcomes: %s\n", hist.c_str());
+    for (const auto& x : findings) {
+      std::printf("finding %s: %s\n", x.value("id", "").c_str(), x.value("detail", "").c_str());
+      if (!x.value("mutation", std::string()).empty()) std::printf("  input   %s\n", x.value("mutation", "").c_str());
+      if (x["reproducer"].is_string())
+        std::printf("  replay  ipcheck fuzz --replay %s\n",
+                    (std::filesystem::path(out) / x["reproducer"].get<std::string>()).c_str());
+    }
+    print_written();
+    if (status != "completed" || !findings.empty()) return kFailed;
+    return kOk;
+  });
+}
+
+const cli::CommandRegistration reg{{"fuzz", "fuzz an adapter's handle payloads; replay a finding", fuzz}};
+
+}  // namespace
+}  // namespace ipcheck::fuzz

@@ -1,0 +1,205 @@
+#include "ipcheck/fuzz/layout.hpp"
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "ipcref/record.hpp"
+
+namespace ipcheck::fuzz {
+namespace {
+
+FieldRole ipcref_role(const std::string& name) {
+  static const std::map<std::string, FieldRole> roles = {
+      {"magic", FieldRole::magic},   {"version", FieldRole::version}, {"kind", FieldRole::kind},
+      {"guard_kind", FieldRole::guard_kind}, {"pid", FieldRole::pid}, {"fd", FieldRole::fd},
+      {"guard", FieldRole::guard},   {"token", FieldRole::token},     {"size", FieldRole::size},
+      {"offset", FieldRole::offset}, {"device", FieldRole::device},   {"slot", FieldRole::slot},
+      {"checksum", FieldRole::checksum}};
+  auto it = roles.find(name);
+  return it == roles.end() ? FieldRole::opaque : it->second;
+}
+
+void reseal_ipcref(std::span<std::byte> data) {
+  ipcref::record::reseal(std::span<std::byte, ipcref::record::size>(data.data(), ipcref::record::size));
+}
+
+// The fd-first convention keeps the record's checksum, computed with the magic in 0..3.
+void reseal_ze_fd(std::span<std::byte> data) {
+  ipcref::record::bytes copy;
+  std::memcpy(copy.data(), data.data(), copy.size());
+  store_le(copy.data(), 4, ipcref::record::magic);
+  ipcref::record::reseal(copy);
+  std::memcpy(data.data() + 56, copy.data() + 56, 8);
+}
+
+HandleLayout make_ipcref(const char* name) {
+  HandleLayout l;
+  l.name = name;
+  l.knowledge = "exact";
+  l.size = ipcref::record::size;
+  for (const auto& f : ipcref::record::layout()) l.fields.push_back({f.name, f.offset, f.width, ipcref_role(f.name)});
+  l.reseal_fn = reseal_ipcref;
+  return l;
+}
+
+HandleLayout make_ze_fd() {
+  HandleLayout l = make_ipcref("ze-ipcheck-fd/1");
+  l.fields.front() = {"descriptor", 0, 4, FieldRole::descriptor};
+  l.reseal_fn = reseal_ze_fd;
+  return l;
+}
+
+// What is public of Intel's compute-runtime handles (level_zero/core/source/context/context_imp.h).
+HandleLayout make_intel_fd() {
+  HandleLayout l;
+  l.name = "ze-intel-fd/1";
+  l.knowledge = "partial";
+  l.size = 64;
+  l.fields = {{"handle", 0, 8, FieldRole::descriptor}, {"pool_offset", 8, 8, FieldRole::offset},
+              {"type", 16, 1, FieldRole::type}};
+  for (std::size_t at = 17; at < 64; at += 8) l.fields.push_back({"unused@" + std::to_string(at), at, std::min<std::size_t>(8, 64 - at), FieldRole::opaque});
+  return l;
+}
+
+HandleLayout make_intel_opaque() {
+  HandleLayout l;
+  l.name = "ze-intel-opaque/1";
+  l.knowledge = "partial";
+  l.size = 64;
+  l.fields = {{"handle", 0, 8, FieldRole::fd},        {"pool_offset", 8, 8, FieldRole::offset},
+              {"process_id", 16, 4, FieldRole::pid},  {"type", 20, 1, FieldRole::type},
+              {"memory_type", 21, 1, FieldRole::kind}};
+  for (std::size_t at = 22; at < 64; at += 8) l.fields.push_back({"reserved@" + std::to_string(at), at, std::min<std::size_t>(8, 64 - at), FieldRole::opaque});
+  return l;
+}
+
+HandleLayout make_opaque(std::size_t bytes) {
+  HandleLayout l;
+  l.name = "opaque/" + std::to_string(bytes);
+  l.knowledge = "opaque";
+  l.size = bytes;
+  for (std::size_t at = 0; at < bytes; at += 8)
+    l.fields.push_back({"bytes@" + std::to_string(at), at, std::min<std::size_t>(8, bytes - at), FieldRole::opaque});
+  return l;
+}
+
+struct Registry {
+  std::mutex lock;
+  std::deque<HandleLayout> layouts;  // stable addresses
+  Registry() {
+    layouts.push_back(make_ipcref("ipcref/1"));
+    layouts.push_back(make_ipcref("ze-ipcheck-opaque/1"));
+    layouts.push_back(make_ze_fd());
+    layouts.push_back(make_intel_fd());
+    layouts.push_back(make_intel_opaque());
+  }
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+const char* role_name(FieldRole r) noexcept {
+  switch (r) {
+    case FieldRole::magic: return "magic";
+    case FieldRole::version: return "version";
+    case FieldRole::kind: return "kind";
+    case FieldRole::guard_kind: return "guard_kind";
+    case FieldRole::pid: return "pid";
+    case FieldRole::fd: return "fd";
+    case FieldRole::descriptor: return "descriptor";
+    case FieldRole::guard: return "guard";
+    case FieldRole::token: return "token";
+    case FieldRole::size: return "size";
+    case FieldRole::offset: return "offset";
+    case FieldRole::device: return "device";
+    case FieldRole::slot: return "slot";
+    case FieldRole::type: return "type";
+    case FieldRole::checksum: return "checksum";
+    case FieldRole::opaque: return "opaque";
+  }
+  return "opaque";
+}
+
+std::uint64_t load_le(const std::byte* p, std::size_t width) noexcept {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < width; ++i) v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+void store_le(std::byte* p, std::size_t width, std::uint64_t v) noexcept {
+  for (std::size_t i = 0; i < width; ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
+}
+
+void HandleLayout::reseal(std::span<std::byte> data) const {
+  if (reseal_fn && data.size() >= size) reseal_fn(data);
+}
+
+bool HandleLayout::checksum_valid(std::span<const std::byte> data) const {
+  if (!reseal_fn || data.size() < size) return false;
+  std::byte copy[256];
+  if (size > sizeof copy) return false;
+  std::memcpy(copy, data.data(), size);
+  reseal_fn(std::span<std::byte>(copy, size));
+  return std::memcmp(copy, data.data(), size) == 0;
+}
+
+int HandleLayout::find(FieldRole role) const noexcept {
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (fields[i].role == role) return static_cast<int>(i);
+  return -1;
+}
+
+int HandleLayout::find(const std::string& field_name) const noexcept {
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    if (fields[i].name == field_name) return static_cast<int>(i);
+  return -1;
+}
+
+std::uint64_t HandleLayout::get(std::span<const std::byte> data, int i) const noexcept {
+  const auto& f = fields[static_cast<std::size_t>(i)];
+  return load_le(data.data() + f.offset, f.width);
+}
+
+void HandleLayout::set(std::span<std::byte> data, int i, std::uint64_t v) const noexcept {
+  const auto& f = fields[static_cast<std::size_t>(i)];
+  store_le(data.data() + f.offset, f.width, v);
+}
+
+std::uint64_t HandleLayout::fields_overlapping(std::size_t begin, std::size_t end) const noexcept {
+  std::uint64_t mask = 0;
+  for (std::size_t i = 0; i < fields.size() && i < 64; ++i)
+    if (fields[i].offset < end && begin < fields[i].offset + fields[i].width) mask |= 1ull << i;
+  return mask;
+}
+
+const HandleLayout& layout_for(const std::string& name, std::size_t handle_bytes) {
+  auto& r = registry();
+  std::lock_guard g(r.lock);
+  for (const auto& l : r.layouts)
+    if (l.name == name) return l;
+  const std::string opaque = "opaque/" + std::to_string(handle_bytes);
+  for (const auto& l : r.layouts)
+    if (l.name == opaque) return l;
+  if (handle_bytes == 0 || handle_bytes > 256)
+    throw std::invalid_argument("handle layout '" + name + "' is unknown and its handles are " +
+                                std::to_string(handle_bytes) + " bytes; fuzz/ mutates handles of 1..256 bytes");
+  return r.layouts.emplace_back(make_opaque(handle_bytes));
+}
+
+std::vector<std::string> known_layouts() {
+  auto& r = registry();
+  std::lock_guard g(r.lock);
+  std::vector<std::string> out;
+  for (const auto& l : r.layouts)
+    if (l.knowledge != "opaque") out.push_back(l.name);
+  return out;
+}
+
+}  // namespace ipcheck::fuzz

@@ -1,0 +1,66 @@
+// What the campaign parent and its role processes share: the worker page (a memfd page
+// each consumer writes before every open, so that the parent still has the input after a
+// crash or a hang), the campaign's fixed set-up, and the JSON of a mutator context.
+//
+// Messages (MsgType::data unless noted; the parent relays nothing between roles):
+//   producer -> parent  data "setup"  {info, pid, exports, revoked, allocs}
+//                       send {name} + descriptor, one per export, when descriptors travel
+//   parent -> consumer  deliver {name} + descriptor, then start {config} + the page memfd
+//   consumer -> parent  data "ready" {context}, "finding" {...}, "corpus" {...},
+//                       "verdict" {...} (replay), "final" {audit}, "error" {...}; done
+//   parent -> consumer  data "exec" {input} (replay); release "stop"
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "ipcheck/fuzz/canary.hpp"
+#include "ipcheck/fuzz/mutator.hpp"
+
+namespace ipcheck::fuzz::detail {
+
+// Version of the campaign's export set-up; reproducers record it.
+inline constexpr const char* kSetup = "ipcheck.fuzz-setup/1";
+
+struct NativeSlot {
+  std::atomic<std::uint64_t> count;
+  std::int32_t errc;
+  std::int32_t used;
+  long long native;
+  char name[48];
+};
+
+struct WorkerPage {
+  static constexpr std::uint32_t kMagic = 0x5a5a4650;  // "PFZZ"
+  std::uint32_t magic;
+  std::uint32_t version;
+  std::atomic<std::uint64_t> executions;  // inputs finished
+  std::atomic<std::uint64_t> in_flight;   // 1 + execution index of the input being opened; 0 between inputs
+  std::atomic<std::uint64_t> findings;    // finding hits, before deduplication
+  std::atomic<std::uint64_t> outcomes[16];  // by ipcheck::Errc (0 success)
+  std::atomic<std::uint64_t> verdicts[16];  // by fuzz::Verdict
+  // The input in flight.
+  std::uint16_t length;
+  std::uint16_t base;
+  std::int16_t descriptor;
+  std::uint16_t reserved;
+  std::byte bytes[kMaxInput];
+  NativeSlot natives[24];
+};
+static_assert(sizeof(WorkerPage) <= 4096);
+
+nlohmann::json context_to_json(const MutatorContext& ctx);
+MutatorContext context_from_json(const nlohmann::json& j);  // throws std::exception on a bad document
+
+nlohmann::json value_to_json(const NamedValue& v);
+NamedValue value_from_json(const nlohmann::json& j);
+
+nlohmann::json input_to_json(const MutatorContext& ctx, const Input& in);
+Input input_from_json(const MutatorContext& ctx, const nlohmann::json& j);
+
+nlohmann::json table_to_json(const std::vector<CanaryAlloc>& table);
+std::vector<CanaryAlloc> table_from_json(const nlohmann::json& j);
+
+}  // namespace ipcheck::fuzz::detail

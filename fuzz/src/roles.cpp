@@ -1,0 +1,598 @@
+// `ipcheck fuzz-role`: the producer and consumer processes of a fuzz campaign, started by
+// `ipcheck fuzz` (fork + exec, own process group), never by people. Only these processes
+// initialise an adapter; the campaign parent never does.
+//
+// The producer allocates the campaign's set-up (detail::kSetup): exported allocations and
+// decoys (never exported), each filled with its own canary, and one export put before the
+// campaign (a stale handle). A consumer adds its own export and decoy (so that pid swaps
+// can name the importer itself), then opens mutated handles as fast as it can, judging
+// each with the oracle, and writes every input to its worker page before trying it.
+#include <dirent.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <unordered_set>
+
+#include "ipcheck/adapter.hpp"
+#include "ipcheck/audit.hpp"
+#include "ipcheck/channel.hpp"
+#include "ipcheck/cli.hpp"
+#include "ipcheck/fuzz/oracle.hpp"
+#include "ipcheck/fuzz/symbolic.hpp"
+#include "ipcheck/owned.hpp"
+#include "protocol.hpp"
+
+namespace ipcheck::fuzz {
+namespace {
+
+using detail::WorkerPage;
+using nlohmann::json;
+
+struct AllocSpec {
+  std::size_t bytes;
+  MemKind kind;
+  int device;  // wanted device (the last one when fewer exist)
+  bool decoy;
+  std::vector<std::uint64_t> exports;  // offsets of live exports
+  bool revoked;                        // one export, put before the campaign
+};
+
+// Set-up ipcheck.fuzz-setup/1. Decoys sit between exports so that descriptor numbers one
+// off an export's name a decoy; they are larger than any export so that an export's range
+// fits inside them (a confused deputy is then only stopped by the export proof).
+const std::vector<AllocSpec>& producer_setup() {
+  static const std::vector<AllocSpec> s = {
+      {4096, MemKind::device, 0, false, {0, 0}, false},  // two exports of the same bytes
+      {65536, MemKind::device, 0, true, {}, false},
+      {3 * 4096 + 123, MemKind::device, 0, false, {0}, false},  // not a page multiple
+      {65536, MemKind::device, 0, true, {}, false},
+      {65536, MemKind::device, 0, false, {4096 + 64}, false},  // an interior pointer
+      {65536, MemKind::device, 0, true, {}, false},
+      {8192, MemKind::shared, 1, false, {0}, false},
+      {4096, MemKind::device, 0, false, {}, true},
+  };
+  return s;
+}
+
+const std::vector<AllocSpec>& consumer_setup() {
+  static const std::vector<AllocSpec> s = {
+      {4096, MemKind::device, 0, false, {0}, false},
+      {65536, MemKind::device, 0, true, {}, false},
+  };
+  return s;
+}
+
+std::set<int> open_fds() {
+  std::set<int> out;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    const int own = ::dirfd(d);
+    while (dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.' && std::atoi(e->d_name) != own) out.insert(std::atoi(e->d_name));
+    ::closedir(d);
+  }
+  return out;
+}
+
+json outcome_json(const Outcome& o) {
+  return {{"errc", errc_name(o.code)}, {"native", o.native}, {"native_name", o.native_name}, {"message", o.message}};
+}
+
+class RoleFailure : public std::runtime_error {
+ public:
+  RoleFailure(std::string stage, const Outcome& o)
+      : std::runtime_error(stage + ": " + o.describe()), stage_(std::move(stage)), outcome_(o) {}
+  json to_json() const {
+    json j = outcome_json(outcome_);
+    j["stage"] = stage_;
+    j["what"] = what();
+    return j;
+  }
+
+ private:
+  std::string stage_;
+  Outcome outcome_;
+};
+
+template <class T>
+T need(Result<T> r, const std::string& stage) {
+  if (!r.ok()) throw RoleFailure(stage, r.outcome);
+  return std::move(r.value);
+}
+void need(const Outcome& o, const std::string& stage) {
+  if (!o.ok()) throw RoleFailure(stage, o);
+}
+
+std::unique_ptr<Adapter> make_adapter(const json& start) {
+  const std::string name = start.at("adapter").get<std::string>();
+  const AdapterDesc* desc = find_adapter(name);
+  if (!desc) throw RoleFailure("adapter", Outcome::failure(Errc::invalid, "unknown adapter '" + name + "'"));
+  auto a = desc->create();
+  AdapterConfig c;
+  c.transport = start.value("transport", "auto");
+  c.runner_pid = start.value("runner_pid", 0);
+  if (auto it = start.find("adapter_options"); it != start.end() && it->is_object())
+    for (const auto& [k, v] : it->items()) c.options[k] = v.get<std::string>();
+  need(a->init(c), "init");
+  return a;
+}
+
+// Allocations of one process's set-up, filled with canaries, with their exports.
+struct SetupState {
+  std::vector<Owned> allocations;
+  std::vector<Owned> exports;  // live exports, put before the allocations are freed
+  std::vector<CanaryAlloc> table;
+  std::vector<Exported> exported;  // live exports' bytes (and descriptors)
+  std::vector<std::string> export_names;
+  std::vector<Exported> revoked;
+  std::vector<std::string> revoked_names;
+  std::vector<NamedValue> fds;  // descriptors each allocation made, by name
+
+  ~SetupState() {
+    exports.clear();
+    allocations.clear();
+  }
+};
+
+void build_setup(Adapter& a, const std::vector<AllocSpec>& specs, const std::string& who, std::uint64_t salt_seed,
+                 SetupState& s) {
+  const AdapterInfo info = a.info();
+  const int devices = static_cast<int>(std::max<std::size_t>(a.device_count(), 1));
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const AllocSpec& spec = specs[i];
+    const std::string name = who + ".alloc[" + std::to_string(i) + "]";
+    const std::set<int> before = open_fds();
+    const DevPtr p = need(a.alloc(std::min(spec.device, devices - 1), spec.bytes, spec.kind), "alloc " + name);
+    s.allocations.push_back(Owned::allocation(a, p));
+    int extra = 0;
+    for (int fd : open_fds())
+      if (!before.count(fd))
+        s.fds.push_back({name + (extra++ ? ".fd" + std::to_string(extra) : ".fd"), FieldRole::fd, static_cast<std::uint64_t>(fd)});
+    CanaryAlloc c;
+    c.name = name;
+    c.salt = derive_seed(salt_seed, i) & ~7ull;
+    c.size = spec.bytes;
+    c.decoy = spec.decoy;
+    std::vector<std::byte> fill(spec.bytes);
+    fill_canary(c.salt, 0, fill);
+    need(a.write(p, fill), "fill " + name);
+    auto offsets = spec.exports;
+    if (spec.revoked) offsets = {0};
+    for (const std::uint64_t off : offsets) {
+      Exported e = need(a.mem_get(p + off), "export " + name + " at offset " + std::to_string(off));
+      const HandleLayout& l = layout_for(info.handle_layout, e.bytes.size());
+      const int size_field = l.find(FieldRole::size);
+      const Range r{off, size_field >= 0 && e.bytes.size() >= l.size ? l.get(e.bytes, size_field) : spec.bytes - off};
+      if (spec.revoked) {
+        s.revoked_names.push_back(who + ".revoked[" + std::to_string(s.revoked.size()) + "]");
+        need(a.mem_put(e.id), "put " + s.revoked_names.back());
+        c.revoked.push_back(r);
+        s.revoked.push_back(std::move(e));
+      } else {
+        s.export_names.push_back(who + ".export[" + std::to_string(s.exported.size()) + "]");
+        s.exports.push_back(Owned::mem_export(a, e.id));
+        c.live.push_back(r);
+        s.exported.push_back(std::move(e));
+      }
+    }
+    s.table.push_back(std::move(c));
+  }
+}
+
+json exports_json(const std::vector<Exported>& es, const std::vector<std::string>& names) {
+  json out = json::array();
+  for (std::size_t i = 0; i < es.size(); ++i)
+    out.push_back({{"name", names[i]}, {"hex", to_hex(es[i].bytes)}, {"descriptor", es[i].fd >= 0}});
+  return out;
+}
+
+// Waits for the parent's "stop" (or its end); false when the channel broke instead.
+bool wait_stop(Channel& ch) {
+  try {
+    for (;;) {
+      auto m = ch.receive(-1);
+      if (m && m->type == MsgType::release) return true;
+    }
+  } catch (const ChannelError&) {
+    return false;
+  }
+}
+
+int run_producer(Channel& ch, const json& start) {
+  std::unique_ptr<Adapter> adapter;
+  SetupState s;
+  try {
+    adapter = make_adapter(start);
+    build_setup(*adapter, producer_setup(), "producer", start.at("salt_seed").get<std::uint64_t>(), s);
+  } catch (const RoleFailure& f) {
+    ch.send(MsgType::data, {"error", f.to_json().dump()});
+    ch.send(MsgType::done, {"aborted", f.what()});
+    return 0;
+  } catch (const std::exception& e) {  // a handle fuzz/ cannot hold, for one
+    ch.send(MsgType::data, {"error", json{{"stage", "setup"}, {"what", e.what()}, {"errc", "other"}}.dump()});
+    ch.send(MsgType::done, {"aborted", e.what()});
+    return 0;
+  }
+  const AdapterInfo info = adapter->info();
+  // Descriptors first (when the convention moves them), then the set-up that names them.
+  for (std::size_t i = 0; i < s.exported.size(); ++i)
+    if (s.exported[i].fd >= 0) ch.send(MsgType::send, {s.export_names[i]}, s.exported[i].fd);
+  json values = json::array();
+  values.push_back(detail::value_to_json({"producer.pid", FieldRole::pid, static_cast<std::uint64_t>(::getpid())}));
+  for (const auto& v : s.fds) values.push_back(detail::value_to_json(v));
+  json setup = {{"setup", detail::kSetup},
+                {"info", {{"driver_name", info.driver_name}, {"driver_version", info.driver_version},
+                          {"api_version", info.api_version}, {"handle_layout", info.handle_layout},
+                          {"transport", info.transport}, {"devices", info.devices.size()}}},
+                {"exports", exports_json(s.exported, s.export_names)},
+                {"revoked", exports_json(s.revoked, s.revoked_names)},
+                {"allocs", detail::table_to_json(s.table)},
+                {"values", values}};
+  ch.send(MsgType::data, {"setup", setup.dump()});
+  wait_stop(ch);
+  s.exports.clear();
+  s.allocations.clear();
+  ch.send(MsgType::done, {"ok", ""});
+  return 0;
+}
+
+// ---------------------------------------------------------------- consumer
+
+class AdapterReader final : public MemoryReader {
+ public:
+  explicit AdapterReader(Adapter& a) : a_(a) {}
+  bool read(std::uint64_t address, std::span<std::byte> out) override { return a_.read(address, out).ok(); }
+
+ private:
+  Adapter& a_;
+};
+
+// Digits and hex runs vary between runs of the same check; the rest names the check.
+std::uint64_t message_shape(Errc code, long long native, const std::string& message) {
+  std::uint64_t h = 0xcbf29ce484222325ull ^ (static_cast<std::uint64_t>(code) << 32) ^ static_cast<std::uint64_t>(native);
+  bool in_number = false;
+  for (std::size_t i = 0; i < message.size(); ++i) {
+    const char c = message[i];
+    const bool digit = (c >= '0' && c <= '9') || (in_number && ((c >= 'a' && c <= 'f') || c == 'x'));
+    if (digit && in_number) continue;
+    in_number = digit;
+    h = (h ^ static_cast<unsigned char>(digit ? '#' : c)) * 0x100000001b3ull;
+  }
+  return h;
+}
+
+class Consumer {
+ public:
+  Consumer(Channel& ch, const json& start, unique_fd page_fd, std::map<std::string, unique_fd> descriptors)
+      : ch_(ch), start_(start), page_fd_(std::move(page_fd)), descriptors_(std::move(descriptors)) {}
+
+  int run();
+
+ private:
+  struct Executed {
+    Verdict verdict = Verdict::rejected;
+    Outcome outcome;
+    std::string detail;
+  };
+
+  void setup();
+  Executed execute(const Input& in);
+  void record(const Input& in, const Executed& e, std::uint64_t exec);
+  void count(const Executed& e);
+  int campaign();
+  int replay();
+  json final_audit();
+
+  Channel& ch_;
+  json start_;
+  unique_fd page_fd_;
+  std::map<std::string, unique_fd> descriptors_;
+  WorkerPage* page_ = nullptr;
+  std::unique_ptr<Adapter> adapter_;
+  SetupState own_;
+  MutatorContext ctx_;
+  std::vector<CanaryAlloc> table_;
+  std::vector<int> base_fds_;  // descriptor passed for each base, when descriptors travel
+  std::unique_ptr<AdapterReader> reader_;
+  std::vector<std::byte> scratch_;
+  int fd_floor_ = -1;
+  int claimed_size_field_ = -1;
+  std::vector<Input> corpus_;
+  std::unordered_set<std::uint64_t> shapes_;
+  std::map<std::string, int> finding_keys_;
+  int corpus_sent_ = 0;
+  int findings_sent_ = 0;
+  ProcSnapshot before_;
+};
+
+struct PageMapping {
+  void* p = MAP_FAILED;
+  ~PageMapping() {
+    if (p != MAP_FAILED) ::munmap(p, 4096);
+  }
+};
+
+void Consumer::setup() {
+  adapter_ = make_adapter(start_);
+  const json& setup = start_.at("setup");
+  build_setup(*adapter_, consumer_setup(), "worker", start_.at("salt_seed").get<std::uint64_t>() ^ 0x5a5a, own_);
+  const AdapterInfo info = adapter_->info();
+  const auto& exports = setup.at("exports");
+  if (exports.empty()) throw RoleFailure("setup", Outcome::failure(Errc::invalid, "the producer exported nothing"));
+  const std::size_t handle_bytes = from_hex(exports[0].at("hex").get<std::string>()).size();
+  ctx_.layout = &layout_for(info.handle_layout, handle_bytes);
+  ctx_.page_size = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  ctx_.descriptors = !descriptors_.empty();
+  auto add_base = [&](const std::string& name, const std::vector<std::byte>& bytes, int fd) {
+    Input in;
+    std::copy_n(bytes.begin(), std::min(bytes.size(), kMaxInput), in.bytes.begin());
+    in.length = static_cast<std::uint16_t>(std::min(bytes.size(), kMaxInput));
+    in.base = static_cast<std::uint16_t>(ctx_.bases.size());
+    in.descriptor = ctx_.descriptors ? static_cast<std::int16_t>(in.base) : static_cast<std::int16_t>(kNoDescriptor);
+    ctx_.bases.push_back(in);
+    ctx_.base_names.push_back(name);
+    base_fds_.push_back(fd);
+  };
+  for (const char* group : {"exports", "revoked"})
+    for (const auto& e : setup.at(group)) {
+      const std::string name = e.at("name").get<std::string>();
+      auto it = descriptors_.find(name);
+      add_base(name, from_hex(e.at("hex").get<std::string>()), it == descriptors_.end() ? -1 : it->second.get());
+    }
+  for (std::size_t i = 0; i < own_.exported.size(); ++i) add_base(own_.export_names[i], own_.exported[i].bytes, own_.exported[i].fd);
+  if (ctx_.descriptors)
+    for (std::size_t i = 0; i < ctx_.bases.size(); ++i)
+      if (base_fds_[i] < 0) ctx_.bases[i].descriptor = kNoDescriptor;
+  for (const auto& v : setup.at("values")) ctx_.values.push_back(detail::value_from_json(v));
+  if (auto it = start_.find("values"); it != start_.end())
+    for (const auto& v : *it) ctx_.values.push_back(detail::value_from_json(v));
+  ctx_.values.push_back({"worker.pid", FieldRole::pid, static_cast<std::uint64_t>(::getpid())});
+  for (const auto& v : own_.fds) ctx_.values.push_back(v);
+  ctx_.values.push_back({"worker.page_fd", FieldRole::fd, static_cast<std::uint64_t>(page_fd_.get())});
+  ctx_.values.push_back({"worker.channel_fd", FieldRole::fd, static_cast<std::uint64_t>(ch_.fd())});
+  table_ = detail::table_from_json(setup.at("allocs"));
+  table_.insert(table_.end(), own_.table.begin(), own_.table.end());
+  reader_ = std::make_unique<AdapterReader>(*adapter_);
+  claimed_size_field_ = ctx_.layout->find(FieldRole::size);
+}
+
+Consumer::Executed Consumer::execute(const Input& in) {
+  Executed e;
+  const int fd = in.descriptor >= 0 ? base_fds_[static_cast<std::size_t>(in.descriptor)]
+                 : in.descriptor == kForeignDescriptor ? page_fd_.get() : -1;
+  Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0, 0);
+  if (!r.ok()) {
+    e.verdict = Verdict::rejected;
+    e.outcome = std::move(r.outcome);
+  } else {
+    std::optional<std::uint64_t> claimed;
+    if (claimed_size_field_ >= 0 && in.length >= ctx_.layout->size) claimed = ctx_.layout->get(in.bytes, claimed_size_field_);
+    const Judgement j = judge_mapping(table_, r.value, claimed, *reader_, scratch_);
+    e.verdict = j.verdict;
+    e.detail = j.detail;
+    const bool host = host_mapped(r.value);
+    const Outcome closed = adapter_->mem_close(r.value);
+    if (!closed.ok() && e.verdict == Verdict::mapped) {
+      e.verdict = Verdict::close_failed;
+      e.detail = "close of the mapping open returned failed: " + closed.describe();
+    } else if (host && host_mapped(r.value) && e.verdict == Verdict::mapped) {
+      e.verdict = Verdict::mapping_leak;
+      char at[24];
+      std::snprintf(at, sizeof at, "%#llx", static_cast<unsigned long long>(r.value));
+      e.detail = std::string("the mapping at ") + at + " is still mapped after close";
+    }
+  }
+  // A descriptor the verb left behind takes the lowest free number.
+  const int floor = lowest_free_fd();
+  if (floor > fd_floor_ && !is_finding(e.verdict)) {
+    e.verdict = Verdict::fd_leak;
+    e.detail = std::string("descriptor ") + std::to_string(fd_floor_) + " was left open by " +
+               (r.ok() ? "open and close" : "a failed open (" + e.outcome.describe() + ")");
+  }
+  fd_floor_ = floor;
+  return e;
+}
+
+void Consumer::count(const Executed& e) {
+  const Outcome& o = e.outcome;
+  page_->verdicts[static_cast<int>(e.verdict) & 15].fetch_add(1, std::memory_order_relaxed);
+  page_->outcomes[static_cast<int>(o.code) & 15].fetch_add(1, std::memory_order_relaxed);
+  for (auto& s : page_->natives) {
+    if (s.used && s.errc == static_cast<int>(o.code) && s.native == o.native) {
+      s.count.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (!s.used) {
+      s.errc = static_cast<int>(o.code);
+      s.native = o.native;
+      std::snprintf(s.name, sizeof s.name, "%s", o.native_name.empty() ? errc_name(o.code) : o.native_name.c_str());
+      s.count.store(1, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_release);
+      s.used = 1;
+      return;
+    }
+  }
+}
+
+void Consumer::record(const Input& in, const Executed& e, std::uint64_t exec) {
+  if (is_finding(e.verdict)) {
+    page_->findings.fetch_add(1, std::memory_order_relaxed);
+    // One message per kind of finding and set of changed fields is plenty; the parent dedups again.
+    std::string key = verdict_name(e.verdict);
+    const Input& base = ctx_.bases[in.base];
+    for (std::size_t f = 0; f < ctx_.layout->fields.size(); ++f)
+      if (ctx_.layout->get(in.bytes, static_cast<int>(f)) != ctx_.layout->get(base.bytes, static_cast<int>(f)))
+        key += "," + ctx_.layout->fields[f].name;
+    key += in.length == ctx_.layout->size ? "" : in.length < ctx_.layout->size ? ",length" : ",tail";
+    if (finding_keys_[key]++ < 2 && findings_sent_ < 500) {
+      ++findings_sent_;
+      json j = {{"exec", exec}, {"verdict", verdict_name(e.verdict)}, {"detail", e.detail},
+                {"input", detail::input_to_json(ctx_, in)}, {"outcome", outcome_json(e.outcome)}};
+      ch_.send(MsgType::data, {"finding", j.dump()});
+    }
+    return;
+  }
+  // An outcome not seen before (by code and message shape) makes the input a corpus entry.
+  const std::uint64_t shape = message_shape(e.outcome.code, e.outcome.native, e.outcome.message) ^ static_cast<std::uint64_t>(e.verdict);
+  if (!shapes_.insert(shape).second) return;
+  if (corpus_.size() < 512) corpus_.push_back(in);
+  if (corpus_sent_++ < 256) {
+    json j = {{"input", detail::input_to_json(ctx_, in)}, {"verdict", verdict_name(e.verdict)},
+              {"outcome", outcome_json(e.outcome)}};
+    ch_.send(MsgType::data, {"corpus", j.dump()});
+  }
+}
+
+json Consumer::final_audit() {
+  json leaks = json::array();
+  for (const auto& l : diff_snapshots(before_, take_proc_snapshot())) leaks.push_back({{"kind", l.kind}, {"item", l.item}});
+  return {{"leaks", leaks}, {"executions", page_->executions.load()}};
+}
+
+int Consumer::campaign() {
+  const std::uint64_t seed = start_.at("seed").get<std::uint64_t>();
+  const std::uint64_t first = start_.at("first_exec").get<std::uint64_t>();
+  const std::uint64_t quota = start_.value("quota", std::uint64_t{0});  // 0: until told to stop
+  Mutator mutator(ctx_);
+  Input in;
+  for (std::uint64_t i = first; quota == 0 || i < first + quota; ++i) {
+    if ((i & 255) == 0) {
+      try {
+        if (auto m = ch_.receive(0); m && m->type == MsgType::release) break;
+      } catch (const ChannelError&) {
+        return 3;  // the parent is gone
+      }
+    }
+    Rng rng(derive_seed(seed, i));
+    const bool from_corpus = !corpus_.empty() && rng.chance(1, 4);
+    const Input& start = from_corpus ? corpus_[rng.below(corpus_.size())] : ctx_.bases[rng.below(ctx_.bases.size())];
+    mutator.mutate(rng, start, in);
+    page_->length = in.length;
+    page_->base = in.base;
+    page_->descriptor = in.descriptor;
+    std::memcpy(page_->bytes, in.bytes.data(), kMaxInput);
+    page_->in_flight.store(i + 1, std::memory_order_release);
+    const Executed e = execute(in);
+    count(e);
+    page_->in_flight.store(0, std::memory_order_release);
+    page_->executions.fetch_add(1, std::memory_order_release);
+    record(in, e, i);
+  }
+  ch_.send(MsgType::data, {"final", final_audit().dump()});
+  return 0;
+}
+
+int Consumer::replay() {
+  for (;;) {
+    std::optional<Message> m;
+    try {
+      m = ch_.receive(-1);
+    } catch (const ChannelError&) {
+      return 3;
+    }
+    if (!m) continue;
+    if (m->type == MsgType::release) break;
+    if (m->type != MsgType::data || m->field(0) != "exec") continue;
+    const json j = json::parse(m->field(1));
+    const Input in = detail::input_from_json(ctx_, j.at("input"));
+    page_->length = in.length;
+    page_->base = in.base;
+    page_->descriptor = in.descriptor;
+    std::memcpy(page_->bytes, in.bytes.data(), kMaxInput);
+    page_->in_flight.store(1, std::memory_order_release);
+    const Executed e = execute(in);
+    count(e);
+    page_->in_flight.store(0, std::memory_order_release);
+    page_->executions.fetch_add(1, std::memory_order_release);
+    json v = {{"id", j.value("id", 0)}, {"verdict", verdict_name(e.verdict)}, {"detail", e.detail}, {"outcome", outcome_json(e.outcome)}};
+    ch_.send(MsgType::data, {"verdict", v.dump()});
+  }
+  ch_.send(MsgType::data, {"final", final_audit().dump()});
+  return 0;
+}
+
+int Consumer::run() {
+  PageMapping map;
+  map.p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd_.get(), 0);
+  if (map.p == MAP_FAILED) {
+    std::fprintf(stderr, "fuzz consumer: cannot map its worker page (fd %d): %s\n", page_fd_.get(), std::strerror(errno));
+    return 2;
+  }
+  page_ = static_cast<WorkerPage*>(map.p);
+  try {
+    setup();
+  } catch (const std::exception& f) {
+    json err = dynamic_cast<const RoleFailure*>(&f) ? static_cast<const RoleFailure&>(f).to_json()
+                                                    : json{{"stage", "setup"}, {"what", f.what()}, {"errc", "other"}};
+    ch_.send(MsgType::data, {"error", err.dump()});
+    ch_.send(MsgType::done, {"aborted", f.what()});
+    return 0;
+  }
+  const json seeds = start_.contains("corpus") ? start_.at("corpus") : json::array();
+  for (const auto& seed : seeds) {
+    // Seeds are stored relative to the exports they came from: rebuilt with this campaign's.
+    std::string why;
+    try {
+      if (auto in = resolve(ctx_, symbolic_from_json(seed), &why)) corpus_.push_back(*in);
+      else std::fprintf(stderr, "fuzz consumer: corpus entry skipped: %s\n", why.c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fuzz consumer: corpus entry skipped: %s\n", e.what());
+    }
+  }
+  // Warm-up: one clean open of every live export, so that whatever the runtime sets up
+  // once (device files, caches) is there before the descriptor and mapping baselines.
+  for (std::size_t b = 0; b < ctx_.bases.size(); ++b) {
+    const Input& in = ctx_.bases[b];
+    int fd = in.descriptor >= 0 ? base_fds_[static_cast<std::size_t>(in.descriptor)] : -1;
+    Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0, 0);
+    if (r.ok()) (void)adapter_->mem_close(r.value);
+  }
+  fd_floor_ = lowest_free_fd();
+  before_ = take_proc_snapshot();
+  ch_.send(MsgType::data, {"ready", json{{"context", detail::context_to_json(ctx_)}, {"pid", ::getpid()}}.dump()});
+  const int rc = start_.value("mode", "campaign") == "replay" ? replay() : campaign();
+  ch_.send(MsgType::done, {"ok", ""});
+  std::fflush(nullptr);
+  return rc;
+}
+
+int fuzz_role(const std::vector<std::string>& args) {
+  std::string role;
+  for (std::size_t i = 0; i + 1 < args.size(); i += 2)
+    if (args[i] == "--role") role = args[i + 1];
+  if (role != "producer" && role != "consumer") {
+    std::fprintf(stderr, "fuzz-role: --role is '%s'; the campaign starts 'producer' or 'consumer'\n", role.c_str());
+    return cli::kUsage;
+  }
+  Channel ch{unique_fd(3)};
+  if (!ch.send(MsgType::hello, {role, std::to_string(::getpid())})) return 3;
+  std::map<std::string, unique_fd> descriptors;
+  json start;
+  unique_fd page;
+  try {
+    for (;;) {
+      auto m = ch.receive(-1);
+      if (!m) continue;
+      if (m->type == MsgType::deliver) {
+        descriptors[m->field(0)] = std::move(m->fd);
+      } else if (m->type == MsgType::start) {
+        start = json::parse(m->field(0));
+        page = std::move(m->fd);
+        break;
+      }
+    }
+  } catch (const ChannelError&) {
+    return 3;  // the campaign ended before it started this role
+  }
+  if (role == "producer") return run_producer(ch, start);
+  return Consumer(ch, start, std::move(page), std::move(descriptors)).run();
+}
+
+const cli::CommandRegistration reg{{"fuzz-role", "run one process of a fuzz campaign (internal: ipcheck fuzz starts it)",
+                                    fuzz_role, true}};
+
+}  // namespace
+}  // namespace ipcheck::fuzz
