@@ -539,12 +539,16 @@ void CaseRun::kill_when_blocked() {
 // group remains, and no process on the machine (the runner included) holds an IPC object
 // that a role of the case held.
 void CaseRun::check_leftovers() {
-  json groups = json::array();
   for (auto& r : roles_) {
     if (!r.started || r.proc.pid() <= 0 || ::kill(-r.proc.pid(), 0) != 0) continue;
-    for (const auto& s : r.proc.group_survivors())
-      result_.findings.push_back({r.name, "process", s, "", "still in the role's process group after the case"});
+    const auto survivors = r.proc.group_survivors();
     r.proc.signal_group(SIGKILL);
+    for (const auto& s : survivors) {
+      result_.findings.push_back({r.name, "process", s, "", "still in the role's process group after the case; killed"});
+      int status;
+      while (::waitpid(std::atoi(s.c_str()), &status, 0) < 0 && errno == EINTR) {
+      }
+    }
   }
   std::size_t scanned = 0;
   const auto holders = find_holders(objects_, &scanned);
@@ -698,7 +702,7 @@ void validate_selection(const RunOptions& o) {
           return std::find(c->steps.begin(), c->steps.end(), p.describe()) != c->steps.end();
         }))
       throw std::invalid_argument("injection point '" + p.describe() +
-                                  "' is no step of the selected cases; 'ipcheck list --format json' shows each case's steps");
+                                  "' is no step of the selected cases; 'ipcheck list' shows each case's injection points");
 }
 
 AdapterProbe probe_adapter(const RunOptions& o) {
