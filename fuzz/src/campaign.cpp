@@ -386,7 +386,8 @@ void Campaign::handle(Slot& s, Message& m) {
     if (auto it = j.find("leaks"); it != j.end())
       for (const auto& l : *it)
         left[l.value("kind", "") == "fd" ? Verdict::fd_leak : Verdict::mapping_leak].push_back(l.value("item", ""));
-    for (auto& [v, items] : left) {
+    for (auto& [verdict, items] : left) {
+      const Verdict v = verdict;  // named, not a structured binding: clang 14 cannot capture those
       const bool caught = std::any_of(raw_.begin(), raw_.end(), [&](const RawFinding& r) {
         return r.verdict == v && r.worker == s.index && r.input;
       });

@@ -65,7 +65,10 @@ int run(const std::vector<std::string>& args) {
       .multi("--param", "KEY=VALUE", "case parameter (sizes, iteration counts)")
       .value("--expectations", "FILE", "known deviations (none: no file)", "share/ipcheck/expectations/<adapter>.txt")
       .multi("--inject", "ROLE:STEP", "kill ROLE at protocol step STEP; 'all' runs every point")
-      .value("--audit", "METHOD", "proc or off", "proc")
+      .value("--audit", "METHOD",
+             "bpf (a tracer watches every role from outside; falls back to proc, saying why, when it "
+             "cannot load), proc (each role lists its own descriptors and mappings) or off",
+             "bpf")
       .flag("--include-hidden", "also run the harness's self-test cases")
       .flag("--quiet", "print only the summary")
       .value("--skip-exit-code", "N", "exit with N when every selected case was skipped (for CTest)");
@@ -87,7 +90,8 @@ int run(const std::vector<std::string>& args) {
     r.params = o.get_map("--param");
     r.include_hidden = o.has("--include-hidden");
     r.audit = o.get("--audit");
-    if (r.audit != "proc" && r.audit != "off") throw UsageError("--audit is '" + r.audit + "'; use proc or off");
+    if (r.audit != "bpf" && r.audit != "proc" && r.audit != "off")
+      throw UsageError("--audit is '" + r.audit + "'; use bpf, proc or off");
     r.inject = parse_inject(o.all("--inject"));
     if (o.has("--expectations")) {
       const std::string e = o.get("--expectations");
@@ -104,6 +108,8 @@ int run(const std::vector<std::string>& args) {
     }
     const std::string out = o.has("--out") ? o.get("--out") : "ipcheck-results/" + r.adapter;
     const bool quiet = o.has("--quiet");
+    std::unique_ptr<Auditor> tracer;  // loaded once for the whole run
+    if (!prepare_audit(r, tracer)) std::fprintf(stderr, "ipcheck run: %s\n", r.audit_note.c_str());
     const bool tty = ::isatty(STDOUT_FILENO);
     r.interrupted = &g_interrupted;
     ::signal(SIGINT, on_interrupt);

@@ -286,11 +286,15 @@ int role_main(const std::vector<std::string>& args) {
     return 0;
   }
 
-  const bool audit = start.value("audit", "proc") != "off";
+  // proc: the role audits itself; bpf: the runner's tracer watches from outside, and the
+  // role only marks where its body starts and ends and reports its verb calls.
+  const std::string method = start.value("audit", "proc");
+  const bool self_audit = method == "proc";
   ProcSnapshot before;
-  if (audit) before = take_proc_snapshot();
+  if (self_audit) before = take_proc_snapshot();
   const char* how = "ok";
   std::string message;
+  mark_phase(in_body);
   try {
     rd->body(role);
   } catch (const RoleAbort& e) {
@@ -305,7 +309,9 @@ int role_main(const std::vector<std::string>& args) {
     how = "aborted";
     message = e.what();
   }
-  if (audit) {
+  mark_phase(after_body);
+  if (method == "bpf") ch.send(MsgType::audit, {json{{"method", "bpf"}, {"verbs", adapter.calls()}}.dump()});
+  if (self_audit) {
     const ProcSnapshot after = take_proc_snapshot();
     json leaks = json::array();
     for (const auto& l : diff_snapshots(before, after)) leaks.push_back({{"kind", l.kind}, {"item", l.item}});

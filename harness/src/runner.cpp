@@ -97,6 +97,7 @@ struct RoleState {
   Clock::time_point exit_time{};
   double duration_s = 0;
   json audit;
+  bool audit_collected = false;  // the outside auditor has reported on (and forgotten) it
   std::vector<std::string> survivors;
   // Messages the role has not taken yet (it may be busy, or never read at all).
   std::deque<Message> outbox;
@@ -127,8 +128,16 @@ struct RoleState {
 class CaseRun {
  public:
   CaseRun(const CaseDef& def, const RunOptions& opt, const InjectPoint* inject)
-      : def_(def), opt_(opt), inject_(inject), adapter_(find_adapter(opt.adapter)) {
+      : def_(def), opt_(opt), inject_(inject), adapter_(find_adapter(opt.adapter)),
+        tracer_(opt.audit == "bpf" ? opt.auditor : nullptr) {
     if (!adapter_) throw std::invalid_argument("unknown adapter '" + opt.adapter + "'");
+  }
+
+  // A role the outside auditor still follows (the run was abandoned) is forgotten.
+  ~CaseRun() {
+    if (!tracer_) return;
+    for (auto& r : roles_)
+      if (r.started && !r.audit_collected) tracer_->role_forget(r.proc.pid());
   }
 
   CaseResult run();
@@ -154,6 +163,7 @@ class CaseRun {
   const RunOptions& opt_;
   const InjectPoint* inject_;
   const AdapterDesc* adapter_;
+  Auditor* tracer_;  // the outside audit, when the run uses one
   std::deque<RoleState> roles_;
   CaseResult result_;
   Clock::time_point start_{};
@@ -215,6 +225,7 @@ void CaseRun::spawn_all() {
       r.proc = RoleProcess::spawn(spec);
       r.channel = Channel(std::move(mine));
       r.started = true;
+      if (tracer_) tracer_->role_spawned(r.proc.pid(), def_.id, r.name);
     } catch (const SpawnError& e) {
       r.spawn_error = e.what();
     }
@@ -285,6 +296,15 @@ void CaseRun::reap(RoleState& r) {
       }
     }
   }
+  if (tracer_) {
+    // Every process of the role is gone: what the tracer saw is complete.
+    RoleEnd end;
+    end.how = r.exit->describe();
+    end.killed = r.expected_death || terminating_;
+    end.crashed = !r.exit->exited && !end.killed;
+    r.audit = tracer_->role_ended(r.proc.pid(), r.audit, end);
+    r.audit_collected = true;
+  }
   broadcast(MsgType::peer_exit, {r.name, r.exit->describe()}, &r);
   release_barriers();
 }
@@ -293,6 +313,7 @@ void CaseRun::handle(RoleState& r, Message& m) {
   switch (m.type) {
     case MsgType::hello: {
       r.hello = true;
+      if (tracer_) tracer_->role_hello(r.proc.pid(), m.field(2));
       if (std::all_of(roles_.begin(), roles_.end(), [](const RoleState& x) { return !x.started || x.hello; })) {
         json peers = json::object();
         for (const auto& x : roles_)
@@ -608,7 +629,8 @@ void CaseRun::classify() {
         const std::string item = l.value("item", "");
         const bool allowed = std::any_of(def_.allowed_leaks.begin(), def_.allowed_leaks.end(),
                                          [&](const std::string& a) { return item.find(a) != std::string::npos; });
-        if (!allowed) c.findings.push_back({r.name, l.value("kind", ""), item, l.value("verb", ""), ""});
+        if (!allowed)
+          c.findings.push_back({r.name, l.value("kind", ""), item, l.value("verb", ""), l.value("detail", "")});
       }
   }
   c.audit["method"] = opt_.audit;
@@ -800,7 +822,23 @@ CaseResult run_case(const CaseDef& c, const RunOptions& options, const InjectPoi
   return CaseRun(c, options, inject).run();
 }
 
-reports::Results run_suite(const RunOptions& o) {
+bool prepare_audit(RunOptions& o, std::unique_ptr<Auditor>& holder) {
+  if (o.audit != "bpf" || o.auditor) return true;
+  AuditorLoad load = load_bpf_auditor();
+  if (load.auditor) {
+    holder = std::move(load.auditor);
+    o.auditor = holder.get();
+    return true;
+  }
+  o.audit = "proc";
+  o.audit_note = "bpf audit unavailable, used proc: " + load.why_not;
+  return false;
+}
+
+reports::Results run_suite(const RunOptions& options) {
+  RunOptions o = options;
+  std::unique_ptr<Auditor> tracer;
+  prepare_audit(o, tracer);
   become_subreaper();
   const std::size_t fds_at_start = count_open_fds();
   reports::Results results;
@@ -817,6 +855,7 @@ reports::Results run_suite(const RunOptions& o) {
     results.run.hostname = u.nodename;
   }
   results.run.audit = o.audit;
+  results.run.audit_note = o.audit_note;
   results.run.options = {{"jobs", o.jobs},       {"filters", o.filters},   {"timeout_s", o.timeout_s},
                          {"transport", o.transport}, {"params", o.params}, {"adapter_options", o.adapter_options},
                          {"expectations", o.expectations_path}};

@@ -3,7 +3,7 @@
 #include <cstring>
 
 extern "C" {
-struct ipcheck_verb_mark_t ipcheck_verb_mark = {0, 0, {}};
+struct ipcheck_verb_mark_t ipcheck_verb_mark = {0, 0, {}, 0, 0};
 }
 
 namespace ipcheck {
@@ -18,9 +18,10 @@ unsigned long long verb_id(const char* verb) {
 }  // namespace
 
 TracingAdapter::Scope::Scope(TracingAdapter& t, const char* verb) {
-  ++t.calls_[verb];
+  const unsigned long ordinal = ++t.calls_[verb];
   std::strncpy(ipcheck_verb_mark.verb, verb, sizeof ipcheck_verb_mark.verb - 1);
   ipcheck_verb_mark.verb_id = verb_id(verb);
+  ipcheck_verb_mark.ordinal = ordinal;
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   ipcheck_verb_mark.seq = ipcheck_verb_mark.seq + 1;  // odd: inside a verb
 }

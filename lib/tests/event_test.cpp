@@ -76,10 +76,10 @@ TEST_F(Event, ur_event_open_size) {
     std::span<const std::byte> data;
     const char* count;
   };
-  for (const auto& [data, count] : {size_case{{}, "0 bytes"}, size_case{b.first(63), "63 bytes"},
-                                    size_case{longer, "65 bytes"}, size_case{huge, "1048576 bytes"}}) {
-    EXPECT_TRUE(fails_with([&] { event_ref(ev::open(data, ctx, dev), ctx); }, errc::invalid,
-                           {count, "ur.event.open.size"}));
+  for (const size_case& c : {size_case{{}, "0 bytes"}, size_case{b.first(63), "63 bytes"},
+                              size_case{longer, "65 bytes"}, size_case{huge, "1048576 bytes"}}) {
+    EXPECT_TRUE(fails_with([&] { event_ref(ev::open(c.data, ctx, dev), ctx); }, errc::invalid,
+                           {c.count, "ur.event.open.size"}));
   }
   EXPECT_TRUE(open(h));
 }

@@ -85,10 +85,10 @@ TEST_F(Memory, sycl_mem_open_size) {
     std::span<const std::byte> data;
     const char* count;
   };
-  for (const auto& [data, count] : {size_case{{}, "0 bytes"}, size_case{b.first(63), "63 bytes"},
-                                    size_case{longer, "65 bytes"}, size_case{huge, "1048576 bytes"}}) {
-    EXPECT_TRUE(fails_with([&] { opened_ptr(mem::open(data, ctx, dev), ctx); }, errc::invalid,
-                           {count, "expected 64", "sycl.mem.open.size"}));
+  for (const size_case& c : {size_case{{}, "0 bytes"}, size_case{b.first(63), "63 bytes"},
+                              size_case{longer, "65 bytes"}, size_case{huge, "1048576 bytes"}}) {
+    EXPECT_TRUE(fails_with([&] { opened_ptr(mem::open(c.data, ctx, dev), ctx); }, errc::invalid,
+                           {c.count, "expected 64", "sycl.mem.open.size"}));
   }
   // The intact bytes still open: nothing above consumed the export.
   EXPECT_TRUE(open(h));

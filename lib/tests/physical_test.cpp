@@ -73,9 +73,9 @@ TEST_F(Physical, sycl_phys_open_size) {
     std::span<const std::byte> data;
     const char* count;
   };
-  for (const auto& [data, count] : {size_case{{}, "0 bytes"}, size_case{b.first(63), "63 bytes"},
-                                    size_case{longer, "65 bytes"}, size_case{huge, "1048576 bytes"}}) {
-    EXPECT_TRUE(fails_with([&] { open_bytes(data); }, errc::invalid, {count, "sycl.phys.open.size"}));
+  for (const size_case& c : {size_case{{}, "0 bytes"}, size_case{b.first(63), "63 bytes"},
+                              size_case{longer, "65 bytes"}, size_case{huge, "1048576 bytes"}}) {
+    EXPECT_TRUE(fails_with([&] { open_bytes(c.data); }, errc::invalid, {c.count, "sycl.phys.open.size"}));
   }
   EXPECT_TRUE(open(h));
 }

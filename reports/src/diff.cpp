@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <cstdio>
 #include <set>
 
 #include "text.hpp"
@@ -53,7 +54,7 @@ std::string obs_value(const std::optional<std::string>& v) { return v ? *v : "(n
 
 // One line for the whole diff's counts, regressions first.
 std::string tally(const Diff& d) {
-  if (d.empty()) return "no changes: the same cases with the same statuses, observations and benchmarks";
+  if (d.empty()) return "no changes: the same cases with the same statuses, observations, benchmarks and call profiles";
   std::vector<std::string> parts;
   auto add = [&](std::size_t n, const char* one, const char* many) {
     if (n) parts.push_back(plural(static_cast<int>(n), one, many));
@@ -65,6 +66,7 @@ std::string tally(const Diff& d) {
   add(d.removed.size(), "removed case", "removed cases");
   add(d.observations.size(), "observation change", "observation changes");
   add(d.bench.size(), "benchmark change beyond noise", "benchmark changes beyond noise");
+  add(d.profiles.size(), "call profile change", "call profile changes");
   std::string s;
   for (const auto& p : parts) s += (s.empty() ? "" : ", ") + p;
   return s;
@@ -90,8 +92,59 @@ bool Diff::driver_changed() const {
 
 bool Diff::empty() const {
   return regressions.empty() && fixes.empty() && changes.empty() && added.empty() && removed.empty() &&
-         observations.empty() && bench.empty() && bench_added.empty() && bench_removed.empty();
+         observations.empty() && bench.empty() && bench_added.empty() && bench_removed.empty() && profiles.empty();
 }
+
+namespace {
+
+// Counters that say what a verb did to the kernel, per call. `syscalls` and `failed` are
+// left out: futex and polling traffic makes them noise on multi-threaded drivers.
+bool profile_counter(const std::string& name) { return name != "calls" && name != "syscalls" && name != "failed"; }
+
+// The per-role call profiles of a case, when the role itself reported its calls.
+std::map<std::string, const json*> role_profiles(const CaseResult& c) {
+  std::map<std::string, const json*> out;
+  auto roles = c.audit.find("roles");
+  if (roles == c.audit.end() || !roles->is_object()) return out;
+  for (const auto& [name, role] : roles->items()) {
+    if (!role.is_object() || role.value("method", "") != "bpf" || role.value("calls_from", "role") != "role") continue;
+    if (auto p = role.find("profile"); p != role.end() && p->is_object()) out[name] = &*p;
+  }
+  return out;
+}
+
+void compare_profiles(const std::string& id, const CaseResult& o, const CaseResult& n, std::vector<ProfileChange>& out) {
+  const auto old_roles = role_profiles(o), new_roles = role_profiles(n);
+  for (const auto& [role, np] : new_roles) {
+    auto it = old_roles.find(role);
+    if (it == old_roles.end()) continue;
+    const json& op = *it->second;
+    for (const auto& [verb, nv] : np->items()) {
+      auto ov = op.find(verb);
+      if (ov == op.end() || !ov->is_object() || !nv.is_object()) continue;
+      const long long oc = ov->value("calls", 0LL), nc = nv.value("calls", 0LL);
+      if (oc <= 0 || nc <= 0) continue;
+      std::set<std::string> counters;
+      for (const auto& [k, v] : ov->items())
+        if (profile_counter(k)) counters.insert(k);
+      for (const auto& [k, v] : nv.items())
+        if (profile_counter(k)) counters.insert(k);
+      for (const auto& k : counters) {
+        const double from = static_cast<double>(ov->value(k, 0LL)) / static_cast<double>(oc);
+        const double to = static_cast<double>(nv.value(k, 0LL)) / static_cast<double>(nc);
+        if (std::fabs(to - from) > 1e-9) out.push_back({id, role, verb, k, from, to, oc, nc});
+      }
+    }
+  }
+}
+
+std::string per_call(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
+}
+
+}  // namespace
 
 bool beyond_noise(const Benchmark& a, const Benchmark& b) {
   if (a.repetitions < 2 || b.repetitions < 2) return false;
@@ -111,6 +164,7 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
       continue;
     }
     const CaseResult* o = it->second;
+    if (a.run.audit == "bpf" && b.run.audit == "bpf") compare_profiles(id, *o, *n, d.profiles);
     if (o->status != n->status) {
       StatusChange c{id, o->status, n->status, text::first_line(n->reason)};
       const int from = severity(o->status), to = severity(n->status);
@@ -145,6 +199,11 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
   std::stable_sort(d.added.begin(), d.added.end(), [](const CaseEntry& x, const CaseEntry& y) {
     return severity(x.status) > severity(y.status);
   });
+
+  if ((a.run.audit == "bpf") != (b.run.audit == "bpf"))
+    d.profile_note = std::string("call profiles not compared: the ") + (a.run.audit == "bpf" ? "new" : "old") +
+                     " run was audited with '" + (a.run.audit == "bpf" ? b.run.audit : a.run.audit) +
+                     "', not bpf";
 
   const auto old_list = benchmarks(a), new_list = benchmarks(b);
   if (old_list.empty() != new_list.empty()) {
@@ -237,7 +296,14 @@ std::string render_diff_text(const Diff& d) {
     s += fmt("\nbenchmark changes beyond noise (%zu)\n", d.bench.size());
     for (const auto& b : d.bench) s += "  " + text::pad(b.name, bw) + "  " + bench_line(b) + "\n";
   }
+  if (!d.profiles.empty()) {
+    s += fmt("\ncall profile changes, per call (%zu)\n", d.profiles.size());
+    for (const auto& c : d.profiles)
+      s += "  " + c.case_id + "  " + c.role + "  " + c.verb + ": " + c.counter + " " + per_call(c.from) + " -> " +
+           per_call(c.to) + fmt("  (%lld -> %lld calls)\n", c.old_calls, c.new_calls);
+  }
   std::vector<std::string> notes;
+  if (!d.profile_note.empty()) notes.push_back(d.profile_note);
   if (d.bench_within_noise) notes.push_back(plural(d.bench_within_noise, "benchmark", "benchmarks") + " within noise");
   if (!d.bench_unjudged.empty())
     notes.push_back(plural(static_cast<int>(d.bench_unjudged.size()), "benchmark", "benchmarks") +
@@ -303,6 +369,15 @@ std::string render_diff_markdown(const Diff& d) {
     s += fmt("\nBenchmarks within noise: %d; not judged (fewer than 2 repetitions): %zu; new: %zu; removed: %zu.\n",
              d.bench_within_noise, d.bench_unjudged.size(), d.bench_added.size(), d.bench_removed.size());
   if (!d.bench_note.empty()) s += "\n" + md(d.bench_note) + ".\n";
+  if (!d.profiles.empty()) {
+    s += fmt("\n### Call profile changes, per call (%zu)\n\n| case | role | verb | counter | old | new |\n"
+             "|---|---|---|---|---|---|\n",
+             d.profiles.size());
+    for (const auto& c : d.profiles)
+      s += "| " + md_code(c.case_id) + " | " + md(c.role) + " | " + md_code(c.verb) + " | " + md_code(c.counter) + " | " +
+           per_call(c.from) + " | " + per_call(c.to) + " |\n";
+  }
+  if (!d.profile_note.empty()) s += "\n" + md(d.profile_note) + ".\n";
   return s;
 }
 
@@ -337,6 +412,11 @@ json diff_to_json(const Diff& d) {
                      {"old", {{"median", b.old_median}, {"spread", b.old_spread}, {"repetitions", b.old_repetitions}, {"ratio", b.old_ratio}}},
                      {"new", {{"median", b.new_median}, {"spread", b.new_spread}, {"repetitions", b.new_repetitions}, {"ratio", b.new_ratio}}},
                      {"worse", b.worse}});
+  json profiles = json::array();
+  for (const auto& c : d.profiles)
+    profiles.push_back({{"case", c.case_id}, {"role", c.role}, {"verb", c.verb}, {"counter", c.counter},
+                        {"old_per_call", c.from}, {"new_per_call", c.to}, {"old_calls", c.old_calls},
+                        {"new_calls", c.new_calls}});
   return {{"schema", kDiffSchema},
           {"old", run(d.old_run)},
           {"new", run(d.new_run)},
@@ -353,7 +433,9 @@ json diff_to_json(const Diff& d) {
           {"bench_unjudged", d.bench_unjudged},
           {"bench_added", d.bench_added},
           {"bench_removed", d.bench_removed},
-          {"bench_note", d.bench_note}};
+          {"bench_note", d.bench_note},
+          {"profile_changes", profiles},
+          {"profile_note", d.profile_note}};
 }
 
 }  // namespace ipcheck::reports

@@ -306,14 +306,22 @@ std::string render_html(const Results& r, const RenderOptions& o) {
   const FuzzSummary f = fuzz_summary(r);
   if (f.present) {
     s += "<section id=\"fuzz\">\n<h2>Fuzzing</h2>\n<p>" + html(f.target.empty() ? "campaign" : f.target) +
-         fmt(": %lld executions in %s, seed %lld; %zu findings.</p>\n", f.executions, text::duration(f.duration_s).c_str(),
-             f.seed, f.findings.size());
-    if (!f.outcomes.empty()) s += svg::fuzz_histogram(f);
+         fmt(": %lld executions in %s (%.0f per second), seed %lld; %zu findings", f.executions,
+             text::duration(f.duration_s).c_str(), f.exec_per_s, f.seed, f.findings.size()) +
+         (f.status.empty() || f.status == "completed" ? std::string(".") : "; " + html(f.status) + ": " + html(f.reason)) +
+         "</p>\n";
+    if (!f.verdicts.empty()) s += svg::fuzz_histogram(f);
+    if (!f.error_codes.empty()) {
+      s += "<table><thead><tr><th>open returned</th><th>executions</th></tr></thead><tbody>\n";
+      for (const auto& [k, v] : f.error_codes) s += "<tr><td><code>" + html(k) + "</code></td><td>" + fmt("%lld", v) + "</td></tr>\n";
+      s += "</tbody></table>\n";
+    }
     if (!f.findings.empty()) {
-      s += "<table><thead><tr><th>outcome</th><th>mutator</th><th>detail</th><th>reproducer</th></tr></thead><tbody>\n";
+      s += "<table><thead><tr><th>finding</th><th>clause</th><th>mutation</th><th>detail</th><th>reproducer</th></tr>"
+           "</thead><tbody>\n";
       for (const auto& x : f.findings)
-        s += "<tr><td>" + html(x.outcome) + "</td><td>" + html(x.mutator) + "</td><td>" + html(x.detail) + "</td><td><code>" +
-             html(x.reproducer) + "</code></td></tr>\n";
+        s += "<tr><td>" + html(x.outcome) + "</td><td><code>" + html(x.clause) + "</code></td><td>" + html(x.mutation) +
+             "</td><td>" + html(x.detail) + "</td><td><code>" + html(x.reproducer) + "</code></td></tr>\n";
       s += "</tbody></table>\n";
     }
     s += "</section>\n";

@@ -195,15 +195,22 @@ std::string render_markdown(const Results& r, const RenderOptions& o) {
   const FuzzSummary f = fuzz_summary(r);
   if (f.present) {
     s += "\n## Fuzzing\n\n" + md(f.target.empty() ? "campaign" : f.target) +
-         fmt(": %lld executions in %s, seed %lld.\n\n", f.executions, text::duration(f.duration_s).c_str(), f.seed);
-    if (!f.outcomes.empty()) {
-      s += "| outcome | executions |\n|---|---:|\n";
-      for (const auto& [k, v] : f.outcomes) s += "| " + md(k) + fmt(" | %lld |\n", v);
+         fmt(": %lld executions in %s (%.0f per second), seed %lld", f.executions, text::duration(f.duration_s).c_str(),
+             f.exec_per_s, f.seed) +
+         (f.status.empty() || f.status == "completed" ? std::string(".") : "; " + md(f.status) + ": " + md(f.reason)) +
+         "\n\n";
+    if (!f.verdicts.empty()) {
+      s += "| verdict | executions |\n|---|---:|\n";
+      for (const auto& [k, v] : f.verdicts) s += "| " + md(k) + fmt(" | %lld |\n", v);
+    }
+    if (!f.error_codes.empty()) {
+      s += "\n| open returned | executions |\n|---|---:|\n";
+      for (const auto& [k, v] : f.error_codes) s += "| " + md_code(k) + fmt(" | %lld |\n", v);
     }
     s += fmt("\nFindings: %zu.\n", f.findings.size());
     for (const auto& x : f.findings)
-      s += "- " + md(x.outcome) + " from " + md(x.mutator) + ": " + md(x.detail) + " (reproducer " + md_code(x.reproducer) +
-           ")\n";
+      s += "- " + md(x.outcome) + (x.clause.empty() ? "" : " (" + md_code(x.clause) + ")") + " from " +
+           md(x.mutation) + ": " + md(x.detail) + " (reproducer " + md_code(x.reproducer) + ")\n";
   }
   const auto bench = benchmarks(r);
   if (!bench.empty()) {

@@ -45,21 +45,42 @@ std::vector<Benchmark> benchmarks(const Results& r) {
   return out;
 }
 
+namespace {
+std::vector<std::pair<std::string, long long>> histogram(const nlohmann::json& j, const char* key) {
+  std::vector<std::pair<std::string, long long>> out;
+  if (auto o = j.find(key); o != j.end() && o->is_object())
+    for (const auto& [k, v] : o->items())
+      if (v.is_number_integer()) out.emplace_back(k, v.get<long long>());
+  return out;
+}
+}  // namespace
+
 FuzzSummary fuzz_summary(const Results& r) {
   FuzzSummary f;
   if (!r.fuzz.is_object()) return f;
   f.present = true;
+  f.status = value_or<std::string>(r.fuzz, "status", "");
+  f.reason = value_or<std::string>(r.fuzz, "reason", "");
   f.target = value_or<std::string>(r.fuzz, "target", "");
   f.executions = value_or<long long>(r.fuzz, "executions", 0);
   f.duration_s = value_or<double>(r.fuzz, "duration_s", 0);
+  f.exec_per_s = value_or<double>(r.fuzz, "exec_per_s", 0);
   f.seed = value_or<long long>(r.fuzz, "seed", 0);
-  if (auto o = r.fuzz.find("outcomes"); o != r.fuzz.end() && o->is_object())
-    for (const auto& [k, v] : o->items())
-      if (v.is_number_integer()) f.outcomes.emplace_back(k, v.get<long long>());
+  f.verdicts = histogram(r.fuzz, "verdicts");
+  f.error_codes = histogram(r.fuzz, "outcomes");
   if (auto l = r.fuzz.find("findings"); l != r.fuzz.end() && l->is_array())
-    for (const auto& x : *l)
-      f.findings.push_back({value_or<std::string>(x, "outcome", ""), value_or<std::string>(x, "mutator", ""),
-                            value_or<std::string>(x, "reproducer", ""), value_or<std::string>(x, "detail", "")});
+    for (const auto& x : *l) {
+      FuzzFinding g;
+      g.outcome = value_or<std::string>(x, "outcome", "");
+      g.clause = value_or<std::string>(x, "clause", "");
+      g.mutation = value_or<std::string>(x, "mutation", "");
+      if (auto fs = x.find("fields"); fs != x.end() && fs->is_array())
+        for (const auto& n : *fs)
+          if (n.is_string()) g.fields += (g.fields.empty() ? "" : ", ") + n.get<std::string>();
+      g.reproducer = value_or<std::string>(x, "reproducer", "");
+      g.detail = value_or<std::string>(x, "detail", "");
+      f.findings.push_back(std::move(g));
+    }
   return f;
 }
 

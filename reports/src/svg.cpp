@@ -66,20 +66,19 @@ std::string status_bars(const Summary& s) {
 }
 
 std::string fuzz_histogram(const FuzzSummary& f) {
-  // What the oracle calls a finding; anything a finding was filed under counts too.
-  std::set<std::string> findings{"crash", "hang", "timeout", "leak", "wrong_mapping"};
-  for (const auto& x : f.findings) findings.insert(x.outcome);
+  // The oracle's verdicts: a clean rejection or an exact mapping; every other kind is a finding.
+  auto is_finding = [](const std::string& k) { return k != "rejected" && k != "mapped"; };
   long long max = 1;
-  for (const auto& [k, v] : f.outcomes) max = std::max(max, v);
+  for (const auto& [k, v] : f.verdicts) max = std::max(max, v);
   const int row = 24, label = 130, bar = 340, w = label + bar + 90;
-  const int h = std::max<int>(1, static_cast<int>(f.outcomes.size())) * row + 26;
-  std::string out = open_svg(w, h, "fuzz outcomes, log scale");
+  const int h = std::max<int>(1, static_cast<int>(f.verdicts.size())) * row + 26;
+  std::string out = open_svg(w, h, "fuzz verdicts, log scale");
   const double top = std::log10(static_cast<double>(max) + 1);
   int y = 4;
-  for (const auto& [k, v] : f.outcomes) {
+  for (const auto& [k, v] : f.verdicts) {
     const double frac = top > 0 ? std::log10(static_cast<double>(v) + 1) / top : 0;
     const int len = v > 0 ? std::max(2, static_cast<int>(std::lround(bar * frac))) : 0;
-    const bool finding = findings.count(k) > 0 && v > 0;
+    const bool finding = is_finding(k) && v > 0;
     out += fmt("<g class=\"bar\"><text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>"
                "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"2\" fill=\"%s\"/>"
                "<text x=\"%d\" y=\"%d\">%lld</text></g>\n",

@@ -126,6 +126,42 @@ Benchmark bench(double median, double spread, int reps) {
   return b;
 }
 
+// A bpf-audited role's call profile: one verb, its calls and counters.
+Results profiled(const std::string& audit, long long calls, long long getfd) {
+  Results r;
+  r.run.audit = audit;
+  CaseResult c;
+  c.id = "memory.open.repeat";
+  c.audit = nlohmann::json::parse(R"({"roles": {"consumer": {"method": ")" + audit + R"(", "calls_from": "role",
+      "profile": {"mem_open": {"calls": )" + std::to_string(calls) + R"(, "pidfd_getfd": )" + std::to_string(getfd) +
+                                  R"(, "syscalls": 99}}}}})");
+  r.cases.push_back(c);
+  return r;
+}
+
+TEST(Profiles, ChangesArePerCallAndNeverGate) {
+  // 4 opens making 4 descriptor fetches, then 4 opens making 8: one more per call.
+  const Diff d = diff_results(profiled("bpf", 4, 4), profiled("bpf", 4, 8), "old", "new");
+  ASSERT_EQ(d.profiles.size(), 1u);
+  EXPECT_EQ(d.profiles[0].verb, "mem_open");
+  EXPECT_EQ(d.profiles[0].counter, "pidfd_getfd");
+  EXPECT_DOUBLE_EQ(d.profiles[0].from, 1.0);
+  EXPECT_DOUBLE_EQ(d.profiles[0].to, 2.0);
+  EXPECT_FALSE(d.has_regression());
+  EXPECT_NE(render_diff_text(d).find("mem_open: pidfd_getfd 1 -> 2"), std::string::npos) << render_diff_text(d);
+}
+
+TEST(Profiles, SameCostPerCallIsNoChangeAndSyscallCountsAreNoise) {
+  // Twice the calls, twice the fetches: the same cost per call; `syscalls` is never compared.
+  EXPECT_TRUE(diff_results(profiled("bpf", 4, 4), profiled("bpf", 8, 8), "old", "new").profiles.empty());
+}
+
+TEST(Profiles, NotComparedUnlessBothRunsUsedBpf) {
+  const Diff d = diff_results(profiled("proc", 4, 4), profiled("bpf", 4, 8), "old", "new");
+  EXPECT_TRUE(d.profiles.empty());
+  EXPECT_NE(d.profile_note.find("old run was audited with 'proc'"), std::string::npos) << d.profile_note;
+}
+
 TEST(Bench, AChangeCountsOnlyBeyondTheNoiseOfBothRuns) {
   EXPECT_TRUE(beyond_noise(bench(100, 5, 10), bench(120, 5, 10)));
   EXPECT_FALSE(beyond_noise(bench(100, 5, 10), bench(109, 5, 10))) << "the intervals overlap";

@@ -12,7 +12,6 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,7 +107,21 @@ struct Received {
   unique_fd fd;
 };
 
-using Where = std::source_location;
+// Where a check was made, captured as a default argument. Our own type over the compiler
+// builtins: clang 14 with libstdc++ 12 (the fuzz preset) has no std::source_location.
+class Where {
+ public:
+  static constexpr Where current(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) noexcept {
+    return Where(file, line);
+  }
+  constexpr const char* file_name() const noexcept { return file_; }
+  constexpr unsigned line() const noexcept { return line_; }
+
+ private:
+  constexpr Where(const char* file, unsigned line) noexcept : file_(file), line_(line) {}
+  const char* file_;
+  unsigned line_;
+};
 
 class Role {
  public:

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ipcheck/auditor.hpp"
 #include "ipcheck/case.hpp"
 #include "ipcheck/reports/results.hpp"
 
@@ -28,7 +29,11 @@ struct RunOptions {
   std::string role_executable;       // default: /proc/self/exe
   bool include_hidden = false;
   std::vector<InjectPoint> inject;   // each case runs once per applicable point
-  std::string audit = "proc";        // proc | off (bpf: see harness/trace)
+  std::string audit = "proc";        // bpf | proc | off
+  // The BPF tracer when audit is bpf (harness/trace); run_suite loads one when it is null,
+  // and falls back to proc, saying why in audit_note, when it cannot.
+  Auditor* auditor = nullptr;
+  std::string audit_note;            // why the method differs from the one asked for
   std::vector<std::string> env;      // extra "KEY=VALUE" for role processes
   std::atomic<bool>* interrupted = nullptr;
   // Called from worker threads (serialised) as each case finishes.
@@ -55,6 +60,11 @@ reports::CaseResult run_case(const CaseDef& c, const RunOptions& options, const 
 
 // Runs the selection and returns the whole results document (not yet written).
 reports::Results run_suite(const RunOptions& options);
+
+// For audit "bpf" without an auditor: loads the tracer into `holder` and points
+// options.auditor at it, or switches options.audit to "proc" with the reason in
+// options.audit_note. Returns false on the fallback.
+bool prepare_audit(RunOptions& options, std::unique_ptr<Auditor>& holder);
 
 // Fills results.clauses: every clause with its cases and a verdict from this run.
 void fill_clause_coverage(reports::Results& r);

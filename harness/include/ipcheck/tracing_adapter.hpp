@@ -10,14 +10,28 @@
 #include "ipcheck/adapter.hpp"
 
 extern "C" {
-// Read by the OS audit from outside the process; `seq` is odd while a verb runs.
+// Read by the OS audit from outside the process; `seq` is odd while a verb runs. The layout
+// is shared with harness/trace/ipcaudit.h (struct ipcaudit_mark): append, never reorder.
 struct ipcheck_verb_mark_t {
   volatile unsigned long long seq;
   volatile unsigned long long verb_id;
   char verb[32];
+  volatile unsigned long long ordinal;  // this call's number among the calls of `verb`, from 1
+  volatile unsigned long long phase;    // ipcheck_phase: where the role is
 };
 extern struct ipcheck_verb_mark_t ipcheck_verb_mark;
 }
+
+namespace ipcheck {
+// Where a role process is, for the OS audit: descriptors and mappings the body creates are
+// followed until the body releases them.
+enum ipcheck_phase : unsigned long long { before_body = 0, in_body = 1, after_body = 2 };
+inline void mark_phase(ipcheck_phase p) noexcept {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  ipcheck_verb_mark.phase = p;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+}  // namespace ipcheck
 
 namespace ipcheck {
 

@@ -53,6 +53,17 @@ struct BenchChange {
   bool worse = false;                   // slower (or lower throughput)
 };
 
+// A verb that costs the kernel a different amount per call (bpf audit): how many
+// descriptors, mappings, ioctls one call makes, old and new.
+struct ProfileChange {
+  std::string case_id;
+  std::string role;
+  std::string verb;     // "mem_open"
+  std::string counter;  // "pidfd_getfd", "mmap_shared", "ioctl:/dev/dri/renderD128"
+  double from = 0, to = 0;  // per call
+  long long old_calls = 0, new_calls = 0;
+};
+
 struct Diff {
   RunLabel old_run, new_run;
   std::vector<StatusChange> regressions;  // worst new status first, then by id
@@ -66,6 +77,8 @@ struct Diff {
   std::vector<std::string> bench_unjudged;  // compared, but a run has fewer than 2 repetitions
   std::vector<std::string> bench_added, bench_removed;
   std::string bench_note;                 // why benchmarks were not compared (a run has none)
+  std::vector<ProfileChange> profiles;    // call profiles that changed (both runs audited with bpf)
+  std::string profile_note;               // why call profiles were not compared
 
   bool driver_changed() const;
   bool has_regression() const { return !regressions.empty(); }

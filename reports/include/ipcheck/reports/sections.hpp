@@ -25,21 +25,28 @@ struct Benchmark {
 
 std::vector<Benchmark> benchmarks(const Results& r);
 
-// A fuzz campaign's totals and what it found.
+// A fuzz campaign's totals and what it found (section `fuzz`, schema ipcheck.fuzz/1,
+// written by fuzz/; see reports/SCHEMA.md).
 struct FuzzFinding {
-  std::string outcome;     // crash | hang | leak | wrong_mapping | ...
-  std::string mutator;
-  std::string reproducer;  // path of the minimised reproducer
+  std::string outcome;     // the oracle's finding kind: crash | hang | fd_leak | confused_deputy | ...
+  std::string clause;      // the clause it breaks
+  std::string mutation;    // how the input was made ("fd := producer.alloc[5].fd; checksum resealed")
+  std::string fields;      // the mutated fields, comma separated
+  std::string reproducer;  // path of the minimised reproducer (ipcheck fuzz --replay runs it)
   std::string detail;
 };
 
 struct FuzzSummary {
   bool present = false;
+  std::string status;  // completed | skipped | aborted | interrupted
+  std::string reason;
   std::string target;
   long long executions = 0;
   double duration_s = 0;
+  double exec_per_s = 0;
   long long seed = 0;
-  std::vector<std::pair<std::string, long long>> outcomes;  // histogram, by outcome name
+  std::vector<std::pair<std::string, long long>> verdicts;     // the oracle's histogram: rejected, mapped, findings
+  std::vector<std::pair<std::string, long long>> error_codes;  // what open returned, by error code
   std::vector<FuzzFinding> findings;
 };
 

@@ -1,0 +1,32 @@
+# CTest's ze+nodriver test: the whole catalog on `ze` where the loader finds no Level Zero
+# driver. Every case must be `skip` with the adapter's reason ("no Level Zero driver: ..."),
+# none `fail` or anything else.
+#   cmake -DIPCHECK=<ipcheck> -DOUT=<dir> -P expect_all_skip.cmake
+execute_process(COMMAND "${IPCHECK}" run --adapter ze --quiet --jobs 2 --skip-exit-code 77 --out "${OUT}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT EXISTS "${OUT}/results.json")
+  message(FATAL_ERROR "ipcheck run wrote no ${OUT}/results.json (exit ${rc}):\n${out}\n${err}")
+endif()
+file(READ "${OUT}/results.json" json)
+string(JSON n LENGTH "${json}" cases)
+if(n EQUAL 0)
+  message(FATAL_ERROR "the run has no case")
+endif()
+math(EXPR last "${n} - 1")
+set(bad "")
+foreach(i RANGE ${last})
+  string(JSON id GET "${json}" cases ${i} id)
+  string(JSON status GET "${json}" cases ${i} status)
+  string(JSON reason GET "${json}" cases ${i} reason)
+  if(NOT status STREQUAL "skip" OR NOT reason MATCHES "no Level Zero driver")
+    string(APPEND bad "\n  ${id}: ${status}: ${reason}")
+  endif()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "without a driver every ze case must skip with 'no Level Zero driver'; these did not:${bad}")
+endif()
+if(NOT rc EQUAL 77)
+  message(FATAL_ERROR "ipcheck run exited ${rc}, expected 77 (every case skipped):\n${out}")
+endif()
+string(JSON reason GET "${json}" cases 0 reason)
+message(STATUS "all ${n} ze cases skipped: ${reason}")

@@ -1,0 +1,15 @@
+# Writes what `bpftool` prints to OUT, atomically (a failed run leaves no half-written file
+# for the next build to trust). WHAT is vmlinux (IN: kernel BTF) or skeleton (IN: BPF object).
+if(WHAT STREQUAL "vmlinux")
+  set(args btf dump file ${IN} format c)
+elseif(WHAT STREQUAL "skeleton")
+  set(args gen skeleton ${IN} name ipcaudit_bpf)
+else()
+  message(FATAL_ERROR "bpftool_output.cmake: WHAT is '${WHAT}'; use vmlinux or skeleton")
+endif()
+execute_process(COMMAND ${BPFTOOL} ${args} OUTPUT_FILE ${OUT}.tmp RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  file(REMOVE ${OUT}.tmp)
+  message(FATAL_ERROR "'${BPFTOOL} ${args}' failed (${rc}): ${err}")
+endif()
+file(RENAME ${OUT}.tmp ${OUT})

@@ -1,0 +1,585 @@
+// The OS-level audit, user side: loads ipcaudit.bpf.c (open, load, attach: three failure
+// points, each saying what failed and what to do), registers role processes, and turns
+// what the kernel side recorded into each role's audit document: a call profile per verb
+// and the descriptors and shared mappings the body created and never released, each with
+// the verb call that made it.
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "ipcaudit.h"
+#include "ipcaudit.skel.h"
+#include "ipcheck/auditor.hpp"
+
+namespace ipcheck {
+
+using nlohmann::json;
+
+namespace {
+
+// ---- libbpf's messages: kept for the failure reason, printed only on request
+
+std::mutex g_log_lock;
+std::string* g_log = nullptr;  // the load in progress collects here
+bool g_debug = false;
+
+int on_libbpf_message(enum libbpf_print_level level, const char* format, va_list args) {
+  char line[1024];
+  std::vsnprintf(line, sizeof line, format, args);
+  if (g_debug) std::fputs(line, stderr);
+  if (g_log && level != LIBBPF_DEBUG) *g_log += line;
+  return 0;
+}
+
+// The last line libbpf printed before a failure, which usually names the cause.
+std::string last_message(const std::string& log) {
+  std::string s = log;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  const auto nl = s.rfind('\n');
+  return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+std::string error_text(int err) {
+  err = err < 0 ? -err : err;
+  const char* name = ::strerrorname_np(err);
+  return std::string(::strerror(err)) + " (" + (name ? name : std::to_string(err)) + ")";
+}
+
+// ---- syscall table: numbers from this build's headers, so the BPF object has none
+
+struct SyscallInfo {
+  long nr;
+  const char* name;
+  ipcaudit_class cls;
+  bool touches_fds;
+};
+
+const std::vector<SyscallInfo>& syscall_table() {
+  static const std::vector<SyscallInfo> table = [] {
+    std::vector<SyscallInfo> t = {
+        {SYS_memfd_create, "memfd_create", IPCAUDIT_SYS_MEMFD_CREATE, true},
+        {SYS_pidfd_open, "pidfd_open", IPCAUDIT_SYS_PIDFD_OPEN, true},
+        {SYS_pidfd_getfd, "pidfd_getfd", IPCAUDIT_SYS_PIDFD_GETFD, true},
+        {SYS_dup, "dup", IPCAUDIT_SYS_DUP, true},
+        {SYS_dup3, "dup3", IPCAUDIT_SYS_DUP2, true},
+        {SYS_fcntl, "fcntl", IPCAUDIT_SYS_FCNTL, true},
+        {SYS_openat, "openat", IPCAUDIT_SYS_OPEN, true},
+        {SYS_openat2, "openat2", IPCAUDIT_SYS_OPEN, true},
+        {SYS_close, "close", IPCAUDIT_SYS_CLOSE, true},
+        {SYS_close_range, "close_range", IPCAUDIT_SYS_CLOSE, true},
+        {SYS_mmap, "mmap", IPCAUDIT_SYS_MMAP, false},
+        {SYS_munmap, "munmap", IPCAUDIT_SYS_MUNMAP, false},
+        {SYS_mremap, "mremap", IPCAUDIT_SYS_MREMAP, false},
+        {SYS_ioctl, "ioctl", IPCAUDIT_SYS_IOCTL, true},
+        {SYS_sendmsg, "sendmsg", IPCAUDIT_SYS_SENDMSG, false},
+        {SYS_recvmsg, "recvmsg", IPCAUDIT_SYS_RECVMSG, true},
+        // Other descriptor makers: named in findings, followed by the table diff.
+        {SYS_recvmmsg, "recvmmsg", IPCAUDIT_SYS_OTHER, true},
+        {SYS_socket, "socket", IPCAUDIT_SYS_OTHER, true},
+        {SYS_socketpair, "socketpair", IPCAUDIT_SYS_OTHER, true},
+        {SYS_accept4, "accept4", IPCAUDIT_SYS_OTHER, true},
+        {SYS_pipe2, "pipe2", IPCAUDIT_SYS_OTHER, true},
+        {SYS_eventfd2, "eventfd2", IPCAUDIT_SYS_OTHER, true},
+        {SYS_epoll_create1, "epoll_create1", IPCAUDIT_SYS_OTHER, true},
+        {SYS_timerfd_create, "timerfd_create", IPCAUDIT_SYS_OTHER, true},
+        {SYS_userfaultfd, "userfaultfd", IPCAUDIT_SYS_OTHER, true},
+        {SYS_execve, "execve", IPCAUDIT_SYS_OTHER, true},
+        // Syscalls that never add or remove a descriptor: no table diff after them.
+        {SYS_read, "read", IPCAUDIT_SYS_OTHER, false},
+        {SYS_write, "write", IPCAUDIT_SYS_OTHER, false},
+        {SYS_pread64, "pread64", IPCAUDIT_SYS_OTHER, false},
+        {SYS_pwrite64, "pwrite64", IPCAUDIT_SYS_OTHER, false},
+        {SYS_readv, "readv", IPCAUDIT_SYS_OTHER, false},
+        {SYS_writev, "writev", IPCAUDIT_SYS_OTHER, false},
+        {SYS_lseek, "lseek", IPCAUDIT_SYS_OTHER, false},
+        {SYS_futex, "futex", IPCAUDIT_SYS_OTHER, false},
+        {SYS_poll, "poll", IPCAUDIT_SYS_OTHER, false},
+        {SYS_ppoll, "ppoll", IPCAUDIT_SYS_OTHER, false},
+        {SYS_epoll_wait, "epoll_wait", IPCAUDIT_SYS_OTHER, false},
+        {SYS_epoll_pwait, "epoll_pwait", IPCAUDIT_SYS_OTHER, false},
+        {SYS_nanosleep, "nanosleep", IPCAUDIT_SYS_OTHER, false},
+        {SYS_clock_nanosleep, "clock_nanosleep", IPCAUDIT_SYS_OTHER, false},
+        {SYS_clock_gettime, "clock_gettime", IPCAUDIT_SYS_OTHER, false},
+        {SYS_gettimeofday, "gettimeofday", IPCAUDIT_SYS_OTHER, false},
+        {SYS_getpid, "getpid", IPCAUDIT_SYS_OTHER, false},
+        {SYS_gettid, "gettid", IPCAUDIT_SYS_OTHER, false},
+        {SYS_getppid, "getppid", IPCAUDIT_SYS_OTHER, false},
+        {SYS_mprotect, "mprotect", IPCAUDIT_SYS_OTHER, false},
+        {SYS_madvise, "madvise", IPCAUDIT_SYS_OTHER, false},
+        {SYS_brk, "brk", IPCAUDIT_SYS_OTHER, false},
+        {SYS_rt_sigaction, "rt_sigaction", IPCAUDIT_SYS_OTHER, false},
+        {SYS_rt_sigprocmask, "rt_sigprocmask", IPCAUDIT_SYS_OTHER, false},
+        {SYS_rt_sigreturn, "rt_sigreturn", IPCAUDIT_SYS_OTHER, false},
+        {SYS_sched_yield, "sched_yield", IPCAUDIT_SYS_OTHER, false},
+        {SYS_fstat, "fstat", IPCAUDIT_SYS_OTHER, false},
+        {SYS_newfstatat, "newfstatat", IPCAUDIT_SYS_OTHER, false},
+        {SYS_statx, "statx", IPCAUDIT_SYS_OTHER, false},
+        {SYS_fstatfs, "fstatfs", IPCAUDIT_SYS_OTHER, false},
+        {SYS_getrandom, "getrandom", IPCAUDIT_SYS_OTHER, false},
+        {SYS_sendto, "sendto", IPCAUDIT_SYS_OTHER, false},
+        {SYS_recvfrom, "recvfrom", IPCAUDIT_SYS_OTHER, false},
+        {SYS_kill, "kill", IPCAUDIT_SYS_OTHER, false},
+        {SYS_tgkill, "tgkill", IPCAUDIT_SYS_OTHER, false},
+        {SYS_pidfd_send_signal, "pidfd_send_signal", IPCAUDIT_SYS_OTHER, false},
+        {SYS_ftruncate, "ftruncate", IPCAUDIT_SYS_OTHER, false},
+        {SYS_readlinkat, "readlinkat", IPCAUDIT_SYS_OTHER, false},
+        {SYS_getdents64, "getdents64", IPCAUDIT_SYS_OTHER, false},
+        {SYS_prctl, "prctl", IPCAUDIT_SYS_OTHER, false},
+        {SYS_rseq, "rseq", IPCAUDIT_SYS_OTHER, false},
+        {SYS_set_robust_list, "set_robust_list", IPCAUDIT_SYS_OTHER, false},
+    };
+#ifdef SYS_dup2
+    t.push_back({SYS_dup2, "dup2", IPCAUDIT_SYS_DUP2, true});
+#endif
+#ifdef SYS_open
+    t.push_back({SYS_open, "open", IPCAUDIT_SYS_OPEN, true});
+#endif
+#ifdef SYS_pipe
+    t.push_back({SYS_pipe, "pipe", IPCAUDIT_SYS_OTHER, true});
+#endif
+#ifdef SYS_accept
+    t.push_back({SYS_accept, "accept", IPCAUDIT_SYS_OTHER, true});
+#endif
+    return t;
+  }();
+  return table;
+}
+
+std::string syscall_name(unsigned nr) {
+  for (const auto& s : syscall_table())
+    if (s.nr == static_cast<long>(nr)) return s.name;
+  return "syscall " + std::to_string(nr);
+}
+
+const char* counter_name(unsigned c) {
+  switch (c) {
+    case IPCAUDIT_C_SYSCALLS: return "syscalls";
+    case IPCAUDIT_C_FAILED: return "failed";
+    case IPCAUDIT_C_CALLS_TRACED: return "calls";
+    case IPCAUDIT_C_MEMFD_CREATE: return "memfd_create";
+    case IPCAUDIT_C_PIDFD_OPEN: return "pidfd_open";
+    case IPCAUDIT_C_PIDFD_GETFD: return "pidfd_getfd";
+    case IPCAUDIT_C_DUP: return "dup";
+    case IPCAUDIT_C_OPEN: return "open";
+    case IPCAUDIT_C_CLOSE: return "close";
+    case IPCAUDIT_C_MMAP_SHARED: return "mmap_shared";
+    case IPCAUDIT_C_MMAP_PRIVATE: return "mmap_private";
+    case IPCAUDIT_C_MUNMAP: return "munmap";
+    case IPCAUDIT_C_MREMAP: return "mremap";
+    case IPCAUDIT_C_IOCTL: return "ioctl";
+    case IPCAUDIT_C_IOCTL_TARGET: return "ioctl:";
+    case IPCAUDIT_C_SENDMSG: return "sendmsg";
+    case IPCAUDIT_C_FDS_SENT: return "fds_sent";
+    case IPCAUDIT_C_RECVMSG: return "recvmsg";
+    case IPCAUDIT_C_FDS_CREATED: return "fds_created";
+    case IPCAUDIT_C_FDS_CLOSED: return "fds_closed";
+    default: return "unknown";
+  }
+}
+
+// The verb that releases what `verb` made, for the evidence line ("...; 3 mem_close calls").
+const char* releasing_verb(const std::string& verb) {
+  static const std::map<std::string, const char*> pairs = {
+      {"alloc", "free"},           {"mem_get", "mem_put"},          {"mem_open", "mem_close"},
+      {"phys_create", "phys_release"}, {"phys_get", "phys_put"},    {"phys_open", "phys_close"},
+      {"vm_reserve", "vm_free"},   {"vm_map", "vm_unmap"},          {"event_create", "event_release"},
+      {"event_get", "event_put"},  {"event_open", "event_release"},
+  };
+  auto it = pairs.find(verb);
+  return it == pairs.end() ? nullptr : it->second;
+}
+
+std::string fixed_string(const char* s, std::size_t n) { return std::string(s, ::strnlen(s, n)); }
+
+// "/dev/dri/renderD128", "/memfd:ipcref-memory", "socket:[4242]", "anon_inode:[eventfd]".
+std::string render_file(const ipcaudit_file& f, bool with_inode) {
+  if (f.mode == 0 && f.parts == 0) return "unknown";  // the descriptor was gone when the tracer looked
+  const unsigned type = f.mode & S_IFMT;
+  const std::string ino = with_inode ? ":[" + std::to_string(f.ino) + "]" : "";
+  if (type == S_IFSOCK) return "socket" + ino;
+  std::vector<std::string> parts;
+  for (unsigned i = 0; i < f.parts && i < IPCAUDIT_PATH_PARTS; ++i) {
+    std::string p = fixed_string(f.name[i], IPCAUDIT_NAME_LEN);
+    if (p != "/" && !p.empty()) parts.push_back(std::move(p));
+  }
+  if (parts.empty()) return (type == S_IFIFO ? "pipe" : "anon_inode") + ino;
+  if (parts.size() == 1 && parts[0].front() == '[') return "anon_inode:" + parts[0];
+  std::string path;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) path += "/" + *it;
+  return path;
+}
+
+std::string hex(unsigned long long v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%llx", v);
+  return buf;
+}
+
+std::string verb_call(const char* verb, unsigned long long ordinal) {
+  const std::string v = fixed_string(verb, IPCAUDIT_VERB_LEN);
+  if (v.empty()) return "";
+  return ordinal ? v + " #" + std::to_string(ordinal) : v;
+}
+
+// Every key of a hash map (a snapshot: entries may come and go meanwhile).
+template <class Key>
+std::vector<Key> map_keys(int map_fd, std::size_t max_entries) {
+  std::vector<Key> keys;
+  std::set<std::vector<unsigned char>> seen;
+  Key key{}, next{};
+  const Key* prev = nullptr;
+  for (std::size_t guard = 0; guard < 4 * max_entries; ++guard) {
+    if (::bpf_map_get_next_key(map_fd, prev, &next) != 0) break;
+    const auto* b = reinterpret_cast<const unsigned char*>(&next);
+    if (seen.insert(std::vector<unsigned char>(b, b + sizeof next)).second) keys.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  return keys;
+}
+
+struct SkeletonDeleter {
+  void operator()(ipcaudit_bpf* s) const noexcept { ipcaudit_bpf__destroy(s); }
+};
+using Skeleton = std::unique_ptr<ipcaudit_bpf, SkeletonDeleter>;
+
+class BpfAuditor final : public Auditor {
+ public:
+  explicit BpfAuditor(Skeleton skel) : skel_(std::move(skel)) {}
+
+  const char* method() const noexcept override { return "bpf"; }
+
+  void role_spawned(pid_t pid, const std::string& case_id, const std::string& role) override {
+    std::lock_guard lock(lock_);
+    const unsigned id = next_id_++;
+    ipcaudit_role r{};
+    r.processes = 1;
+    ipcaudit_proc p{};
+    p.role = id;
+    p.is_role = 1;
+    const unsigned tgid = static_cast<unsigned>(pid);
+    Tracked t{id, case_id, role, ""};
+    if (::bpf_map_update_elem(map_fd(skel_->maps.roles), &id, &r, BPF_ANY) != 0 ||
+        ::bpf_map_update_elem(map_fd(skel_->maps.procs), &tgid, &p, BPF_ANY) != 0)
+      t.problem = "the tracer could not follow " + role + " of " + case_id + " (pid " + std::to_string(pid) +
+                  "): " + error_text(errno) + "; its profile and leaks are missing";
+    tracked_[pid] = std::move(t);
+  }
+
+  void role_hello(pid_t pid, const std::string& mark) override {
+    std::lock_guard lock(lock_);
+    auto it = tracked_.find(pid);
+    if (it == tracked_.end()) return;
+    char* end = nullptr;
+    const unsigned long long addr = std::strtoull(mark.c_str(), &end, 0);
+    if (mark.empty() || !end || *end || addr == 0) {
+      it->second.problem = it->second.role + " of " + it->second.case_id + " sent no usable verb mark address ('" +
+                           mark + "'); descriptors cannot be tied to verbs";
+      return;
+    }
+    const unsigned tgid = static_cast<unsigned>(pid);
+    if (::bpf_map_update_elem(map_fd(skel_->maps.marks), &tgid, &addr, BPF_ANY) != 0)
+      it->second.problem = "the tracer could not store the verb mark of " + it->second.role + " of " +
+                           it->second.case_id + ": " + error_text(errno) + "; descriptors cannot be tied to verbs";
+  }
+
+  void role_forget(pid_t pid) override {
+    std::lock_guard lock(lock_);
+    auto it = tracked_.find(pid);
+    if (it == tracked_.end()) return;
+    collect(it->second.id);
+    tracked_.erase(it);
+  }
+
+  json role_ended(pid_t pid, const json& reported, const RoleEnd& end) override;
+
+ private:
+  struct Tracked {
+    unsigned id;
+    std::string case_id, role;
+    std::string problem;
+  };
+  struct Collected {
+    ipcaudit_role role{};
+    bool have_role = false;
+    std::vector<std::pair<ipcaudit_count_key, unsigned long long>> counts;
+    std::vector<std::pair<ipcaudit_fd_key, ipcaudit_fd>> fds;
+    std::vector<std::pair<ipcaudit_map_key, ipcaudit_map>> maps;
+  };
+
+  static int map_fd(bpf_map* m) { return ::bpf_map__fd(m); }
+
+  // Takes (and removes) everything the kernel side holds for role `id`.
+  Collected collect(unsigned id) {
+    Collected c;
+    // Descendants that escaped the role's group are no longer followed.
+    const int procs = map_fd(skel_->maps.procs);
+    for (const auto& tgid : map_keys<unsigned>(procs, IPCAUDIT_MAX_PROCS)) {
+      ipcaudit_proc p{};
+      if (::bpf_map_lookup_elem(procs, &tgid, &p) == 0 && p.role == id) {
+        ::bpf_map_delete_elem(procs, &tgid);
+        ::bpf_map_delete_elem(map_fd(skel_->maps.marks), &tgid);
+        ::bpf_map_delete_elem(map_fd(skel_->maps.states), &tgid);
+      }
+    }
+    const int roles = map_fd(skel_->maps.roles);
+    c.have_role = ::bpf_map_lookup_elem(roles, &id, &c.role) == 0;
+    ::bpf_map_delete_elem(roles, &id);
+    const int counts = map_fd(skel_->maps.counts);
+    for (const auto& k : map_keys<ipcaudit_count_key>(counts, IPCAUDIT_MAX_COUNTS)) {
+      if (k.role != id) continue;
+      unsigned long long v = 0;
+      if (::bpf_map_lookup_elem(counts, &k, &v) == 0) c.counts.emplace_back(k, v);
+      ::bpf_map_delete_elem(counts, &k);
+    }
+    const int fds = map_fd(skel_->maps.fds);
+    for (const auto& k : map_keys<ipcaudit_fd_key>(fds, IPCAUDIT_MAX_RECORDS)) {
+      if (k.role != id) continue;
+      ipcaudit_fd v{};
+      if (::bpf_map_lookup_elem(fds, &k, &v) == 0) c.fds.emplace_back(k, v);
+      ::bpf_map_delete_elem(fds, &k);
+    }
+    const int maps = map_fd(skel_->maps.mappings);
+    for (const auto& k : map_keys<ipcaudit_map_key>(maps, IPCAUDIT_MAX_RECORDS)) {
+      if (k.role != id) continue;
+      ipcaudit_map v{};
+      if (::bpf_map_lookup_elem(maps, &k, &v) == 0) c.maps.emplace_back(k, v);
+      ::bpf_map_delete_elem(maps, &k);
+    }
+    return c;
+  }
+
+  Skeleton skel_;
+  std::mutex lock_;
+  unsigned next_id_ = 1;
+  std::map<pid_t, Tracked> tracked_;
+};
+
+json BpfAuditor::role_ended(pid_t pid, const json& reported, const RoleEnd& end) {
+  std::lock_guard lock(lock_);
+  json doc = {{"method", "bpf"}, {"pid", pid}};
+  auto it = tracked_.find(pid);
+  if (it == tracked_.end()) {
+    doc["note"] = "the tracer was not following this role";
+    return doc;
+  }
+  const Tracked t = it->second;
+  tracked_.erase(it);
+  const Collected c = collect(t.id);
+
+  // The role's own count of verb calls when it could send one; the tracer's otherwise.
+  std::map<std::string, unsigned long long> calls;
+  const bool reported_calls = reported.is_object() && reported.contains("verbs") && reported["verbs"].is_object();
+  if (reported_calls)
+    for (const auto& [verb, n] : reported["verbs"].items()) calls[verb] = n.get<unsigned long long>();
+
+  std::map<std::string, std::map<std::string, unsigned long long>> by_verb;
+  std::map<std::string, unsigned long long> outside;
+  for (const auto& [k, v] : c.counts) {
+    const std::string verb = fixed_string(k.verb, IPCAUDIT_VERB_LEN);
+    std::string name = counter_name(k.counter);
+    if (k.counter == IPCAUDIT_C_IOCTL_TARGET) name += render_file(k.target, false);
+    if (k.counter == IPCAUDIT_C_CALLS_TRACED) {
+      if (!reported_calls && !verb.empty()) calls[verb] = std::max(calls[verb], v);
+      continue;
+    }
+    (verb.empty() ? outside : by_verb[verb])[name] += v;
+  }
+  for (const auto& [verb, n] : calls) by_verb[verb]["calls"] = n;
+  json profile = json::object();
+  for (const auto& [verb, counters] : by_verb) profile[verb] = counters;
+
+  const std::string died_how = end.how.empty() ? "ended" : "ended (" + end.how + ")";
+  std::string body;
+  if (!c.have_role || !c.role.ended)
+    body = "unknown";
+  else if (c.role.end_phase == IPCAUDIT_PHASE_AFTER_BODY)
+    body = "finished";
+  else if (c.role.end_phase == IPCAUDIT_PHASE_BODY)
+    body = "ended inside the body";
+  else
+    body = "ended before the body";
+  const bool in_body_death = body == "ended inside the body";
+  // What the body left behind is a finding when the body finished, or when the role crashed
+  // in it; a role the runner killed (or that exited) mid-body just held what it held.
+  const bool judged = body == "finished" || (in_body_death && end.crashed);
+
+  auto releases = [&](const std::string& verb) {
+    const char* r = releasing_verb(verb);
+    if (!r) return std::string();
+    auto n = calls.find(r);
+    return std::string("; the role made ") + std::to_string(n == calls.end() ? 0 : n->second) + " " + r + " call" +
+           (n != calls.end() && n->second == 1 ? "" : "s");
+  };
+  auto where_left = [&](unsigned state, const char* held) {
+    if (state == IPCAUDIT_RELEASED_AFTER_BODY) return std::string("released only after the body ended");
+    if (in_body_death) return std::string("still ") + held + " when the role " + died_how + " inside its body";
+    return std::string("never released by the end of the body");
+  };
+
+  json leaks = json::array(), held = json::array();
+  auto fds = c.fds;
+  std::sort(fds.begin(), fds.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first.tgid, a.first.fd) < std::tie(b.first.tgid, b.first.fd);
+  });
+  auto maps = c.maps;
+  std::sort(maps.begin(), maps.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first.tgid, a.first.start) < std::tie(b.first.tgid, b.first.start);
+  });
+  for (const auto& [k, f] : fds) {
+    const std::string item = "fd " + std::to_string(k.fd) + " -> " + render_file(f.what, true);
+    const std::string verb = verb_call(f.verb, f.ordinal);
+    const std::string made = "created by " + syscall_name(f.nr) + (verb.empty() ? " outside any verb" : " in " + verb);
+    std::string detail = made + " (inode " + std::to_string(f.what.ino) + "), " + where_left(f.state, "open") +
+                         releases(fixed_string(f.verb, IPCAUDIT_VERB_LEN));
+    json entry = {{"kind", "fd"}, {"item", item}, {"verb", verb}, {"detail", detail}};
+    if (k.tgid != static_cast<unsigned>(pid)) entry["pid"] = k.tgid;
+    (judged && k.tgid == static_cast<unsigned>(pid) ? leaks : held).push_back(std::move(entry));
+  }
+  for (const auto& [k, m] : maps) {
+    std::string perms;
+    perms += (m.prot & 1) ? 'r' : '-';
+    perms += (m.prot & 2) ? 'w' : '-';
+    perms += (m.prot & 4) ? 'x' : '-';
+    perms += ((m.flags & 3) == 1 || (m.flags & 3) == 3) ? 's' : 'p';
+    const std::string what = m.what.parts || m.what.mode ? render_file(m.what, false) : std::string("anonymous");
+    const std::string item = hex(k.start) + "-" + hex(k.start + m.length) + " " + perms + " " + what;
+    const std::string verb = verb_call(m.verb, m.ordinal);
+    std::string detail = "mapped (" + std::to_string(m.length) + " bytes) " +
+                         (verb.empty() ? "outside any verb" : "in " + verb) + ", " + where_left(m.state, "mapped") +
+                         releases(fixed_string(m.verb, IPCAUDIT_VERB_LEN));
+    json entry = {{"kind", "mapping"}, {"item", item}, {"verb", verb}, {"detail", detail}};
+    if (k.tgid != static_cast<unsigned>(pid)) entry["pid"] = k.tgid;
+    (judged && k.tgid == static_cast<unsigned>(pid) ? leaks : held).push_back(std::move(entry));
+  }
+
+  doc["body"] = body;
+  doc["calls_from"] = reported_calls ? "role" : "tracer";
+  if (reported_calls) doc["verbs"] = reported["verbs"];
+  doc["profile"] = profile;
+  doc["outside_verbs"] = outside;
+  doc["leaks"] = leaks;
+  if (!held.empty()) doc["held_at_end"] = held;
+  doc["tracer"] = {{"processes", c.role.processes},
+                   {"dropped", c.role.dropped},
+                   {"fd_overflow", c.role.fd_overflow != 0},
+                   {"mark_faults", c.role.mark_faults}};
+  if (!t.problem.empty()) doc["note"] = t.problem;
+  return doc;
+}
+
+// pid namespace of this process: 0 for the initial one (pids need no translation).
+unsigned own_pid_namespace() {
+  struct stat st {};
+  if (::stat("/proc/self/ns/pid", &st) != 0) return 0;
+  constexpr unsigned long kInitialPidNamespace = 0xEFFFFFFCul;  // PROC_PID_INIT_INO
+  return st.st_ino == kInitialPidNamespace ? 0 : static_cast<unsigned>(st.st_ino);
+}
+
+std::string forced_failure() {
+  const char* v = std::getenv("IPCHECK_BPF_FORCE_FAIL");
+  return v ? v : "";
+}
+
+}  // namespace
+
+AuditorLoad load_bpf_auditor() {
+  AuditorLoad out;
+  const std::string forced = forced_failure();
+  if (!forced.empty() && forced != "open" && forced != "load" && forced != "attach") {
+    out.why_not = "IPCHECK_BPF_FORCE_FAIL is '" + forced + "'; use open, load or attach";
+    return out;
+  }
+  std::lock_guard log_lock(g_log_lock);
+  std::string log;
+  g_log = &log;
+  g_debug = std::getenv("IPCHECK_BPF_DEBUG") != nullptr;
+  libbpf_set_print(on_libbpf_message);
+  struct Restore {
+    ~Restore() { g_log = nullptr; }
+  } restore;
+
+  if (::access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+    out.why_not = "the kernel exposes no BTF (/sys/kernel/btf/vmlinux: " + error_text(errno) +
+                  "), which CO-RE needs; use a kernel built with CONFIG_DEBUG_INFO_BTF, or --audit proc";
+    return out;
+  }
+
+  // 1. open
+  if (forced == "open") {
+    out.why_not = "opening the BPF object failed: forced by IPCHECK_BPF_FORCE_FAIL=open";
+    return out;
+  }
+  Skeleton skel(ipcaudit_bpf__open());
+  if (!skel) {
+    out.why_not = "opening the BPF object failed: " + error_text(errno) + " (" + last_message(log) + ")";
+    return out;
+  }
+  for (const auto& s : syscall_table()) {
+    if (s.nr < 0 || s.nr >= IPCAUDIT_MAX_SYSCALL) continue;
+    skel->rodata->syscall_class[s.nr] = static_cast<unsigned char>(s.cls);
+  }
+  // Any syscall may add or remove descriptors (an ioctl that exports a dma-buf, a recvmsg
+  // with SCM_RIGHTS) except those the table says never do.
+  std::memset(skel->rodata->syscall_touches_fds, 1, sizeof skel->rodata->syscall_touches_fds);
+  for (const auto& s : syscall_table())
+    if (s.nr >= 0 && s.nr < IPCAUDIT_MAX_SYSCALL) skel->rodata->syscall_touches_fds[s.nr] = s.touches_fds ? 1 : 0;
+  skel->rodata->pidns_ino = own_pid_namespace();
+  // A real refusal by the kernel's verifier, not a pretend one.
+  skel->rodata->force_reject = forced == "load" ? 1 : 0;
+
+  // 2. load
+  if (const int err = ipcaudit_bpf__load(skel.get()); err != 0) {
+    if (err == -EPERM)
+      out.why_not = "loading the BPF programs was refused: " + error_text(err) +
+                    "; the bpf audit needs root (or CAP_BPF and CAP_PERFMON): run as root, or use --audit proc";
+    else
+      out.why_not = "the kernel refused the BPF programs: " + error_text(err) + " (libbpf: " + last_message(log) +
+                    ")" + (forced == "load" ? "; forced by IPCHECK_BPF_FORCE_FAIL=load" : "");
+    return out;
+  }
+
+  // 3. attach, program by program
+  struct {
+    bpf_program* prog;
+    bpf_link** link;
+  } programs[] = {
+      {skel->progs.ipcaudit_sys_enter, &skel->links.ipcaudit_sys_enter},
+      {skel->progs.ipcaudit_sys_exit, &skel->links.ipcaudit_sys_exit},
+      {skel->progs.ipcaudit_fork, &skel->links.ipcaudit_fork},
+      {skel->progs.ipcaudit_exec, &skel->links.ipcaudit_exec},
+      {skel->progs.ipcaudit_exit, &skel->links.ipcaudit_exit},
+  };
+  for (auto& p : programs) {
+    if (forced == "attach") {
+      out.why_not = std::string("attaching ") + ::bpf_program__name(p.prog) +
+                    " failed: forced by IPCHECK_BPF_FORCE_FAIL=attach";
+      return out;
+    }
+    *p.link = ::bpf_program__attach(p.prog);
+    if (!*p.link) {
+      out.why_not = std::string("attaching ") + ::bpf_program__name(p.prog) + " (" +
+                    ::bpf_program__section_name(p.prog) + ") failed: " + error_text(errno) +
+                    "; the kernel needs BTF-enabled tracepoints (5.5 or later)";
+      return out;
+    }
+  }
+  out.auditor = std::make_unique<BpfAuditor>(std::move(skel));
+  return out;
+}
+
+}  // namespace ipcheck

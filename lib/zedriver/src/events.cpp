@@ -1,0 +1,411 @@
+// Event pools and events. A pool's events are slots of one memory region (handle_layout.hpp:
+// EventPoolHeader, EventSlot): private memory for ordinary pools, an ipcref device allocation
+// for IPC pools, exported and opened with ipcref's memory IPC. Signals are a futex word on
+// that shared page, so they cross processes both ways.
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "entries.hpp"
+#include "ipcref/record.hpp"
+#include "state.hpp"
+
+namespace zedriver {
+
+namespace {
+
+using ze_ipcheck::EventPoolHeader;
+using ze_ipcheck::EventSlot;
+
+constexpr ze_event_pool_flags_t kKnownPoolFlags =
+    ZE_EVENT_POOL_FLAG_HOST_VISIBLE | ZE_EVENT_POOL_FLAG_IPC | ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP;
+
+std::uint64_t monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// Shared futexes (no FUTEX_PRIVATE_FLAG): the word may sit on a page mapped by several processes.
+void futex_wake_all(std::uint32_t* word) { ::syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0); }
+
+// Waits while *word == 0, until the absolute CLOCK_MONOTONIC deadline (0: none).
+void futex_wait(std::uint32_t* word, std::uint64_t deadline_ns) {
+  if (deadline_ns == 0) {
+    ::syscall(SYS_futex, word, FUTEX_WAIT, 0, nullptr, nullptr, 0);
+    return;
+  }
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(deadline_ns / 1000000000ull);
+  ts.tv_nsec = static_cast<long>(deadline_ns % 1000000000ull);
+  ::syscall(SYS_futex, word, FUTEX_WAIT_BITSET, 0, &ts, nullptr, FUTEX_BITSET_MATCH_ANY);
+}
+
+Context* context_of(ze_context_handle_t h, const char* function) {
+  driver();
+  return get<Context>(h, Kind::context, function, "hContext");
+}
+
+std::size_t pool_bytes(std::uint32_t count) {
+  const std::size_t raw = ze_ipcheck::kEventSlotsOffset + static_cast<std::size_t>(count) * sizeof(EventSlot);
+  return (raw + page_size() - 1) / page_size() * page_size();
+}
+
+// The event's memory, held by the caller for the duration of a wait.
+struct Held {
+  std::shared_ptr<PoolMemory> mem;
+  EventSlot* slot;
+};
+
+Held hold(ze_event_handle_t h, const char* function) {
+  driver();
+  Event* e = get<Event>(h, Kind::event, function, "hEvent");
+  return {e->mem, e->slot()};
+}
+
+}  // namespace
+
+PoolMemory::~PoolMemory() {
+  if (!base) return;  // creation failed before the memory existed
+  try {
+    switch (source) {
+      case Source::private_map: ::munmap(base, bytes); break;
+      case Source::allocation: ipcref::free(base, *ipc_ctx); break;
+      case Source::opened: ipcref::ipc::memory::close(base, *ipc_ctx); break;
+    }
+  } catch (const std::exception& e) {
+    report_failure("event pool release", ZE_RESULT_ERROR_UNKNOWN, e.what());
+  }
+}
+
+// ---------------------------------------------------------------- operations
+
+void signal_event(ze_event_handle_t h, const char* function) {
+  Held e = hold(h, function);
+  __atomic_fetch_add(&e.slot->signal_count, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&e.slot->signaled, 1u, __ATOMIC_SEQ_CST);
+  // Only pay for the wake when someone sleeps (seq_cst pairs with the waiter's increment).
+  if (__atomic_load_n(&e.slot->waiters, __ATOMIC_SEQ_CST) != 0) futex_wake_all(&e.slot->signaled);
+}
+
+void reset_event(ze_event_handle_t h, const char* function) {
+  Held e = hold(h, function);
+  __atomic_store_n(&e.slot->signaled, 0u, __ATOMIC_SEQ_CST);
+}
+
+bool wait_event(ze_event_handle_t h, std::uint64_t timeout_ns, const char* function) {
+  Held e = hold(h, function);
+  std::uint32_t* word = &e.slot->signaled;
+  if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != 0) return true;
+  if (timeout_ns == 0) return false;
+  const std::uint64_t deadline = timeout_ns == UINT64_MAX ? 0 : monotonic_ns() + timeout_ns;
+  __atomic_fetch_add(&e.slot->waiters, 1u, __ATOMIC_SEQ_CST);
+  bool signaled = false;
+  for (;;) {
+    if (__atomic_load_n(word, __ATOMIC_SEQ_CST) != 0) {
+      signaled = true;
+      break;
+    }
+    if (deadline != 0 && monotonic_ns() >= deadline) break;
+    futex_wait(word, deadline);
+  }
+  __atomic_fetch_sub(&e.slot->waiters, 1u, __ATOMIC_SEQ_CST);
+  return signaled;
+}
+
+// ---------------------------------------------------------------- pools
+
+ze_result_t ZE_APICALL EventPoolCreate(ze_context_handle_t hContext, const ze_event_pool_desc_t* desc,
+                                       uint32_t numDevices, ze_device_handle_t* phDevices,
+                                       ze_event_pool_handle_t* phEventPool) {
+  const char* fn = "zeEventPoolCreate";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    need_pointer(desc, fn, "desc");
+    need_pointer(phEventPool, fn, "phEventPool");
+    if (desc->count == 0) fail(ZE_RESULT_ERROR_INVALID_SIZE, cat(fn, ": desc->count is 0"));
+    if (desc->flags & ~kKnownPoolFlags)
+      fail(ZE_RESULT_ERROR_INVALID_ENUMERATION, cat(fn, ": desc->flags 0x", std::hex, desc->flags, " has unknown bits"));
+    const bool ipc = desc->flags & ZE_EVENT_POOL_FLAG_IPC;
+    // Level Zero 1.4: "KERNEL_TIMESTAMP ... cannot be combined with ZE_EVENT_POOL_FLAG_IPC".
+    if (ipc && (desc->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP))
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": ZE_EVENT_POOL_FLAG_IPC with ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP; Level Zero 1.4 forbids ",
+               "timestamps on IPC pools (clause ze.evpool.timestamp_ipc); drop one of them"));
+    std::vector<Device*> devices;
+    if (numDevices == 0) {
+      devices = c->devices;
+    } else {
+      need_pointer(phDevices, fn, "phDevices");
+      for (uint32_t i = 0; i < numDevices; ++i) {
+        Device* d = get<Device>(phDevices[i], Kind::device, fn, "phDevices[i]");
+        if (!c->contains(d))
+          fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": device '", d->dev.name(), "' is not in the context"));
+        devices.push_back(d);
+      }
+    }
+    if (ipc)
+      for (auto* d : devices)
+        if (!d->dev.has(ipcref::aspect::ipc_event))
+          fail(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE,
+               cat(fn, ": device '", d->dev.name(), "' lacks aspect ipc_event; it cannot share events"));
+    auto mem = std::make_shared<PoolMemory>();
+    mem->bytes = pool_bytes(desc->count);
+    mem->ipc_ctx = *c->ctx;
+    if (ipc) {
+      // Shared through ipcref's memory IPC: the pool is a device allocation of its first device.
+      mem->base = ipcref::malloc_device(mem->bytes, devices.front()->dev, *c->ctx);
+      mem->source = PoolMemory::Source::allocation;
+    } else {
+      void* p = ::mmap(nullptr, mem->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED)
+        fail(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY, cat(fn, ": cannot map ", mem->bytes, " bytes: ", std::strerror(errno)));
+      mem->base = p;
+      mem->source = PoolMemory::Source::private_map;
+    }
+    EventPoolHeader* h = mem->header();
+    h->magic = ze_ipcheck::kEventPoolMagic;
+    h->version = ze_ipcheck::kEventPoolVersion;
+    h->count = desc->count;
+    h->flags = desc->flags;
+    auto pool = std::make_unique<EventPool>();
+    pool->ctx = c;
+    pool->flags = desc->flags;
+    pool->count = desc->count;
+    pool->mem = std::move(mem);
+    ++c->children;
+    add_live(pool.get(), Kind::event_pool);
+    *phEventPool = reinterpret_cast<ze_event_pool_handle_t>(pool.release());
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+namespace {
+
+// Destroys a pool and whatever events of it remain (zeEventPoolCloseIpcHandle's contract).
+void drop_pool(EventPool* pool) {
+  Driver& d = driver();
+  std::set<Event*> events;
+  {
+    std::lock_guard lock(d.lock);
+    d.pool_exports.erase(pool);
+    events.swap(pool->events);
+  }
+  for (Event* e : events) {
+    remove_live(e);
+    delete e;
+  }
+  remove_live(pool);
+  --pool->ctx->children;
+  delete pool;
+}
+
+}  // namespace
+
+ze_result_t ZE_APICALL EventPoolDestroy(ze_event_pool_handle_t hEventPool) {
+  const char* fn = "zeEventPoolDestroy";
+  return entry(fn, [&] {
+    Driver& d = driver();
+    auto* pool = get<EventPool>(hEventPool, Kind::event_pool, fn, "hEventPool");
+    if (pool->opened)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": the pool was opened from an IPC handle; close it with zeEventPoolCloseIpcHandle"));
+    {
+      std::lock_guard lock(d.lock);
+      if (!pool->events.empty())
+        fail(ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE,
+             cat(fn, ": ", pool->events.size(), " events of the pool are alive; destroy them first"));
+    }
+    drop_pool(pool);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL EventPoolGetIpcHandle(ze_event_pool_handle_t hEventPool, ze_ipc_event_pool_handle_t* phIpc) {
+  const char* fn = "zeEventPoolGetIpcHandle";
+  return entry(fn, [&] {
+    Driver& d = driver();
+    auto* pool = get<EventPool>(hEventPool, Kind::event_pool, fn, "hEventPool");
+    need_pointer(phIpc, fn, "phIpc");
+    if (pool->opened)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": the pool was itself opened from an IPC handle; libze_ipcheck does not export it again ",
+               "(clause ur.event.get.imported)"));
+    if (!(pool->flags & ZE_EVENT_POOL_FLAG_IPC))
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": the pool was created without ZE_EVENT_POOL_FLAG_IPC (clause ze.evpool.ipc_flag); ",
+               "create it with that flag to share it"));
+    std::lock_guard lock(d.lock);
+    auto it = d.pool_exports.find(pool);
+    if (it == d.pool_exports.end()) {
+      Export e;
+      e.handle = ipcref::ipc::memory::get(pool->mem->base, *pool->ctx->ctx);
+      e.bytes = encode_handle(e.handle.data());
+      e.token = token_of(e.handle.data());
+      e.ctx_id = pool->ctx->ctx->id();
+      it = d.pool_exports.emplace(pool, std::move(e)).first;
+    }
+    ++it->second.refs;
+    std::memcpy(phIpc->data, it->second.bytes.data(), sizeof phIpc->data);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL EventPoolPutIpcHandle(ze_context_handle_t hContext, ze_ipc_event_pool_handle_t hIpc) {
+  const char* fn = "zeEventPoolPutIpcHandle";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    Driver& d = driver();
+    std::lock_guard lock(d.lock);
+    const std::uint64_t token = token_of(std::as_bytes(std::span(hIpc.data)));
+    for (auto it = d.pool_exports.begin(); it != d.pool_exports.end(); ++it) {
+      Export& e = it->second;
+      if (e.token != token || std::memcmp(e.bytes.data(), hIpc.data, e.bytes.size()) != 0) continue;
+      if (e.ctx_id != c->ctx->id()) fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": the pool belongs to another context"));
+      if (--e.refs == 0) {
+        ipcref::ipc::memory::put(e.handle, *c->ctx);
+        d.pool_exports.erase(it);
+      }
+      return ZE_RESULT_SUCCESS;
+    }
+    fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+         cat(fn, ": the handle is not a live event pool export of this process (put already, its pool destroyed, ",
+             "or never returned by zeEventPoolGetIpcHandle here)"));
+  });
+}
+
+ze_result_t ZE_APICALL EventPoolOpenIpcHandle(ze_context_handle_t hContext, ze_ipc_event_pool_handle_t hIpc,
+                                              ze_event_pool_handle_t* phEventPool) {
+  const char* fn = "zeEventPoolOpenIpcHandle";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    need_pointer(phEventPool, fn, "phEventPool");
+    Device* dev = nullptr;
+    for (auto* d : c->devices)
+      if (!dev && d->dev.has(ipcref::aspect::ipc_event)) dev = d;
+    if (!dev)
+      fail(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, cat(fn, ": no device of the context has aspect ipc_event"));
+    const DecodedHandle h = decode_handle(std::as_bytes(std::span(hIpc.data)), fn);
+    const ipcref::record::fields rec = ipcref::record::decode(h.record);
+    auto mem = std::make_shared<PoolMemory>();
+    mem->base = ipcref::ipc::memory::open(h.record, *c->ctx, dev->dev, {h.descriptor});
+    mem->bytes = rec.size;
+    mem->source = PoolMemory::Source::opened;
+    mem->ipc_ctx = *c->ctx;
+    // The pool header is the exporter's: trust none of it beyond what the mapping covers.
+    if (mem->bytes < ze_ipcheck::kEventSlotsOffset)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": the handle names ", mem->bytes, " bytes, too few for an event pool"));
+    const EventPoolHeader hdr = *mem->header();
+    if (hdr.magic != ze_ipcheck::kEventPoolMagic || hdr.version != ze_ipcheck::kEventPoolVersion)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": the handle names memory that is not an event pool (a memory IPC handle?)"));
+    if (hdr.count == 0 || ze_ipcheck::kEventSlotsOffset + std::size_t{hdr.count} * sizeof(EventSlot) > mem->bytes)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": the pool header claims ", hdr.count, " events, which do not fit its ", mem->bytes, " bytes"));
+    if (!(hdr.flags & ZE_EVENT_POOL_FLAG_IPC))
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": the pool was not created with ZE_EVENT_POOL_FLAG_IPC"));
+    auto pool = std::make_unique<EventPool>();
+    pool->ctx = c;
+    pool->flags = hdr.flags & kKnownPoolFlags;
+    pool->count = hdr.count;
+    pool->opened = true;
+    pool->mem = std::move(mem);
+    ++c->children;
+    add_live(pool.get(), Kind::event_pool);
+    *phEventPool = reinterpret_cast<ze_event_pool_handle_t>(pool.release());
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL EventPoolCloseIpcHandle(ze_event_pool_handle_t hEventPool) {
+  const char* fn = "zeEventPoolCloseIpcHandle";
+  return entry(fn, [&] {
+    driver();
+    auto* pool = get<EventPool>(hEventPool, Kind::event_pool, fn, "hEventPool");
+    if (!pool->opened)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": the pool was created in this process; destroy it with zeEventPoolDestroy"));
+    drop_pool(pool);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+// ---------------------------------------------------------------- events
+
+ze_result_t ZE_APICALL EventCreate(ze_event_pool_handle_t hEventPool, const ze_event_desc_t* desc,
+                                   ze_event_handle_t* phEvent) {
+  const char* fn = "zeEventCreate";
+  return entry(fn, [&] {
+    Driver& d = driver();
+    auto* pool = get<EventPool>(hEventPool, Kind::event_pool, fn, "hEventPool");
+    need_pointer(desc, fn, "desc");
+    need_pointer(phEvent, fn, "phEvent");
+    const ze_event_scope_flags_t scopes =
+        ZE_EVENT_SCOPE_FLAG_SUBDEVICE | ZE_EVENT_SCOPE_FLAG_DEVICE | ZE_EVENT_SCOPE_FLAG_HOST;
+    if ((desc->signal & ~scopes) || (desc->wait & ~scopes))
+      fail(ZE_RESULT_ERROR_INVALID_ENUMERATION, cat(fn, ": desc->signal or desc->wait has unknown bits"));
+    if (desc->index >= pool->count)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": index ", desc->index, " is outside the pool's ", pool->count, " events"));
+    auto e = std::make_unique<Event>();
+    e->pool = pool;
+    e->mem = pool->mem;
+    e->index = desc->index;
+    // Creation does not reset the slot: in an opened pool the exporter may have signaled it.
+    {
+      std::lock_guard lock(d.lock);
+      pool->events.insert(e.get());
+    }
+    add_live(e.get(), Kind::event);
+    *phEvent = reinterpret_cast<ze_event_handle_t>(e.release());
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL EventDestroy(ze_event_handle_t hEvent) {
+  const char* fn = "zeEventDestroy";
+  return entry(fn, [&] {
+    Driver& d = driver();
+    Event* e = get<Event>(hEvent, Kind::event, fn, "hEvent");
+    {
+      std::lock_guard lock(d.lock);
+      e->pool->events.erase(e);
+    }
+    remove_live(e);
+    delete e;
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL EventHostSignal(ze_event_handle_t hEvent) {
+  return entry("zeEventHostSignal", [&] {
+    signal_event(hEvent, "zeEventHostSignal");
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL EventHostSynchronize(ze_event_handle_t hEvent, uint64_t timeout) {
+  return entry("zeEventHostSynchronize", [&] {
+    return wait_event(hEvent, timeout, "zeEventHostSynchronize") ? ZE_RESULT_SUCCESS : ZE_RESULT_NOT_READY;
+  });
+}
+
+ze_result_t ZE_APICALL EventQueryStatus(ze_event_handle_t hEvent) {
+  return entry("zeEventQueryStatus",
+               [&] { return wait_event(hEvent, 0, "zeEventQueryStatus") ? ZE_RESULT_SUCCESS : ZE_RESULT_NOT_READY; });
+}
+
+ze_result_t ZE_APICALL EventHostReset(ze_event_handle_t hEvent) {
+  return entry("zeEventHostReset", [&] {
+    reset_event(hEvent, "zeEventHostReset");
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+}  // namespace zedriver

@@ -1,0 +1,354 @@
+// Memory: allocations of every kind, their properties, memory IPC handles and external
+// memory descriptors, all over ipcref.
+#include <cstring>
+
+#include "entries.hpp"
+#include "ipcref/record.hpp"
+#include "state.hpp"
+
+namespace zedriver {
+
+namespace {
+
+Context* context_of(ze_context_handle_t h, const char* function) {
+  driver();
+  return get<Context>(h, Kind::context, function, "hContext");
+}
+
+Device* device_in(Context* c, ze_device_handle_t h, const char* function) {
+  Device* d = get<Device>(h, Kind::device, function, "hDevice");
+  if (!c->contains(d))
+    fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+         cat(function, ": device '", d->dev.name(), "' is not in the context; create the context with it"));
+  return d;
+}
+
+void check_size_alignment(size_t size, size_t alignment, const char* function) {
+  if (size == 0) fail(ZE_RESULT_ERROR_UNSUPPORTED_SIZE, cat(function, ": size is 0; allocate at least one byte"));
+  if (alignment != 0 && ((alignment & (alignment - 1)) != 0 || alignment > page_size()))
+    fail(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT,
+         cat(function, ": alignment ", alignment, " is not a power of two up to the page size ", page_size()));
+}
+
+const ze_external_memory_type_flags_t kFdTypes =
+    ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD;
+
+void check_fd_types(ze_external_memory_type_flags_t flags, const char* function, const char* what) {
+  if (flags == 0 || (flags & ~kFdTypes) != 0)
+    fail(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION,
+         cat(function, ": ", what, " flags ", flags, " are not supported; libze_ipcheck exports and imports ",
+             "ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF or _OPAQUE_FD descriptors"));
+}
+
+// Drops the driver's exports of [base, base + size) (the allocation is going away).
+void forget_exports(Driver& d, std::uintptr_t base, std::size_t size) {
+  for (auto it = d.memory_exports.lower_bound(base); it != d.memory_exports.end() && it->first < base + size;)
+    it = d.memory_exports.erase(it);
+  d.external_exports.erase(base);
+  d.exportable_allocations.erase(reinterpret_cast<void*>(base));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- allocation
+
+ze_result_t ZE_APICALL MemAllocDevice(ze_context_handle_t hContext, const ze_device_mem_alloc_desc_t* desc, size_t size,
+                                      size_t alignment, ze_device_handle_t hDevice, void** pptr) {
+  const char* fn = "zeMemAllocDevice";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    need_pointer(desc, fn, "device_desc");
+    need_pointer(pptr, fn, "pptr");
+    Device* dev = device_in(c, hDevice, fn);
+    Driver& d = driver();
+    const auto* import = static_cast<const ze_external_memory_import_fd_t*>(
+        find_in_chain(desc->pNext, ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMPORT_FD));
+    if (import) {
+      check_fd_types(import->flags, fn, "ze_external_memory_import_fd_t");
+      const auto record = read_external_descriptor(import->fd, ze_ipcheck::ExternalKind::memory, fn);
+      const auto f = ipcref::record::decode(record);
+      if (size == 0 || size > f.size)
+        fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+             cat(fn, ": size ", size, " does not fit the imported ", f.size, "-byte allocation"));
+      void* p = ipcref::ipc::memory::open(record, *c->ctx, dev->dev, {});
+      std::lock_guard lock(d.lock);
+      d.imported_allocations.insert(p);
+      *pptr = p;
+      return ZE_RESULT_SUCCESS;
+    }
+    check_size_alignment(size, alignment, fn);
+    const auto* exp = static_cast<const ze_external_memory_export_desc_t*>(
+        find_in_chain(desc->pNext, ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_DESC));
+    if (exp) check_fd_types(exp->flags, fn, "ze_external_memory_export_desc_t");
+    void* p = ipcref::malloc_device(size, dev->dev, *c->ctx);
+    if (exp) {
+      std::lock_guard lock(d.lock);
+      d.exportable_allocations.insert(p);
+    }
+    *pptr = p;
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL MemAllocShared(ze_context_handle_t hContext, const ze_device_mem_alloc_desc_t* device_desc,
+                                      const ze_host_mem_alloc_desc_t* host_desc, size_t size, size_t alignment,
+                                      ze_device_handle_t hDevice, void** pptr) {
+  const char* fn = "zeMemAllocShared";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    need_pointer(device_desc, fn, "device_desc");
+    need_pointer(host_desc, fn, "host_desc");
+    need_pointer(pptr, fn, "pptr");
+    check_size_alignment(size, alignment, fn);
+    // A null device: shared memory not bound to a device; ipcref binds it to the context's first.
+    Device* dev = hDevice ? device_in(c, hDevice, fn) : c->devices.front();
+    *pptr = ipcref::malloc_shared(size, dev->dev, *c->ctx);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL MemAllocHost(ze_context_handle_t hContext, const ze_host_mem_alloc_desc_t* host_desc, size_t size,
+                                    size_t alignment, void** pptr) {
+  const char* fn = "zeMemAllocHost";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    need_pointer(host_desc, fn, "host_desc");
+    need_pointer(pptr, fn, "pptr");
+    check_size_alignment(size, alignment, fn);
+    *pptr = ipcref::malloc_host(size, *c->ctx);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL MemFree(ze_context_handle_t hContext, void* ptr) {
+  const char* fn = "zeMemFree";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    need_pointer(ptr, fn, "ptr");
+    Driver& d = driver();
+    std::lock_guard lock(d.lock);
+    if (d.imported_allocations.count(ptr)) {
+      ipcref::ipc::memory::close(ptr, *c->ctx);
+      d.imported_allocations.erase(ptr);
+      return ZE_RESULT_SUCCESS;
+    }
+    const ipcref::pointer_info info = ipcref::get_pointer_info(ptr, *c->ctx);
+    if (info.imported)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": ", ptr, " was opened with zeMemOpenIpcHandle; release it with zeMemCloseIpcHandle"));
+    if (info.base != ptr)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": ", ptr, " is inside the allocation at ", info.base, "; free the allocation's base pointer"));
+    ipcref::free(ptr, *c->ctx);
+    forget_exports(d, reinterpret_cast<std::uintptr_t>(info.base), info.size);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL MemGetAllocProperties(ze_context_handle_t hContext, const void* ptr,
+                                             ze_memory_allocation_properties_t* p, ze_device_handle_t* phDevice) {
+  const char* fn = "zeMemGetAllocProperties";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    need_pointer(ptr, fn, "ptr");
+    need_pointer(p, fn, "pMemAllocProperties");
+    Driver& d = driver();
+    std::optional<ipcref::pointer_info> info;
+    try {
+      info = ipcref::get_pointer_info(ptr, *c->ctx);
+    } catch (const ipcref::exception&) {
+      // Not memory of this context: the specification's answer is an unknown type.
+    }
+    if (phDevice) *phDevice = nullptr;
+    if (!info) {
+      p->type = ZE_MEMORY_TYPE_UNKNOWN;
+      p->id = 0;
+      p->pageSize = 0;
+      return ZE_RESULT_SUCCESS;
+    }
+    switch (info->kind) {
+      case ipcref::usm_kind::host: p->type = ZE_MEMORY_TYPE_HOST; break;
+      case ipcref::usm_kind::device: p->type = ZE_MEMORY_TYPE_DEVICE; break;
+      case ipcref::usm_kind::shared: p->type = ZE_MEMORY_TYPE_SHARED; break;
+    }
+    p->id = reinterpret_cast<std::uintptr_t>(info->base);
+    p->pageSize = page_size();
+    if (phDevice && info->kind != ipcref::usm_kind::host)
+      for (auto* dev : c->devices)
+        if (dev->index == info->device) *phDevice = reinterpret_cast<ze_device_handle_t>(dev);
+
+    auto* out = static_cast<ze_external_memory_export_fd_t*>(
+        const_cast<void*>(find_in_chain(p->pNext, ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_FD)));
+    if (!out) return ZE_RESULT_SUCCESS;
+    check_fd_types(out->flags, fn, "ze_external_memory_export_fd_t");
+    std::lock_guard lock(d.lock);
+    if (info->imported || d.imported_allocations.count(info->base))
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": ", ptr, " was imported from another process; ",
+                                                 "libze_ipcheck does not export imported memory again"));
+    if (!d.exportable_allocations.count(info->base))
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": the allocation at ", info->base, " was made without ze_external_memory_export_desc_t; ",
+               "request the export type when allocating"));
+    const auto base = reinterpret_cast<std::uintptr_t>(info->base);
+    auto it = d.external_exports.find(base);
+    if (it == d.external_exports.end()) {
+      Export e;
+      e.handle = ipcref::ipc::memory::get(info->base, *c->ctx);
+      e.bytes = encode_handle(e.handle.data());
+      e.token = token_of(e.handle.data());
+      e.ctx_id = c->ctx->id();
+      it = d.external_exports.emplace(base, std::move(e)).first;
+    }
+    ++it->second.refs;  // released by zeMemPutIpcHandle of zeMemGetIpcHandleFromFileDescriptorExp(fd)
+    out->fd = make_external_descriptor(ze_ipcheck::ExternalKind::memory, it->second.handle.data(), fn);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL MemGetAddressRange(ze_context_handle_t hContext, const void* ptr, void** pBase, size_t* pSize) {
+  const char* fn = "zeMemGetAddressRange";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    need_pointer(ptr, fn, "ptr");
+    const ipcref::pointer_info info = ipcref::get_pointer_info(ptr, *c->ctx);
+    if (pBase) *pBase = info.base;
+    if (pSize) *pSize = info.size;
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+// ---------------------------------------------------------------- IPC
+
+ze_result_t ZE_APICALL MemGetIpcHandle(ze_context_handle_t hContext, const void* ptr, ze_ipc_mem_handle_t* pIpcHandle) {
+  const char* fn = "zeMemGetIpcHandle";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    need_pointer(ptr, fn, "ptr");
+    need_pointer(pIpcHandle, fn, "pIpcHandle");
+    Driver& d = driver();
+    std::lock_guard lock(d.lock);
+    const auto key = reinterpret_cast<std::uintptr_t>(ptr);
+    auto it = d.memory_exports.find(key);
+    if (it == d.memory_exports.end() || it->second.ctx_id != c->ctx->id()) {
+      Export e;
+      e.handle = ipcref::ipc::memory::get(const_cast<void*>(ptr), *c->ctx);
+      e.bytes = encode_handle(e.handle.data());
+      e.token = token_of(e.handle.data());
+      e.ctx_id = c->ctx->id();
+      it = d.memory_exports.insert_or_assign(key, std::move(e)).first;
+    }
+    ++it->second.refs;
+    std::memcpy(pIpcHandle->data, it->second.bytes.data(), sizeof pIpcHandle->data);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL MemPutIpcHandle(ze_context_handle_t hContext, ze_ipc_mem_handle_t handle) {
+  const char* fn = "zeMemPutIpcHandle";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    Driver& d = driver();
+    std::lock_guard lock(d.lock);
+    const auto bytes = std::as_bytes(std::span(handle.data));
+    const std::uint64_t token = token_of(bytes);
+    auto matches = [&](const Export& e) {
+      if (e.token != token || std::memcmp(e.bytes.data(), handle.data, e.bytes.size()) != 0) return false;
+      if (e.ctx_id != c->ctx->id())
+        fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": the handle was exported in another context"));
+      return true;
+    };
+    // A handle from zeMemGetIpcHandle, or one made from an exported descriptor
+    // (zeMemGetIpcHandleFromFileDescriptorExp) of an allocation or a physical object.
+    for (auto* exports : {&d.memory_exports, &d.external_exports})
+      for (auto it = exports->begin(); it != exports->end(); ++it)
+        if (matches(it->second)) {
+          if (--it->second.refs == 0) {
+            ipcref::ipc::memory::put(it->second.handle, *c->ctx);
+            exports->erase(it);
+          }
+          return ZE_RESULT_SUCCESS;
+        }
+    for (auto it = d.phys_exports.begin(); it != d.phys_exports.end(); ++it)
+      if (matches(it->second)) {
+        if (--it->second.refs == 0) {
+          ipcref::ipc::physical_memory::put(it->second.handle, *c->ctx);
+          d.phys_exports.erase(it);
+        }
+        return ZE_RESULT_SUCCESS;
+      }
+    fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+         cat(fn, ": the handle is not a live export of this process (put already, its memory freed, or it was "
+                 "never returned by zeMemGetIpcHandle or zeMemGetIpcHandleFromFileDescriptorExp here)"));
+  });
+}
+
+ze_result_t ZE_APICALL MemOpenIpcHandle(ze_context_handle_t hContext, ze_device_handle_t hDevice,
+                                        ze_ipc_mem_handle_t handle, ze_ipc_memory_flags_t flags, void** pptr) {
+  const char* fn = "zeMemOpenIpcHandle";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    Device* dev = device_in(c, hDevice, fn);
+    need_pointer(pptr, fn, "pptr");
+    const ze_ipc_memory_flags_t known = ZE_IPC_MEMORY_FLAG_BIAS_CACHED | ZE_IPC_MEMORY_FLAG_BIAS_UNCACHED;
+    if (flags & ~known)
+      fail(ZE_RESULT_ERROR_INVALID_ENUMERATION,
+           cat(fn, ": flags 0x", std::hex, flags, " has bits beyond ZE_IPC_MEMORY_FLAG_BIAS_CACHED | _BIAS_UNCACHED (0x3)"));
+    const DecodedHandle h = decode_handle(std::as_bytes(std::span(handle.data)), fn);
+    *pptr = ipcref::ipc::memory::open(h.record, *c->ctx, dev->dev, {h.descriptor});
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL MemCloseIpcHandle(ze_context_handle_t hContext, const void* ptr) {
+  const char* fn = "zeMemCloseIpcHandle";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    need_pointer(ptr, fn, "ptr");
+    ipcref::ipc::memory::close(const_cast<void*>(ptr), *c->ctx);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL MemGetFileDescriptorFromIpcHandleExp(ze_context_handle_t hContext, ze_ipc_mem_handle_t handle,
+                                                            uint64_t* pHandle) {
+  const char* fn = "zeMemGetFileDescriptorFromIpcHandleExp";
+  return entry(fn, [&] {
+    context_of(hContext, fn);
+    need_pointer(pHandle, fn, "pHandle");
+    if (driver().config.convention != Convention::fd)
+      fail(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE,
+           cat(fn, ": handles carry no descriptor with ", ze_ipcheck::kEnvIpcHandle,
+               "=opaque (the opener takes it from the exporter)"));
+    const DecodedHandle h = decode_handle(std::as_bytes(std::span(handle.data)), fn);
+    *pHandle = static_cast<uint64_t>(h.descriptor);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+}  // namespace zedriver
+
+namespace zedriver {
+
+ze_result_t ZE_APICALL MemGetIpcHandleFromFileDescriptorExp(ze_context_handle_t hContext, uint64_t handle,
+                                                            ze_ipc_mem_handle_t* pIpcHandle) {
+  const char* fn = "zeMemGetIpcHandleFromFileDescriptorExp";
+  return entry(fn, [&] {
+    context_of(hContext, fn);
+    need_pointer(pIpcHandle, fn, "pIpcHandle");
+    if (handle > static_cast<uint64_t>(INT32_MAX))
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": ", handle, " is not a file descriptor"));
+    const int fd = static_cast<int>(handle);
+    // Either kind of external descriptor: the handle names the same export.
+    std::array<std::byte, ze_ipcheck::kHandleSize> record{};
+    try {
+      record = read_external_descriptor(fd, ze_ipcheck::ExternalKind::physical_memory, fn);
+    } catch (const Error&) {
+      record = read_external_descriptor(fd, ze_ipcheck::ExternalKind::memory, fn);
+    }
+    const auto bytes = encode_handle(record);
+    std::memcpy(pIpcHandle->data, bytes.data(), sizeof pIpcHandle->data);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+}  // namespace zedriver
