@@ -200,6 +200,20 @@ bool check_no_growth(Role& r, const ResourceCount& before, const ResourceCount& 
                  w);
 }
 
+void await_killed(Role& r, const std::string& role, std::string_view clause, Where w) {
+  const std::string how = r.wait_exit(role);
+  r.check(how == "signal SIGKILL", clause,
+          role + " was killed at " + r.injection().describe() + " and ended by " + how, w);
+}
+
+void check_open_after_death(Role& r, const std::string& what, const std::function<Outcome()>& open, Where w) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome o = open();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  r.check_error(o, Errc::exporter_gone, kExporterGone, what + " after the exporter was killed", w);
+  r.check(took < kPromptAfterDeath, kExporterGone, what + " returned after " + ms(took), w);
+}
+
 std::string hex(std::uint64_t v) {
   char b[24];
   std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));

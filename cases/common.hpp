@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -120,6 +121,24 @@ ResourceCount count_resources();
 // Checks nothing was left behind between two counts; names the first items that appeared.
 bool check_no_growth(Role& r, const ResourceCount& before, const ResourceCount& after, std::string_view clause,
                      const std::string& what, Where w = Where::current());
+
+// ---- Fault injection (ipcheck run --inject ROLE:STEP): the survivors' side.
+inline constexpr const char* kConsumerCrash = "rb.consumer.crash";
+inline constexpr const char* kProducerCrash = "rb.producer.crash";
+inline constexpr const char* kExporterGone = "rb.open.exporter_gone";
+// A call after an exporter's death must return this promptly (rb.open.exporter_gone).
+inline constexpr std::chrono::seconds kPromptAfterDeath{1};
+
+// Whether the runner kills `role` (a base name) at `step` in this run.
+inline bool killed_at(const Role& r, const std::string& role, const std::string& step) {
+  return r.injection() && r.injection().role == role && r.injection().step == step;
+}
+// Waits for `role`, which the runner kills in this run, and checks that it died by SIGKILL.
+void await_killed(Role& r, const std::string& role, std::string_view clause, Where w = Where::current());
+// Checks that `open` (an open of a handle whose exporter was killed) fails with
+// exporter_gone, within kPromptAfterDeath (rb.open.exporter_gone). The call owns what it opened.
+void check_open_after_death(Role& r, const std::string& what, const std::function<Outcome()>& open,
+                            Where w = Where::current());
 
 std::string hex(std::uint64_t v);
 std::string size_name(std::size_t bytes);  // "4 KiB", "12411 B", "64 MiB"

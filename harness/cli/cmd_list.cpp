@@ -15,7 +15,11 @@ using nlohmann::json;
 
 json case_json(const CaseDef& c) {
   json roles = json::array();
-  for (const auto& r : c.roles) roles.push_back({{"name", r.name}, {"count", r.count}});
+  for (const auto& r : c.roles) {
+    json role = {{"name", r.name}, {"count", r.count}};
+    if (r.injection_only) role["injection_only"] = true;
+    roles.push_back(role);
+  }
   return {{"id", c.id},         {"description", c.description}, {"area", c.area()}, {"clauses", c.clauses},
           {"roles", roles},     {"steps", c.steps},             {"timeout_s", c.timeout_s}};
 }
@@ -102,6 +106,9 @@ int list(const std::vector<std::string>& args) {
       std::string cl;
       for (const auto& x : c->clauses) cl += (cl.empty() ? "" : ",") + x;
       std::printf("%-44s %s\n    clauses: %s\n", c->id.c_str(), c->description.c_str(), cl.c_str());
+      std::string points;
+      for (const auto& x : c->steps) points += (points.empty() ? "" : ",") + x;
+      if (!points.empty()) std::printf("    injection points (--inject): %s\n", points.c_str());
     }
     std::printf("%zu cases\n", selected.size());
     return kOk;

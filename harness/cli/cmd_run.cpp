@@ -34,17 +34,16 @@ std::vector<InjectPoint> parse_inject(const std::vector<std::string>& specs) {
   std::vector<InjectPoint> out;
   for (const auto& s : specs) {
     if (s == "all") {
-      std::set<std::pair<std::string, std::string>> seen;
+      // Every point some case declares (Case::steps): role and step as that case names them.
+      std::set<std::string> seen;
       for (const auto& c : cases())
         for (const auto& st : c.steps)
-          for (const auto& r : c.roles)
-            if (seen.insert({r.name, st}).second) out.push_back({r.name, st});
+          if (seen.insert(st).second) out.push_back(*InjectPoint::parse(st));
       continue;
     }
-    const auto colon = s.find(':');
-    if (colon == std::string::npos || colon == 0 || colon + 1 == s.size())
-      throw UsageError("--inject is '" + s + "'; write ROLE:STEP (for example producer:after_export) or all");
-    out.push_back({s.substr(0, colon), s.substr(colon + 1)});
+    const auto point = InjectPoint::parse(s);
+    if (!point) throw UsageError("--inject is '" + s + "'; write ROLE:STEP (for example producer:after_export) or all");
+    out.push_back(*point);
   }
   return out;
 }

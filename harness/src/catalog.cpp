@@ -43,6 +43,11 @@ const Clause* find_clause(const std::string& id) {
 void register_case(CaseDef def) {
   if (find_case(def.id)) throw std::logic_error("case " + def.id + " is registered twice");
   if (def.roles.empty()) throw std::logic_error("case " + def.id + " has no role");
+  for (const auto& s : def.steps) {
+    const auto p = InjectPoint::parse(s);
+    if (!p || std::none_of(def.roles.begin(), def.roles.end(), [&](const RoleDef& r) { return r.name == p->role; }))
+      throw std::logic_error("case " + def.id + " declares step '" + s + "' for a role it does not have");
+  }
   case_registry().push_back(std::move(def));
 }
 
@@ -113,9 +118,19 @@ Case& Case::allow_leak(std::string item) {
   def.allowed_leaks.push_back(std::move(item));
   return *this;
 }
-Case& Case::steps(std::initializer_list<std::string> names) {
-  for (const auto& n : names) def.steps.push_back(n);
+Case& Case::steps(const std::string& role, std::initializer_list<std::string> names) {
+  for (const auto& n : names) def.steps.push_back(InjectPoint{role, n}.describe());
   return *this;
+}
+Case& Case::injection_role(std::string name, RoleBody body) {
+  def.roles.push_back({std::move(name), 1, std::move(body), true});
+  return *this;
+}
+
+std::optional<InjectPoint> InjectPoint::parse(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) return std::nullopt;
+  return InjectPoint{text.substr(0, colon), text.substr(colon + 1)};
 }
 Case& Case::expendable(std::string role) {
   def.expendable.push_back(std::move(role));

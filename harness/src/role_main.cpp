@@ -28,6 +28,8 @@ class RoleImpl final : public Role {
       : ch_(ch), adapter_(a), name_(std::move(name)), base_(std::move(base)), index_(index),
         adapter_name_(std::move(adapter_name)), start_(std::move(start)) {
     steps_ = start_.value("steps", false);
+    if (const auto& i = start_.value("inject", json()); i.is_object())
+      inject_ = InjectPoint{i.value("role", ""), i.value("step", "")};
   }
 
   Adapter& adapter() override { return adapter_; }
@@ -88,6 +90,12 @@ class RoleImpl final : public Role {
     ch_.send(MsgType::step, {name});
     wait_for([&](const Message& x) { return x.type == MsgType::proceed && x.fields.at(0) == name; });
   }
+
+  void step_into(const std::string& name) override {
+    if (steps_) ch_.send(MsgType::step, {name, "into"});
+  }
+
+  const InjectPoint& injection() const override { return inject_; }
 
   bool check(bool ok, std::string_view clause, const std::string& message, Where w) override {
     json j = {{"clause", clause}, {"ok", ok}, {"message", message}, {"where", where(w)}};
@@ -180,6 +188,7 @@ class RoleImpl final : public Role {
   std::string adapter_name_;
   json start_;
   bool steps_ = false;
+  InjectPoint inject_;
   std::deque<Message> pending_;
   std::map<std::string, std::string> exited_;
 };

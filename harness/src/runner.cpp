@@ -19,6 +19,7 @@
 #include "ipcheck/audit.hpp"
 #include "ipcheck/clause.hpp"
 #include "ipcheck/expectations.hpp"
+#include "ipcheck/leftovers.hpp"
 #include "ipcheck/role_main.hpp"
 #include "ipcheck/spawn.hpp"
 
@@ -63,14 +64,17 @@ std::vector<std::string> role_args(const RunOptions& o, const std::string& case_
   return {"role", "--case", case_id, "--role", role, "--adapter", o.adapter};
 }
 
-json start_document(const RunOptions& o, const json& peers, bool steps_enabled) {
+// With an injection point every role announces its steps (the runner notes the case's IPC
+// objects at each) and knows which role dies where.
+json start_document(const RunOptions& o, const json& peers, const InjectPoint* inject) {
   return {{"peers", peers},
           {"runner_pid", ::getpid()},
           {"transport", o.transport},
           {"adapter_options", o.adapter_options},
           {"params", o.params},
           {"audit", o.audit},
-          {"steps", steps_enabled}};
+          {"steps", inject != nullptr},
+          {"inject", inject ? json{{"role", inject->role}, {"step", inject->step}} : json()}};
 }
 
 // One role process of a running case.
@@ -87,6 +91,7 @@ struct RoleState {
   std::string done_message;
   bool skipped = false;
   bool expected_death = false;  // killed on request or by injection
+  bool standby = false;         // an injection-only role: it takes part in no barrier it is not at
   std::optional<std::string> at_barrier;
   std::optional<ExitStatus> exit;
   Clock::time_point exit_time{};
@@ -146,6 +151,10 @@ class CaseRun {
   // SIGTERM to every running role but `spare` (a role ending by itself); SIGKILL after the grace.
   void begin_termination(const std::string& why, bool is_timeout, const RoleState* spare = nullptr);
   void collect_survivors();
+  void note_objects(const RoleState& r);
+  void kill_victim(RoleState& r, const std::string& how);
+  void kill_when_blocked();
+  void check_leftovers();
   void classify();
   RoleState* role(const std::string& name);
   bool all_exited() const;
@@ -168,6 +177,12 @@ class CaseRun {
   Clock::time_point kill_at_{};
   int checks_ = 0;
   std::string skip_reason_;
+  // Fault injection: whether the point was reached, the role to kill once it blocks (a
+  // step_into), and the IPC objects the case's roles held (looked for after the case).
+  bool injected_ = false;
+  RoleState* kill_when_blocked_ = nullptr;
+  Clock::time_point announced_{};
+  std::map<KernelObject, std::string> objects_;
 };
 
 RoleState* CaseRun::role(const std::string& name) {
@@ -193,9 +208,11 @@ void CaseRun::broadcast(MsgType t, const std::vector<std::string>& fields, const
 void CaseRun::spawn_all() {
   const std::string exe = opt_.role_executable.empty() ? self_executable() : opt_.role_executable;
   for (const auto& name : def_.instance_names()) {
+    const RoleDef* rd = def_.role_for(name);
+    if (rd && rd->injection_only && !inject_) continue;  // stands by for a fault this run does not inject
     RoleState& r = roles_.emplace_back();
     r.name = name;
-    const RoleDef* rd = def_.role_for(name);
+    r.standby = rd && rd->injection_only;
     r.base = rd ? rd->name : name;
     // An expendable role's death is the case's to observe (wait_exit), not a crash.
     r.expected_death = std::find(def_.expendable.begin(), def_.expendable.end(), r.base) != def_.expendable.end();
@@ -228,13 +245,17 @@ void CaseRun::spawn_all() {
 }
 
 void CaseRun::release_barriers() {
-  // A barrier opens when every role still running waits at it.
+  // A barrier opens when every role still running waits at it (a stand-by role, started
+  // for an injected fault, talks by messages and only joins a barrier it waits at).
   std::optional<std::string> name;
-  for (const auto& r : roles_) {
-    if (!r.started || r.exit || r.done) continue;
-    if (!r.at_barrier) return;
-    if (name && *name != *r.at_barrier) return;  // roles wait at different barriers
-    name = r.at_barrier;
+  for (bool standby : {false, true}) {  // stand-by roles count only when no other role runs
+    for (const auto& r : roles_) {
+      if (!r.started || r.exit || r.done || r.standby != standby) continue;
+      if (!r.at_barrier) return;
+      if (name && *name != *r.at_barrier) return;  // roles wait at different barriers
+      name = r.at_barrier;
+    }
+    if (name) break;
   }
   if (!name) return;
   std::string broken;
@@ -242,7 +263,7 @@ void CaseRun::release_barriers() {
     if (r.exit && !r.done && !r.expected_death)
       broken += (broken.empty() ? "" : ", ") + r.name + " ended (" + r.exit->describe() + ") before reaching it";
   for (auto& r : roles_)
-    if (r.at_barrier && !r.exit) {
+    if (r.at_barrier && *r.at_barrier == *name && !r.exit) {
       r.post(MsgType::release, {*name, broken});
       r.at_barrier.reset();
     }
@@ -270,6 +291,8 @@ void CaseRun::reap(RoleState& r) {
   } catch (const std::exception&) {
   }
   r.channel = Channel();
+  r.outbox.clear();  // messages (and descriptors) for a role that is gone go nowhere
+  if (kill_when_blocked_ == &r) kill_when_blocked_ = nullptr;
   r.exit = r.proc.status();
   r.exit_time = Clock::now();
   r.duration_s = seconds_since(r.proc.started());
@@ -307,10 +330,8 @@ void CaseRun::handle(RoleState& r, Message& m) {
         json peers = json::object();
         for (const auto& x : roles_)
           if (x.started) peers[x.name] = x.proc.pid();
-        for (auto& x : roles_) {
-          const bool steps = inject_ && inject_->role == x.base;
-          if (x.started) x.post(MsgType::start, {start_document(opt_, peers, steps).dump()});
-        }
+        for (auto& x : roles_)
+          if (x.started) x.post(MsgType::start, {start_document(opt_, peers, inject_).dump()});
       }
       break;
     }
@@ -392,15 +413,28 @@ void CaseRun::handle(RoleState& r, Message& m) {
       // The skipping role ends by itself (a signal now could cut its exit short).
       begin_termination("skipped: " + m.field(0), false, &r);
       break;
-    case MsgType::step:
-      if (inject_ && inject_->role == r.base && inject_->step == m.field(0)) {
+    case MsgType::step: {
+      // "into": announced on the way into a blocking call; the role does not wait for us.
+      const bool into = m.fields.size() > 1 && m.field(1) == "into";
+      note_objects(r);
+      if (inject_ && !injected_ && inject_->role == r.base && inject_->step == m.field(0)) {
+        // The first instance of the role to reach the point dies there; the others go on.
+        injected_ = true;
+        announced_ = Clock::now();
         result_.injection = r.name + ":" + m.field(0);
         r.expected_death = true;
-        r.proc.signal_group(SIGKILL);
-      } else {
+        for (const auto& x : roles_)
+          if (x.started && !x.exit) note_objects(x);
+        if (into) {
+          kill_when_blocked_ = &r;
+        } else {
+          kill_victim(r, "at the step, waiting for the runner");
+        }
+      } else if (!into) {
         r.post(MsgType::proceed, {m.field(0)});
       }
       break;
+    }
     case MsgType::kill_peer: {
       RoleState* target = role(m.field(0));
       if (!target || !target->started) {
@@ -457,8 +491,8 @@ void CaseRun::loop() {
     Clock::time_point wake = terminating_ ? kill_at_
                                           : std::min(start_ + std::chrono::milliseconds(int(timeout_s_ * 1000)),
                                                      last_activity_ + std::chrono::milliseconds(int(inactivity * 1000)));
-    const int wait_ms = static_cast<int>(
-        std::clamp<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1, 0, 200));
+    const int wait_ms = static_cast<int>(std::clamp<long long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1, 0, kill_when_blocked_ ? 2 : 200));
     const int n = ::poll(fds.data(), fds.size(), wait_ms);
     if (n < 0 && errno != EINTR) throw std::runtime_error("poll failed");
 
@@ -489,6 +523,7 @@ void CaseRun::loop() {
     }
     for (auto& r : roles_)
       if (r.started && !r.exit) reap(r);
+    if (kill_when_blocked_) kill_when_blocked();
 
     const auto t = Clock::now();
     if (!terminating_) {
@@ -503,6 +538,72 @@ void CaseRun::loop() {
       kill_at_ = t + std::chrono::seconds(3600);
     }
   }
+}
+
+void CaseRun::note_objects(const RoleState& r) {
+  for (auto& [k, name] : ipc_objects_of(r.proc.pid())) objects_.emplace(k, name);
+}
+
+void CaseRun::kill_victim(RoleState& r, const std::string& how) {
+  result_.audit["injection"] = {{"point", result_.injection},
+                                {"pid", r.proc.pid()},
+                                {"killed", how},
+                                {"after_announcing_ms", static_cast<int>(seconds_since(announced_) * 1000)}};
+  r.proc.signal_group(SIGKILL);
+}
+
+// A role killed "during a wait" must be inside the wait: it is killed once the kernel
+// shows it asleep, or after a second without that, saying so.
+void CaseRun::kill_when_blocked() {
+  RoleState& r = *kill_when_blocked_;
+  const char state = process_state(r.proc.pid());
+  const bool asleep = state == 'S' || state == 'D';
+  if (!asleep && Clock::now() - announced_ < std::chrono::seconds(1)) return;
+  kill_when_blocked_ = nullptr;
+  std::string how = "running (state " + std::string(1, state ? state : '?') + "), not seen blocked within 1 s";
+  if (asleep) {
+    const std::string wchan = wait_channel(r.proc.pid());
+    how = "blocked (state " + std::string(1, state) + (wchan.empty() ? "" : ", in " + wchan) + ")";
+  }
+  kill_victim(r, how);
+  if (!asleep) result_.warnings.push_back(r.name + " was killed at " + result_.injection + " while " + how);
+}
+
+// After an injected case every process of it is gone: no member of a role's process
+// group remains, and no process on the machine (the runner included) holds an IPC object
+// that a role of the case held.
+void CaseRun::check_leftovers() {
+  for (auto& r : roles_) {
+    if (!r.started || r.proc.pid() <= 0 || ::kill(-r.proc.pid(), 0) != 0) continue;
+    const auto survivors = r.proc.group_survivors();
+    r.proc.signal_group(SIGKILL);
+    for (const auto& s : survivors) {
+      result_.findings.push_back({r.name, "process", s, "", "still in the role's process group after the case; killed"});
+      int status;
+      while (::waitpid(std::atoi(s.c_str()), &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  std::size_t scanned = 0;
+  const auto holders = find_holders(objects_, &scanned);
+  json held = json::array();
+  for (const auto& h : holders) {
+    const bool runner = h.pid == ::getpid();
+    const std::string who = runner ? "runner" : std::to_string(h.pid) + " (" + h.comm + ")";
+    held.push_back(who + " " + h.how + ": " + h.object);
+    const std::string kind = h.how.rfind("fd ", 0) == 0 ? "fd" : "mapping";
+    result_.findings.push_back({runner ? "runner" : "process " + std::to_string(h.pid), kind, h.object, "",
+                                "held by " + who + " (" + h.how + ") after every process of the case ended"});
+    // A descendant that escaped its role's group was re-parented to the runner: it ends here.
+    if (!runner && h.ppid == ::getpid() && ::kill(h.pid, SIGKILL) == 0) {
+      int status;
+      while (::waitpid(h.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  json names = json::array();
+  for (const auto& [k, name] : objects_) names.push_back(name + " (inode " + std::to_string(k.ino) + ")");
+  result_.audit["leftovers"] = {{"objects", names}, {"processes_scanned", scanned}, {"held", held}};
 }
 
 std::string waiting_where(const std::deque<RoleState>& roles) {
@@ -579,6 +680,9 @@ void CaseRun::classify() {
       return set(Status::fail, r.name + " ended (" + r.exit->describe() + ") without finishing its body: " +
                                    last_line(r.proc.output_tail()));
   if (!skip_reason_.empty()) return set(Status::skip, skip_reason_);
+  if (inject_ && !injected_)
+    return set(Status::fail, "the injection point " + inject_->describe() + " was never reached: no " + inject_->role +
+                                 " announced step '" + inject_->step + "' (see Case::steps and Role::step)");
   if (checks_ == 0 && c.observations.empty())
     return set(Status::fail, "the case made no check and no observation; a case must judge something");
   set(Status::pass, "");
@@ -593,6 +697,7 @@ CaseResult CaseRun::run() {
   start_ = last_activity_ = Clock::now();
   spawn_all();
   loop();
+  if (inject_) check_leftovers();
   classify();
   result_.duration_s = seconds_since(start_);
   return result_;
@@ -625,7 +730,14 @@ void validate_selection(const RunOptions& o) {
     if (select_cases(one).empty())
       throw std::invalid_argument("filter '" + f + "' matches no case; 'ipcheck list' shows the case ids");
   }
-  if (select_cases(o).empty()) throw std::invalid_argument("no case selected");
+  const auto selected = select_cases(o);
+  if (selected.empty()) throw std::invalid_argument("no case selected");
+  for (const auto& p : o.inject)
+    if (std::none_of(selected.begin(), selected.end(), [&](const CaseDef* c) {
+          return std::find(c->steps.begin(), c->steps.end(), p.describe()) != c->steps.end();
+        }))
+      throw std::invalid_argument("injection point '" + p.describe() +
+                                  "' is no step of the selected cases; 'ipcheck list' shows each case's injection points");
 }
 
 AdapterProbe probe_adapter(const RunOptions& o) {
@@ -659,7 +771,7 @@ AdapterProbe probe_adapter(const RunOptions& o) {
         continue;
       }
       if (m->type == MsgType::hello) {
-        ch.send(MsgType::start, {start_document(o, json::object({{"info", proc.pid()}}), false).dump()});
+        ch.send(MsgType::start, {start_document(o, json::object({{"info", proc.pid()}}), nullptr).dump()});
       } else if (m->type == MsgType::info) {
         info = json::parse(m->field(0));
       } else if (m->type == MsgType::done) {
@@ -779,10 +891,8 @@ reports::Results run_suite(const RunOptions& options) {
       jobs.push_back({c, std::nullopt});
       continue;
     }
-    for (const auto& p : o.inject) {
-      const bool has_role = std::any_of(c->roles.begin(), c->roles.end(), [&](const RoleDef& r) { return r.name == p.role; });
-      if (has_role && std::find(c->steps.begin(), c->steps.end(), p.step) != c->steps.end()) jobs.push_back({c, p});
-    }
+    for (const auto& p : o.inject)
+      if (std::find(c->steps.begin(), c->steps.end(), p.describe()) != c->steps.end()) jobs.push_back({c, p});
   }
   results.cases.resize(jobs.size());
   std::mutex lock;

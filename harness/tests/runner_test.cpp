@@ -189,6 +189,56 @@ TEST_F(RunnerTest, InjectionKillsAtTheNamedStep) {
   bool saw = false;
   for (const auto& c : r.checks) saw |= c.message.find("producer ended: signal SIGKILL") != std::string::npos;
   EXPECT_TRUE(saw);
+  // The successor stands by for injected runs only.
+  ASSERT_EQ(r.roles.size(), 3u);
+  EXPECT_EQ(r.roles[2].name, "successor");
+  EXPECT_EQ(r.roles[1].exit, "exit 0");
+  ASSERT_TRUE(r.audit.contains("leftovers")) << r.audit.dump();
+  EXPECT_TRUE(r.audit["leftovers"]["held"].empty()) << r.audit.dump();
+}
+
+TEST_F(RunnerTest, WithoutInjectionStepsPassAndTheSuccessorIsNotStarted) {
+  auto r = run("selftest.inject");
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  EXPECT_EQ(r.injection, "");
+  EXPECT_EQ(r.roles.size(), 2u);
+  EXPECT_FALSE(r.audit.contains("leftovers"));
+}
+
+TEST_F(RunnerTest, StepIntoKillsTheRoleOnceItIsBlocked) {
+  const InjectPoint at{"producer", "waiting"};
+  auto r = run("selftest.inject.into", 10, &at);
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  EXPECT_EQ(r.injection, "producer:waiting");
+  ASSERT_TRUE(r.audit.contains("injection")) << r.audit.dump();
+  EXPECT_EQ(r.audit["injection"]["killed"].get<std::string>().rfind("blocked (state S", 0), 0u) << r.audit.dump();
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+  EXPECT_LT(r.duration_s, 4.0) << "killed in the sleep, not after it";
+  // Without injection the step does not stop the role.
+  auto plain = run("selftest.inject.into");
+  EXPECT_EQ(plain.status, Status::pass) << plain.reason;
+}
+
+TEST_F(RunnerTest, InjectionPointNeverReachedFails) {
+  const InjectPoint at{"producer", "declared"};
+  auto r = run("selftest.inject.unreached", 10, &at);
+  EXPECT_EQ(r.status, Status::fail);
+  EXPECT_NE(r.reason.find("producer:declared was never reached"), std::string::npos) << r.reason;
+}
+
+TEST_F(RunnerTest, ObjectHeldAfterTheCaseIsLeakAndItsHolderEnds) {
+  const InjectPoint at{"producer", "escaped"};
+  auto r = run("selftest.inject.escape", 10, &at);
+  EXPECT_EQ(r.status, Status::leak) << r.reason;
+  ASSERT_FALSE(r.findings.empty());
+  const auto& f = r.findings.front();
+  EXPECT_EQ(f.kind, "fd");
+  EXPECT_NE(f.item.find("/memfd:selftest-object"), std::string::npos) << f.item;
+  EXPECT_NE(f.detail.find("after every process of the case ended"), std::string::npos) << f.detail;
+  const pid_t holder = std::stoi(f.role.substr(f.role.find(' ') + 1));
+  EXPECT_NE(::kill(holder, 0), 0) << "the escaped holder " << holder << " still exists";
+  ASSERT_TRUE(r.audit.contains("leftovers"));
+  EXPECT_EQ(r.audit["leftovers"]["objects"].size(), 1u) << r.audit.dump();
 }
 
 }  // namespace

@@ -167,16 +167,72 @@ IPCHECK_CASE(Case("selftest.receive_alone", "The consumer waits for a message it
 
 IPCHECK_CASE(Case("selftest.inject", "A role announces steps; --inject kills it at one")
                  .hidden()
-                 .steps({"first", "second"})
+                 .steps("producer", {"first", "second"})
                  .role("producer",
                        [](Role& r) {
                          r.step("first");
                          r.step("second");
                          r.send("consumer", "done", {});
                        })
+                 .role("consumer",
+                       [](Role& r) {
+                         const std::string how = r.wait_exit("producer");
+                         r.check(true, "harness.selftest.must", "producer ended: " + how);
+                         // The role knows the point from its start, not from the death.
+                         r.check(r.peer_killed("producer") == (how == "signal SIGKILL"), "harness.selftest.must",
+                                 "injection() says '" + r.injection().describe() + "'");
+                       })
+                 .injection_role("successor", [](Role& r) {
+                   r.check(static_cast<bool>(r.injection()), "harness.selftest.must",
+                           "started only under injection, at " + r.injection().describe());
+                 }));
+
+// The runner kills a role that announced step_into once it sleeps in the blocking call.
+IPCHECK_CASE(Case("selftest.inject.into", "A role announces a step on its way into a blocking call; --inject kills it inside")
+                 .hidden()
+                 .steps("producer", {"waiting"})
+                 .role("producer",
+                       [](Role& r) {
+                         r.step_into("waiting");
+                         // Without injection the "wait" ends by itself.
+                         ::usleep(r.injection() ? 5'000'000 : 1000);
+                         r.check(!r.injection(), "harness.selftest.must", "the wait returned");
+                       })
                  .role("consumer", [](Role& r) {
                    const std::string how = r.wait_exit("producer");
-                   r.check(true, "harness.selftest.must", "producer ended: " + how);
+                   r.check(how == (r.injection() ? "signal SIGKILL" : "exit 0"), "harness.selftest.must",
+                           "producer ended: " + how);
+                 }));
+
+// A declared point that the body never announces: the injected run must not pass.
+IPCHECK_CASE(Case("selftest.inject.unreached", "A role declares a step it never announces")
+                 .hidden()
+                 .steps("producer", {"declared"})
+                 .role("producer", [](Role& r) { r.check(true, "harness.selftest.must", "ends without the step"); }));
+
+// An IPC object outlives the case: a child that left the role's process group keeps a
+// memfd the role made. The runner finds it by inode and ends the child.
+IPCHECK_CASE(Case("selftest.inject.escape", "A child escapes the role's group holding a memfd; the role is killed")
+                 .hidden()
+                 .steps("producer", {"made", "escaped"})
+                 .role("producer", [](Role& r) {
+                   const int fd = ::memfd_create("selftest-object", MFD_CLOEXEC);
+                   r.require(fd >= 0 && ::ftruncate(fd, 4096) == 0, "harness.selftest.must", "memfd_create");
+                   r.step("made");  // the runner notes the role's objects here
+                   int left[2];
+                   r.require(::pipe(left) == 0, "harness.selftest.must", "pipe");
+                   const pid_t child = ::fork();
+                   if (child == 0) {
+                     ::setsid();
+                     (void)!::write(left[1], "x", 1);
+                     ::sleep(60);
+                     ::_exit(0);
+                   }
+                   char c;
+                   r.check(child > 0 && ::read(left[0], &c, 1) == 1, "harness.selftest.must",
+                           "forked pid " + std::to_string(child) + ", which left the role's process group");
+                   r.step("escaped");
+                   ::close(fd);
                  }));
 
 }  // namespace

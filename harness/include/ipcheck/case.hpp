@@ -11,6 +11,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,18 @@ struct RoleDef {
   std::string name;  // base name; with count > 1 the instances are name0, name1, ...
   int count = 1;
   RoleBody body;
+  bool injection_only = false;  // started only in runs that inject a fault into the case
+};
+
+// A fault-injection point: the runner kills role `role` (a base name) with SIGKILL when it
+// announces protocol step `step`. Written "consumer:after_open".
+struct InjectPoint {
+  std::string role;
+  std::string step;
+  std::string describe() const { return role + ":" + step; }
+  explicit operator bool() const { return !role.empty(); }
+  // "ROLE:STEP"; empty when either part is missing.
+  static std::optional<InjectPoint> parse(const std::string& text);
 };
 
 struct CaseDef {
@@ -36,7 +49,7 @@ struct CaseDef {
   std::vector<RoleDef> roles;
   double timeout_s = 0;                    // 0: the run's --timeout
   std::vector<std::string> allowed_leaks;  // audit items (substrings) a role may keep at its end
-  std::vector<std::string> steps;          // fault-injection points its roles announce
+  std::vector<std::string> steps;          // fault-injection points its roles announce, "role:step"
   std::vector<std::string> expendable;     // roles whose death by a signal is an outcome to observe, not a crash
   bool hidden = false;                     // harness self-tests: listed only on request
 
@@ -55,7 +68,11 @@ class Case {
   Case& roles(std::string name, int count, RoleBody body);
   Case& timeout(double seconds);
   Case& allow_leak(std::string item_substring);
-  Case& steps(std::initializer_list<std::string> names);
+  // Fault-injection points: the steps `role` announces with Role::step or Role::step_into.
+  Case& steps(const std::string& role, std::initializer_list<std::string> names);
+  // A role started only when the run injects a fault into the case: the process that
+  // comes after a crash (a new consumer opening the handle a killed one held).
+  Case& injection_role(std::string name, RoleBody body);
   // A role that may die doing something the spec leaves undefined; a peer observes how it ended.
   Case& expendable(std::string role);
   Case& hidden();
@@ -135,6 +152,15 @@ class Role {
   virtual void kill(const std::string& role, int signal = SIGKILL) = 0;
   // A named protocol step; under --inject the runner may kill this role here.
   virtual void step(const std::string& name) = 0;
+  // A step announced on the way into a blocking call (an event wait): returns at once, and
+  // under --inject the runner kills this role once it is blocked in that call.
+  virtual void step_into(const std::string& name) = 0;
+  // The fault the runner injects into this run of the case (empty without --inject), so
+  // that bodies can survive a peer's death as the clauses say (rb.consumer.crash,
+  // rb.producer.crash) instead of waiting for messages that will never come.
+  virtual const InjectPoint& injection() const = 0;
+  // Whether the runner kills role `base` (a base name) in this run, at any step.
+  bool peer_killed(const std::string& base) const { return injection() && injection().role == base; }
 
   // ---- judging
   virtual bool check(bool ok, std::string_view clause, const std::string& message, Where w = Where::current()) = 0;

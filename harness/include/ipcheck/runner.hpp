@@ -14,13 +14,6 @@
 
 namespace ipcheck {
 
-// Kill a role at a named protocol step: "producer:after_export".
-struct InjectPoint {
-  std::string role;  // base role name
-  std::string step;
-  std::string describe() const { return role + ":" + step; }
-};
-
 struct RunOptions {
   std::string adapter = "ref";
   std::vector<std::string> filters;  // globs over case ids; empty: all listed cases

@@ -1,0 +1,46 @@
+#include "stress.hpp"
+
+#include <cstdlib>
+
+namespace ipcheck::catalog {
+
+long stress_param(Role& r, const std::string& key, long fallback) {
+  const std::string text = r.param(key, std::to_string(fallback));
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v <= 0) {
+    const std::string why = "--param " + key + "=" + text + " is not a positive count; give a number such as " + key +
+                            "=" + std::to_string(fallback);
+    r.check(false, "harness.param", why);
+    throw RoleAbort{why};
+  }
+  return v;
+}
+
+void GrowthWatch::sample(const std::string& when) {
+  ++samples_;
+  if (!first_growth_.empty()) return;
+  const ResourceCount now = count_resources();
+  const auto grew = diff_snapshots(start_.snapshot, now.snapshot);
+  if (grew.empty()) return;
+  first_growth_ = when + ": descriptors " + std::to_string(start_.fds()) + " -> " + std::to_string(now.fds()) +
+                  ", shared mappings " + std::to_string(start_.mappings()) + " -> " + std::to_string(now.mappings()) +
+                  ", first new: " + grew.front().kind + " " + grew.front().item;
+}
+
+void GrowthWatch::check(Role& r, std::string_view clause, const std::string& what, Where w) {
+  sample("at the end");
+  r.check(first_growth_.empty(), clause,
+          first_growth_.empty() ? what + ": descriptors and shared mappings unchanged at all " +
+                                      std::to_string(samples_) + " samples (" + std::to_string(start_.fds()) +
+                                      " descriptors, " + std::to_string(start_.mappings()) + " mappings)"
+                                : what + ": grew " + first_growth_,
+          w);
+}
+
+void progress(Role& r, long done, long total, long every, const std::string& what) {
+  if (done % every == 0 || done == total)
+    r.note(what + ": " + std::to_string(done) + " of " + std::to_string(total));
+}
+
+}  // namespace ipcheck::catalog
