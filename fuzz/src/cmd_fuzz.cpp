@@ -11,6 +11,8 @@
 #include "ipcheck/cli.hpp"
 #include "ipcheck/fuzz/campaign.hpp"
 #include "ipcheck/fuzz/oracle.hpp"
+#include "ipcheck/reports/report_set.hpp"
+#include "ipcheck/reports/results.hpp"
 
 namespace ipcheck::fuzz {
 namespace {
@@ -77,6 +79,7 @@ int fuzz(const std::vector<std::string>& args) {
       .value("--seed", "K", "campaign seed (with the exports' live values and the corpus the campaign grows, it decides the inputs)", "1")
       .value("--corpus", "DIR", "read seeds (*.repro) from DIR and add new interesting inputs to it")
       .value("--out", "DIR", "where results go", "ipcheck-results/fuzz-<adapter>")
+      .value("--results", "FILE", "also put the fuzz section into this results.json (and re-render beside it)")
       .value("--transport", "T", "descriptor transport: pidfd, scm or auto", "auto")
       .multi("--adapter-opt", "KEY=VALUE", "adapter option (ref: devices=...)")
       .value("--hang", "S", "seconds an open may take before it is a hang", "2")
@@ -140,12 +143,35 @@ int fuzz(const std::vector<std::string>& args) {
     if (!c.corpus_dir.empty() && std::filesystem::exists(c.corpus_dir) && !std::filesystem::is_directory(c.corpus_dir))
       throw UsageError("--corpus '" + c.corpus_dir + "' is a file; give a directory (created when missing)");
     const std::string out = o.has("--out") ? o.get("--out") : "ipcheck-results/fuzz-" + c.adapter;
+    // --results: read before the campaign, so a bad file costs nothing.
+    const std::string results_path = o.get("--results");
+    reports::Results merged;
+    if (!results_path.empty()) {
+      try {
+        merged = reports::read_results(results_path);
+      } catch (const std::exception& e) {
+        throw UsageError("--results " + results_path + ": " + e.what() +
+                         "; give a results.json written by 'ipcheck run'");
+      }
+    }
     c.interrupted = &g_interrupted;
     ::signal(SIGINT, on_interrupt);
     ::signal(SIGTERM, on_interrupt);
 
     std::vector<std::string> written;
     const reports::Results r = run_campaign(c, out, &written);
+    if (!results_path.empty() && !r.fuzz.is_null()) {
+      namespace fs = std::filesystem;
+      merged.fuzz = r.fuzz;
+      const fs::path dir = fs::path(results_path).parent_path();
+      // Reproducer paths are relative to the campaign's folder; make them relative to
+      // the results.json they now live in.
+      for (auto& x : merged.fuzz["findings"])
+        if (x.contains("reproducer") && x["reproducer"].is_string())
+          x["reproducer"] = fs::proximate(fs::path(out) / x["reproducer"].get<std::string>(),
+                                          dir.empty() ? fs::path(".") : dir).string();
+      for (const auto& p : reports::write_report_set(dir.empty() ? "." : dir.string(), merged)) written.push_back(p);
+    }
     auto print_written = [&] {
       for (const auto& p : written) std::printf("wrote %s\n", p.c_str());
     };
