@@ -9,17 +9,19 @@ if(IPCHECK_SANITIZE)
   add_link_options(-fsanitize=${IPCHECK_SANITIZE})
 endif()
 
-# Version string compiled into the tools; git describe when available.
-find_package(Git QUIET)
-set(IPCHECK_VERSION_STRING "${PROJECT_VERSION}")
-if(GIT_FOUND AND EXISTS "${PROJECT_SOURCE_DIR}/.git")
-  execute_process(COMMAND "${GIT_EXECUTABLE}" describe --always --dirty --tags
-                  WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}"
-                  OUTPUT_VARIABLE _ipcheck_git OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-  if(_ipcheck_git)
-    set(IPCHECK_VERSION_STRING "${PROJECT_VERSION}+${_ipcheck_git}")
-  endif()
-endif()
+# Version string compiled into the tools: the project version and `git describe`, refreshed
+# on every build (not only at configure time) in <build>/generated/ipcheck_version.h.
+# A target that prints the version calls ipcheck_use_version(target).
+set(IPCHECK_VERSION_HEADER "${CMAKE_BINARY_DIR}/generated/ipcheck_version.h")
+set(_ipcheck_version_cmd "${CMAKE_COMMAND}" "-DSRC=${PROJECT_SOURCE_DIR}" "-DBASE=${PROJECT_VERSION}"
+    "-DOUT=${IPCHECK_VERSION_HEADER}" -P "${CMAKE_CURRENT_LIST_DIR}/WriteVersion.cmake")
+execute_process(COMMAND ${_ipcheck_version_cmd})
+add_custom_target(ipcheck_version_header COMMAND ${_ipcheck_version_cmd}
+                  BYPRODUCTS "${IPCHECK_VERSION_HEADER}" COMMENT "" VERBATIM)
+function(ipcheck_use_version target)
+  add_dependencies(${target} ipcheck_version_header)
+  target_include_directories(${target} PRIVATE "${CMAKE_BINARY_DIR}/generated")
+endfunction()
 
 # For executables that the harness starts by the hundred (every role of every case, every
 # fuzz worker): libstdc++ and libgcc linked in, so that a process does not spend its start

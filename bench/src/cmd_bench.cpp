@@ -33,9 +33,7 @@
 #include "ipcheck/runner.hpp"
 #include "ipcheck/spawn.hpp"
 
-#ifndef IPCHECK_VERSION
-#define IPCHECK_VERSION "unknown"
-#endif
+#include "ipcheck_version.h"
 
 namespace ipcheck::bench {
 namespace {

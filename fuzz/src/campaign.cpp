@@ -29,9 +29,7 @@
 #include "ipcheck/spawn.hpp"
 #include "protocol.hpp"
 
-#ifndef IPCHECK_VERSION
-#define IPCHECK_VERSION "unknown"
-#endif
+#include "ipcheck_version.h"
 
 namespace ipcheck::fuzz {
 

@@ -5,9 +5,7 @@
 #include <iostream>
 #include <sstream>
 
-#ifndef IPCHECK_VERSION
-#define IPCHECK_VERSION "unknown"
-#endif
+#include "ipcheck_version.h"
 
 namespace ipcheck::cli {
 

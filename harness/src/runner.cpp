@@ -23,9 +23,7 @@
 #include "ipcheck/role_main.hpp"
 #include "ipcheck/spawn.hpp"
 
-#ifndef IPCHECK_VERSION
-#define IPCHECK_VERSION "unknown"
-#endif
+#include "ipcheck_version.h"
 
 namespace ipcheck {
 

@@ -9,9 +9,7 @@
 #include "ipcheck/adapter.hpp"
 #include "ipcref/ipcref.hpp"
 
-#ifndef IPCHECK_VERSION
-#define IPCHECK_VERSION "unknown"
-#endif
+#include "ipcheck_version.h"
 
 namespace ipcheck {
 namespace {
