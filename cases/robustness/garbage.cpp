@@ -1,6 +1,8 @@
 // rb.open.garbage: zero, random, truncated, extended and field-mutated handle bytes give a
 // clean error; an open that succeeds anyway must map exactly the exported object. Some
 // 2,500 variants per kind, from a fixed seed (a failure names its variant, reproducibly).
+// Clean means the process can go on: device_lost is no refusal, and the real handle must
+// still open once every variant was tried (a runtime's sticky error shows there).
 #include <algorithm>
 #include <map>
 #include <random>
@@ -253,6 +255,20 @@ void consumer(Role& r, HandleKind kind) {
                 (t.wrong.empty() ? "" : "; " + std::to_string(t.wrong.size()) + " opened other memory, first: " + wrong));
   }
   r.check(slowest < kSlowOpen, kClause, "slowest open took " + ms(slowest) + " (" + slowest_name + ")");
+  for (const auto& family : order)
+    if (const auto n = tally[family].codes.count("device_lost") ? tally[family].codes["device_lost"] : 0)
+      r.check(false, kClause,
+              family + ": " + std::to_string(n) + " variants answered device_lost: garbage must be refused with an error "
+                                                  "that leaves the process usable, not by losing its context");
+  {
+    Opened again = open_target(r, kind, target.handle.bytes, target.handle.fd.get());
+    r.check_ok(again.outcome, kClause,
+               std::string("open of the real ") + kind_name(kind) + " handle after " + std::to_string(variants.size()) +
+                   " garbage opens (the process's context survived them)");
+    if (again.outcome.ok())
+      r.check(is_target(r, kind, again.object.get(), target.bytes, kTargetSeed), kClause,
+              std::string("the real ") + kind_name(kind) + " handle, opened after the garbage, is still the export");
+  }
   check_no_growth(r, before, count_resources(), kClause,
                   "after " + std::to_string(variants.size()) + " garbage opens");
   r.barrier("consumer-done");

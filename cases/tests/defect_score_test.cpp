@@ -54,6 +54,9 @@ const std::map<std::string, Collateral>& collateral() {
       {"hang_exporter_gone",
        {{"robustness.open.garbage.*"}, "garbage variants name a pid that has exited: their opens now spin"}},
       {"double_close_ok", {{"memory.null_arguments"}, "a null pointer is a pointer never opened: the same unchecked close"}},
+      {"lose_context_on_garbage",
+       {{"memory.open.size", "physical.open.size", "event.open.size"},
+        "the size cases open handles of the wrong length: garbage, which this defect answers by losing the context"}},
       {"stale_mapping_cache",
        {{"memory.open.repeat"}, "a cache keyed by exporter pid and descriptor serves a repeated open the first mapping"}},
   };

@@ -23,6 +23,8 @@ constexpr info kCatalog[] = {
     {id::skip_pid_guard, "skip_pid_guard", "rb.open.pid_reuse", "a handle naming a reused pid reaches the new process"},
     {id::double_close_ok, "double_close_ok", "rb.close.double", "closing a pointer twice succeeds silently"},
     {id::stale_mapping_cache, "stale_mapping_cache", "rb.realloc.fresh", "mappings cached by (pid, fd) are served after reallocation"},
+    {id::lose_context_on_garbage, "lose_context_on_garbage", "rb.open.garbage",
+     "malformed handle bytes lose the process's state: that open and every later one answer device_lost"},
 };
 
 [[maybe_unused]] id parse_env() noexcept {

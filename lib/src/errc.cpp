@@ -14,6 +14,7 @@ class category final : public std::error_category {
       case errc::permission_denied: return "the kernel refused access to the exporter's descriptor";
       case errc::exhausted: return "resources exhausted";
       case errc::timeout: return "timed out";
+      case errc::device_lost: return "this process's state is lost";
     }
     return "unknown ipcref error " + std::to_string(v);
   }
@@ -36,6 +37,7 @@ const char* errc_name(errc e) noexcept {
     case errc::permission_denied: return "permission_denied";
     case errc::exhausted: return "exhausted";
     case errc::timeout: return "timeout";
+    case errc::device_lost: return "device_lost";
   }
   return "unknown";
 }

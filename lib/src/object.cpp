@@ -355,7 +355,17 @@ imported_object import_object(std::span<const std::byte> data, record::kind kind
       data = resized;
     }
   }
-  if (auto problem = record::check(data, kind, size_clause)) sys::fail(errc::invalid, cat(verb, ": ", *problem));
+  // Seeded defect: a runtime whose import of garbage leaves a sticky error behind.
+  static bool context_lost = false;
+  if (defects::is(defects::id::lose_context_on_garbage) && context_lost)
+    sys::fail(errc::device_lost, cat(verb, ": the context was lost by an earlier malformed handle"));
+  if (auto problem = record::check(data, kind, size_clause)) {
+    if (defects::is(defects::id::lose_context_on_garbage)) {
+      context_lost = true;
+      sys::fail(errc::device_lost, cat(verb, ": ", *problem, "; the context is lost"));
+    }
+    sys::fail(errc::invalid, cat(verb, ": ", *problem));
+  }
   imported_object out;
   out.rec = record::decode(data);
   // Every field is judged: a device index this platform does not have is a forged record.

@@ -22,6 +22,7 @@ Errc map_errc(ipcref::errc e) {
     case ipcref::errc::permission_denied: return Errc::permission_denied;
     case ipcref::errc::exhausted: return Errc::exhausted;
     case ipcref::errc::timeout: return Errc::timeout;
+    case ipcref::errc::device_lost: return Errc::device_lost;
   }
   return Errc::other;
 }

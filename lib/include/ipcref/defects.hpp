@@ -24,6 +24,7 @@ enum class id : int {
   skip_pid_guard,          // a reused pid is trusted
   double_close_ok,         // closing an unknown pointer succeeds silently
   stale_mapping_cache,     // mappings are cached by (pid, fd) and served after reallocation
+  lose_context_on_garbage, // malformed handle bytes poison the process: every later open is device_lost
 };
 
 struct info {

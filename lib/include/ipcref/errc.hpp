@@ -13,6 +13,7 @@ enum class errc : int {
   permission_denied = 4,      // the kernel refused to hand over the exporter's descriptor
   exhausted = 5,              // out of export slots, descriptors or memory
   timeout = 6,                // a wait ran out of time
+  device_lost = 7,            // this process's state is unusable (a runtime's sticky error)
 };
 
 const std::error_category& error_category() noexcept;

@@ -58,6 +58,7 @@ ze_result_t from_ipcref(ipcref::errc e) noexcept {
     case ipcref::errc::permission_denied: return ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS;
     case ipcref::errc::exhausted: return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
     case ipcref::errc::timeout: return ZE_RESULT_NOT_READY;
+    case ipcref::errc::device_lost: return ZE_RESULT_ERROR_DEVICE_LOST;
   }
   return ZE_RESULT_ERROR_UNKNOWN;
 }
