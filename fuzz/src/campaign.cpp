@@ -168,6 +168,7 @@ struct Slot {
   std::uint64_t quota_total = 0;    // 0: unbounded
   std::uint64_t lost = 0;           // inputs that crashed or hung (not counted by the page)
   int generations = 0;
+  int retired = 0;                  // generations that left after context_lost
   // Hang watch.
   std::uint64_t seen_in_flight = 0, seen_execs = 0;
   Clock::time_point seen_change{};
@@ -423,6 +424,18 @@ void Campaign::on_exit(Slot& s) {
     return;
   }
   WorkerPage& p = s.page->get();
+  if (st.exited && st.code == detail::kRetired && s.proc.done && !s.hung) {
+    // It reported context_lost and left: a fresh process goes on after its last input.
+    const std::uint64_t used = p.executions.load() + s.lost;
+    const std::uint64_t next = s.gen_first + (p.executions.load() - s.gen_base);
+    s.proc = Proc();
+    if (s.quota_total && used >= s.quota_total) return;
+    if (stopping || stop_hit_ || (o_.interrupted && o_.interrupted->load())) return;
+    ++replaced_;
+    ++s.retired;
+    start_slot(s, next, s.quota_total ? s.quota_total - used : 0);
+    return;
+  }
   const std::uint64_t in_flight = p.in_flight.load();
   RawFinding f;
   f.verdict = s.hung ? Verdict::hang : Verdict::crash;
@@ -622,8 +635,12 @@ Campaign::Replayed Campaign::replay_exec(const Symbolic& sym, std::string* resol
     if (m && m->type == MsgType::data && m->field(0) == "verdict") {
       const json v = json::parse(m->field(1));
       if (v.value("id", 0) != id) continue;
-      return {parse_verdict(v.value("verdict", "")).value_or(Verdict::rejected), v.value("detail", ""),
-              v.value("outcome", json::object())};
+      const Verdict verdict = parse_verdict(v.value("verdict", "")).value_or(Verdict::rejected);
+      if (verdict == Verdict::context_lost) {  // it leaves now; the next replay starts a fresh one
+        while (!r.proc.exited()) r.proc.wait(20);
+        r.proc = Proc();
+      }
+      return {verdict, v.value("detail", ""), v.value("outcome", json::object())};
     }
     if (r.proc.exited()) {
       const ExitStatus st = *r.proc.proc.status();
@@ -902,6 +919,7 @@ json Campaign::section() const {
   j["handle_layout"] = layout;
   j["transport"] = info.value("transport", "");
   j["setup"] = detail::kSetup;
+  j["unexported"] = setup_.is_object() ? setup_.value("unexported", json::array()) : json::array();
   j["seed"] = o_.seed;
   j["jobs"] = slots_.empty() ? o_.jobs : static_cast<int>(slots_.size());
   j["budget"] = {{"time_s", o_.time_s}, {"runs", o_.runs}};
@@ -911,7 +929,10 @@ json Campaign::section() const {
   j["executions"] = n;
   j["exec_per_s"] = duration > 0 ? n / duration : 0.0;
   j["exec_per_s_per_worker"] = duration > 0 ? n / duration / static_cast<double>(std::max<std::size_t>(1, slots_.size())) : 0.0;
-  j["workers"] = {{"started", started_ - (replayer_ ? replayer_->generations : 0)}, {"replaced", replaced_}};
+  int retired = 0;
+  for (const auto& s : slots_) retired += s->retired;
+  j["workers"] = {{"started", started_ - (replayer_ ? replayer_->generations : 0)}, {"replaced", replaced_},
+                  {"retired", retired}};
   json outcomes = json::object();
   for (const auto& [k, v] : outcome_counts()) outcomes[k] = v;
   j["outcomes"] = outcomes;

@@ -106,7 +106,7 @@ int fuzz(const std::vector<std::string>& args) {
       if (!v || !is_finding(*v))
         throw UsageError("--stop-on is '" + k + "'; use a finding kind: crash, hang, fd_leak, mapping_leak, "
                          "confused_deputy, stale_export, wrong_offset, wrong_size, unknown_mapping, "
-                         "corrupt_mapping, unreadable_mapping, close_failed");
+                         "corrupt_mapping, unreadable_mapping, close_failed, context_lost");
       c.stop_on.push_back(k);
     }
     ::signal(SIGPIPE, SIG_IGN);

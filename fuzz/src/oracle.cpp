@@ -14,7 +14,8 @@ namespace {
 constexpr const char* kNames[kVerdictCount] = {
     "rejected",        "mapped",       "crash",        "hang",           "fd_leak",
     "mapping_leak",    "confused_deputy", "stale_export", "wrong_offset", "wrong_size",
-    "unknown_mapping", "corrupt_mapping", "unreadable_mapping", "close_failed"};
+    "unknown_mapping", "corrupt_mapping", "unreadable_mapping", "close_failed",
+    "context_lost"};
 
 std::string hexnum(std::uint64_t v) {
   char b[24];
@@ -58,6 +59,7 @@ const char* verdict_clause(Verdict v) noexcept {
     case Verdict::unknown_mapping:
     case Verdict::corrupt_mapping:
     case Verdict::unreadable_mapping:
+    case Verdict::context_lost:
       return "rb.open.garbage";
     default:
       return "";

@@ -7,7 +7,8 @@
 //                       send {name} + descriptor, one per export, when descriptors travel
 //   parent -> consumer  deliver {name} + descriptor, then start {config} + the page memfd
 //   consumer -> parent  data "ready" {context}, "finding" {...}, "corpus" {...},
-//                       "verdict" {...} (replay), "final" {audit}, "error" {...}; done
+//                       "verdict" {...} (replay), "final" {audit}, "error" {...}; done;
+//                       after a context_lost finding: done, then exit kRetired
 //   parent -> consumer  data "exec" {input} (replay); release "stop"
 #pragma once
 
@@ -23,6 +24,10 @@ namespace ipcheck::fuzz::detail {
 
 // Version of the campaign's export set-up; reproducers record it.
 inline constexpr const char* kSetup = "ipcheck.fuzz-setup/1";
+
+// A consumer's exit status when its runtime context is lost (context_lost reported): the
+// parent replaces it without calling it a crash.
+inline constexpr int kRetired = 5;
 
 struct NativeSlot {
   std::atomic<std::uint64_t> count;

@@ -129,6 +129,9 @@ struct SetupState {
   std::vector<std::string> export_names;
   std::vector<Exported> revoked;
   std::vector<std::string> revoked_names;
+  // Allocations whose kind the adapter does not export (CUDA: managed memory), kept as
+  // decoys: "<name> (<kind>): <why>".
+  std::vector<std::string> unexported;
   std::vector<NamedValue> fds;  // descriptors each allocation made, by name
 
   ~SetupState() {
@@ -162,7 +165,18 @@ void build_setup(Adapter& a, const std::vector<AllocSpec>& specs, const std::str
     auto offsets = spec.exports;
     if (spec.revoked) offsets = {0};
     for (const std::uint64_t off : offsets) {
-      Exported e = need(a.mem_get(p + off), "export " + name + " at offset " + std::to_string(off));
+      Result<Exported> got = a.mem_get(p + off);
+      // Exporting host or shared memory is optional (sycl.mem.get.non_device): an adapter
+      // that refuses it keeps the allocation as one more decoy, and the campaign says so.
+      if (!got.ok() && spec.kind != MemKind::device &&
+          (got.outcome.code == Errc::invalid || got.outcome.code == Errc::feature_not_supported ||
+           got.outcome.code == Errc::not_implemented)) {
+        s.unexported.push_back(name + " (" + std::string(mem_kind_name(spec.kind)) +
+                               "): " + got.outcome.describe());
+        c.decoy = true;
+        break;
+      }
+      Exported e = need(std::move(got), "export " + name + " at offset " + std::to_string(off));
       const HandleLayout& l = layout_for(info.handle_layout, e.bytes.size());
       const int size_field = l.find(FieldRole::size);
       const Range r{off, size_field >= 0 && e.bytes.size() >= l.size ? l.get(e.bytes, size_field) : spec.bytes - off};
@@ -231,6 +245,7 @@ int run_producer(Channel& ch, const json& start) {
                           {"transport", info.transport}, {"devices", info.devices.size()}}},
                 {"exports", exports_json(s.exported, s.export_names)},
                 {"revoked", exports_json(s.revoked, s.revoked_names)},
+                {"unexported", s.unexported},
                 {"allocs", detail::table_to_json(s.table)},
                 {"values", values}};
   ch.send(MsgType::data, {"setup", setup.dump()});
@@ -287,6 +302,7 @@ class Consumer {
   int campaign();
   int replay();
   json final_audit();
+  std::optional<Outcome> context_health();
 
   Channel& ch_;
   json start_;
@@ -302,6 +318,8 @@ class Consumer {
   std::vector<std::byte> scratch_;
   int fd_floor_ = -1;
   int claimed_size_field_ = -1;
+  bool host_mappings_ = true;  // AdapterInfo::opened_memory_is_host_mapping
+  bool retire_ = false;        // the context is lost: report, then exit to be replaced
   std::vector<Input> corpus_;
   std::unordered_set<std::uint64_t> shapes_;
   std::map<std::string, int> finding_keys_;
@@ -359,6 +377,17 @@ void Consumer::setup() {
   table_.insert(table_.end(), own_.table.begin(), own_.table.end());
   reader_ = std::make_unique<AdapterReader>(*adapter_);
   claimed_size_field_ = ctx_.layout->find(FieldRole::size);
+  host_mappings_ = info.opened_memory_is_host_mapping;
+}
+
+// After an open that succeeded (its mapping read, closed): can this process still use the
+// runtime? A read of the worker's own allocation answers; a poisoned context fails it.
+std::optional<Outcome> Consumer::context_health() {
+  if (own_.allocations.empty()) return std::nullopt;
+  std::array<std::byte, 8> b{};
+  Outcome o = adapter_->read(own_.allocations.front().get(), b);
+  if (o.ok()) return std::nullopt;
+  return o;
 }
 
 Consumer::Executed Consumer::execute(const Input& in) {
@@ -366,7 +395,16 @@ Consumer::Executed Consumer::execute(const Input& in) {
   const int fd = in.descriptor >= 0 ? base_fds_[static_cast<std::size_t>(in.descriptor)]
                  : in.descriptor == kForeignDescriptor ? page_fd_.get() : -1;
   Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0, 0);
-  if (!r.ok()) {
+  if (!r.ok() && r.outcome.code == Errc::device_lost) {
+    // Sticky: every later call would fail the same way. Usually the probe below caught the
+    // input that did it; when not, this one names the symptom, and the worker is replaced.
+    e.verdict = Verdict::context_lost;
+    e.detail = "open answered " + r.outcome.describe() +
+               ": the process's context is lost, by this input or by an earlier one whose damage showed "
+               "only now; the worker is replaced";
+    e.outcome = std::move(r.outcome);
+    retire_ = true;
+  } else if (!r.ok()) {
     e.verdict = Verdict::rejected;
     e.outcome = std::move(r.outcome);
   } else {
@@ -375,16 +413,31 @@ Consumer::Executed Consumer::execute(const Input& in) {
     const Judgement j = judge_mapping(table_, r.value, claimed, *reader_, scratch_);
     e.verdict = j.verdict;
     e.detail = j.detail;
-    const bool host = host_mapped(r.value);
+    const bool host = host_mappings_ && host_mapped(r.value);
     const Outcome closed = adapter_->mem_close(r.value);
+    char at[24];
+    std::snprintf(at, sizeof at, "%#llx", static_cast<unsigned long long>(r.value));
+    std::array<std::byte, 1> probe{};
     if (!closed.ok() && e.verdict == Verdict::mapped) {
       e.verdict = Verdict::close_failed;
       e.detail = "close of the mapping open returned failed: " + closed.describe();
     } else if (host && host_mapped(r.value) && e.verdict == Verdict::mapped) {
       e.verdict = Verdict::mapping_leak;
-      char at[24];
-      std::snprintf(at, sizeof at, "%#llx", static_cast<unsigned long long>(r.value));
       e.detail = std::string("the mapping at ") + at + " is still mapped after close";
+    } else if (!host_mappings_ && e.verdict == Verdict::mapped && adapter_->read(r.value, probe).ok()) {
+      // Device address space stays reserved after close; that the runtime still copies
+      // from it is what a leaked mapping looks like there.
+      e.verdict = Verdict::mapping_leak;
+      e.detail = std::string("the runtime still reads the mapping at ") + at + " after close";
+    }
+    if (auto lost = context_health()) {
+      const std::string before = is_finding(e.verdict) ? std::string(verdict_name(e.verdict)) + ": " + e.detail
+                                                       : std::string("a clean open and close");
+      e.verdict = Verdict::context_lost;
+      e.detail = "after this input (" + before + "), a read of the worker's own allocation answered " +
+                 lost->describe() + ": the process's context is lost; the worker is replaced";
+      e.outcome = *lost;
+      retire_ = true;
     }
   }
   // A descriptor the verb left behind takes the lowest free number.
@@ -482,6 +535,7 @@ int Consumer::campaign() {
     page_->in_flight.store(0, std::memory_order_release);
     page_->executions.fetch_add(1, std::memory_order_release);
     record(in, e, i);
+    if (retire_) return detail::kRetired;  // no final audit: a lost context's state says nothing
   }
   ch_.send(MsgType::data, {"final", final_audit().dump()});
   return 0;
@@ -511,6 +565,7 @@ int Consumer::replay() {
     page_->executions.fetch_add(1, std::memory_order_release);
     json v = {{"id", j.value("id", 0)}, {"verdict", verdict_name(e.verdict)}, {"detail", e.detail}, {"outcome", outcome_json(e.outcome)}};
     ch_.send(MsgType::data, {"verdict", v.dump()});
+    if (retire_) return detail::kRetired;
   }
   ch_.send(MsgType::data, {"final", final_audit().dump()});
   return 0;

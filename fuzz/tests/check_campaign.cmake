@@ -9,6 +9,7 @@
 #   MIN_EXECUTIONS  at least this many executions
 #   MIN_REPLACED    at least this many workers replaced
 #   RELOAD_CORPUS   run twice with --corpus OUT/corpus: the first adds, the second loads
+#   UNEXPORTED      a regex the campaign's "unexported" list must match (allocations kept as decoys)
 string(REPLACE "|" ";" args "${ARGS}")
 file(REMOVE_RECURSE "${OUT}")
 if(DEFECT)
@@ -43,6 +44,12 @@ if(NOT status STREQUAL "completed")
 endif()
 if(MIN_EXECUTIONS AND executions LESS MIN_EXECUTIONS)
   message(FATAL_ERROR "${executions} executions, expected at least ${MIN_EXECUTIONS}")
+endif()
+if(UNEXPORTED)
+  string(JSON unexported GET "${doc}" fuzz unexported)
+  if(NOT unexported MATCHES "${UNEXPORTED}")
+    message(FATAL_ERROR "fuzz.unexported is ${unexported}; expected it to match '${UNEXPORTED}'")
+  endif()
 endif()
 if(MIN_REPLACED AND replaced LESS MIN_REPLACED)
   message(FATAL_ERROR "${replaced} workers replaced, expected at least ${MIN_REPLACED}")

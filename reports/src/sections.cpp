@@ -68,6 +68,9 @@ FuzzSummary fuzz_summary(const Results& r) {
   f.seed = value_or<long long>(r.fuzz, "seed", 0);
   f.verdicts = histogram(r.fuzz, "verdicts");
   f.error_codes = histogram(r.fuzz, "outcomes");
+  if (auto u = r.fuzz.find("unexported"); u != r.fuzz.end() && u->is_array())
+    for (const auto& x : *u)
+      if (x.is_string()) f.unexported.push_back(x.get<std::string>());
   if (auto l = r.fuzz.find("findings"); l != r.fuzz.end() && l->is_array())
     for (const auto& x : *l) {
       FuzzFinding g;

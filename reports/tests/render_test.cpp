@@ -83,6 +83,18 @@ TEST(Html, EscapesWhatTheRunSays) {
   EXPECT_EQ(h.find("<img"), std::string::npos);
 }
 
+TEST(Markdown, FuzzSetUpThatWasNotExportedIsShown) {
+  Results r = fixture("ze-1.6.31294.json");
+  ASSERT_TRUE(r.fuzz.is_object());
+  r.fuzz["unexported"] = {"producer.alloc[6] (shared): invalid: cuIpcGetMemHandle answered <1>"};
+  const std::string md = render_markdown(r), h = render_html(r);
+  EXPECT_NE(md.find("Not exported (kept as a decoy): producer.alloc[6] (shared): invalid"), std::string::npos) << md;
+  EXPECT_NE(h.find("Not exported (kept as a decoy): producer.alloc[6] (shared): invalid: cuIpcGetMemHandle answered &lt;1&gt;"),
+            std::string::npos);
+  r.fuzz.erase("unexported");
+  EXPECT_EQ(render_markdown(r).find("Not exported"), std::string::npos);
+}
+
 TEST(Junit, Golden) { EXPECT_TRUE(matches_golden("ze-1.6.31294.junit.xml", render_junit(fixture("ze-1.6.31294.json")))); }
 
 TEST(Junit, WellFormedAndCountedAsCiSystemsExpect) {

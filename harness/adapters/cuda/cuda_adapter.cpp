@@ -246,6 +246,7 @@ class CudaAdapter final : public Adapter {
     i.driver_version = driver_version_.empty() ? "CUDA " + api : driver_version_;
     i.api_version = "CUDA driver API " + api + " (cuDriverGetVersion " + std::to_string(api_version_) + ")";
     i.handle_layout = "opaque";
+    i.opened_memory_is_host_mapping = false;  // cuIpcOpenMemHandle maps into CUDA's reserved VA
     i.transport = scm_ ? "scm" : "pidfd";
     i.extra["libcuda"] = cu_->path();
     i.extra["driver_version_source"] = driver_version_source_.empty() ? "none found" : driver_version_source_;

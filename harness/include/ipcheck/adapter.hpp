@@ -84,6 +84,10 @@ struct AdapterInfo {
   std::vector<DeviceInfo> devices;
   std::string handle_layout;             // name of the handle layout fuzz/ knows ("ipcref/1", "opaque")
   std::string transport;                 // how descriptors move: pidfd | scm | none
+  // Whether a pointer open returns is a host mapping of its own (mmap: gone from the
+  // address space once closed), or device address space the runtime keeps reserved after
+  // close (CUDA's unified address space), where only a read through the runtime tells.
+  bool opened_memory_is_host_mapping = true;
   std::map<std::string, std::string> extra;  // anything else worth recording
 };
 

@@ -28,8 +28,9 @@ enum class Verdict : std::uint8_t {
   corrupt_mapping,     // it mapped an export, but the bytes differ from its canary part-way
   unreadable_mapping,  // open succeeded but the pointer it returned is not readable
   close_failed,        // close of a mapping open returned failed
+  context_lost,        // after this open the runtime answers device_lost: the process's context is poisoned
 };
-inline constexpr int kVerdictCount = static_cast<int>(Verdict::close_failed) + 1;
+inline constexpr int kVerdictCount = static_cast<int>(Verdict::context_lost) + 1;
 
 const char* verdict_name(Verdict v) noexcept;
 std::optional<Verdict> parse_verdict(const std::string& name) noexcept;

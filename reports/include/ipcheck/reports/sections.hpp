@@ -48,6 +48,7 @@ struct FuzzSummary {
   std::vector<std::pair<std::string, long long>> verdicts;     // the oracle's histogram: rejected, mapped, findings
   std::vector<std::pair<std::string, long long>> error_codes;  // what open returned, by error code
   std::vector<FuzzFinding> findings;
+  std::vector<std::string> unexported;  // set-up allocations the adapter would not export
 };
 
 FuzzSummary fuzz_summary(const Results& r);
