@@ -223,6 +223,7 @@ class Campaign {
   std::string exe_;
   Proc producer_;
   json setup_;
+  json calibration_ = json::array();  // what the first consumer learnt from the unchanged handles
   std::vector<std::pair<std::string, unique_fd>> descriptors_;
   pid_t dead_pid_ = 0;
   std::vector<std::unique_ptr<Slot>> slots_;
@@ -330,8 +331,11 @@ std::shared_ptr<const MutatorContext> Campaign::wait_ready(Proc& p, const std::s
       throw CampaignStop(who + " ended (" + (p.proc.status() ? p.proc.status()->describe() : std::string("no answer in 60 s")) +
                              ") before it was ready: " + last_line(p.proc.output_tail()), false);
     if (m->type != MsgType::data) continue;
-    if (m->field(0) == "ready")
-      return std::make_shared<const MutatorContext>(detail::context_from_json(json::parse(m->field(1)).at("context")));
+    if (m->field(0) == "ready") {
+      const json ready = json::parse(m->field(1));
+      if (calibration_.empty()) calibration_ = ready.value("calibration", json::array());
+      return std::make_shared<const MutatorContext>(detail::context_from_json(ready.at("context")));
+    }
     if (m->field(0) == "error") {
       const json e = json::parse(m->field(1));
       throw CampaignStop(who + " could not set up: " + e.value("what", std::string("?")), false);
@@ -920,6 +924,7 @@ json Campaign::section() const {
   j["transport"] = info.value("transport", "");
   j["setup"] = detail::kSetup;
   j["unexported"] = setup_.is_object() ? setup_.value("unexported", json::array()) : json::array();
+  j["calibration"] = calibration_;
   j["seed"] = o_.seed;
   j["jobs"] = slots_.empty() ? o_.jobs : static_cast<int>(slots_.size());
   j["budget"] = {{"time_s", o_.time_s}, {"runs", o_.runs}};

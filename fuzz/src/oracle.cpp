@@ -86,6 +86,7 @@ Judgement judge_mapping(std::span<const CanaryAlloc> table, std::uint64_t addres
   }
   const CanaryAlloc& a = table[id->alloc];
   j.alloc = static_cast<int>(id->alloc);
+  j.offset = id->offset;
   const std::string where = a.name + " from offset " + std::to_string(id->offset);
   if (a.decoy) {
     j.verdict = Verdict::confused_deputy;

@@ -601,15 +601,31 @@ int Consumer::run() {
   }
   // Warm-up: one clean open of every live export, so that whatever the runtime sets up
   // once (device files, caches) is there before the descriptor and mapping baselines.
+  // Calibration: where a real, unchanged handle maps is the runtime's meaning of it (CUDA
+  // exports an interior pointer's allocation base, sycl.mem.get.interior); a mutated
+  // handle is judged against that, and the campaign says what it learnt.
+  json calibration = json::array();
   for (std::size_t b = 0; b < ctx_.bases.size(); ++b) {
     const Input& in = ctx_.bases[b];
     int fd = in.descriptor >= 0 ? base_fds_[static_cast<std::size_t>(in.descriptor)] : -1;
     Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0, 0);
-    if (r.ok()) (void)adapter_->mem_close(r.value);
+    if (!r.ok()) continue;
+    const std::string& name = ctx_.base_names[b];
+    if (name.rfind("producer.export[", 0) == 0) {
+      const Judgement j = judge_mapping(table_, r.value, std::nullopt, *reader_, scratch_);
+      if (j.verdict == Verdict::wrong_offset && j.alloc >= 0) {
+        CanaryAlloc& a = table_[static_cast<std::size_t>(j.alloc)];
+        a.live.push_back({j.offset, a.size - j.offset});
+        calibration.push_back(name + " (unchanged) maps " + a.name + " from offset " + std::to_string(j.offset) +
+                              ", not where it was exported: judged as that export");
+      }
+    }
+    (void)adapter_->mem_close(r.value);
   }
   fd_floor_ = lowest_free_fd();
   before_ = take_proc_snapshot();
-  ch_.send(MsgType::data, {"ready", json{{"context", detail::context_to_json(ctx_)}, {"pid", ::getpid()}}.dump()});
+  ch_.send(MsgType::data, {"ready", json{{"context", detail::context_to_json(ctx_)}, {"pid", ::getpid()},
+                                         {"calibration", calibration}}.dump()});
   const int rc = start_.value("mode", "campaign") == "replay" ? replay() : campaign();
   ch_.send(MsgType::done, {"ok", ""});
   std::fflush(nullptr);

@@ -311,6 +311,7 @@ std::string render_html(const Results& r, const RenderOptions& o) {
          (f.status.empty() || f.status == "completed" ? std::string(".") : "; " + html(f.status) + ": " + html(f.reason)) +
          "</p>\n";
     for (const auto& u : f.unexported) s += "<p>Not exported (kept as a decoy): " + html(u) + "</p>\n";
+    for (const auto& c : f.calibration) s += "<p>Calibrated: " + html(c) + "</p>\n";
     if (!f.verdicts.empty()) s += svg::fuzz_histogram(f);
     if (!f.error_codes.empty()) {
       s += "<table><thead><tr><th>open returned</th><th>executions</th></tr></thead><tbody>\n";

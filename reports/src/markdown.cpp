@@ -200,6 +200,7 @@ std::string render_markdown(const Results& r, const RenderOptions& o) {
          (f.status.empty() || f.status == "completed" ? std::string(".") : "; " + md(f.status) + ": " + md(f.reason)) +
          "\n\n";
     for (const auto& u : f.unexported) s += "Not exported (kept as a decoy): " + md(u) + "\n\n";
+    for (const auto& c : f.calibration) s += "Calibrated: " + md(c) + "\n\n";
     if (!f.verdicts.empty()) {
       s += "| verdict | executions |\n|---|---:|\n";
       for (const auto& [k, v] : f.verdicts) s += "| " + md(k) + fmt(" | %lld |\n", v);

@@ -71,6 +71,9 @@ FuzzSummary fuzz_summary(const Results& r) {
   if (auto u = r.fuzz.find("unexported"); u != r.fuzz.end() && u->is_array())
     for (const auto& x : *u)
       if (x.is_string()) f.unexported.push_back(x.get<std::string>());
+  if (auto u = r.fuzz.find("calibration"); u != r.fuzz.end() && u->is_array())
+    for (const auto& x : *u)
+      if (x.is_string()) f.calibration.push_back(x.get<std::string>());
   if (auto l = r.fuzz.find("findings"); l != r.fuzz.end() && l->is_array())
     for (const auto& x : *l) {
       FuzzFinding g;

@@ -48,7 +48,8 @@ class MemoryReader {
 struct Judgement {
   Verdict verdict = Verdict::mapped;
   std::string detail;
-  int alloc = -1;  // the allocation it mapped, when known
+  int alloc = -1;          // the allocation it mapped, when known
+  std::uint64_t offset = 0;  // and where in it the mapping starts
 };
 
 // Judges a successful open that returned `address`. `claimed_size` is the size the

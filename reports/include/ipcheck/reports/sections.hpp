@@ -49,6 +49,7 @@ struct FuzzSummary {
   std::vector<std::pair<std::string, long long>> error_codes;  // what open returned, by error code
   std::vector<FuzzFinding> findings;
   std::vector<std::string> unexported;  // set-up allocations the adapter would not export
+  std::vector<std::string> calibration;  // what unchanged handles taught the oracle
 };
 
 FuzzSummary fuzz_summary(const Results& r);
