@@ -551,7 +551,11 @@ void Campaign::fuzz() {
       for (auto& s : slots_)
         if (s->proc) {
           s->proc.stopping = true;
-          s->proc.ch.send(MsgType::release, {"stop"});
+          // A worker that is leaving (context_lost, a crash) may have closed its end already.
+          try {
+            if (s->proc.ch) s->proc.ch.send(MsgType::release, {"stop"});
+          } catch (const ChannelError&) {
+          }
         }
       t_end_ = Clock::now();
     }
@@ -601,7 +605,10 @@ void Campaign::fuzz() {
 void Campaign::stop_all() {
   auto stop = [](Proc& p) {
     if (!p || p.proc.status()) return;
-    if (p.ch) p.ch.send(MsgType::release, {"stop"});
+    try {
+      if (p.ch) p.ch.send(MsgType::release, {"stop"});
+    } catch (const ChannelError&) {
+    }
     for (int i = 0; i < 50 && !p.exited(); ++i) p.wait(100);
   };
   for (auto& s : slots_) stop(s->proc);
