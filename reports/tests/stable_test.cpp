@@ -48,6 +48,15 @@ TEST(Stable, ClearsVolatileFieldsAndKeepsTheVerdicts) {
   EXPECT_TRUE(diff_results(r, s, "run", "baseline").empty()) << "nothing a diff compares is touched";
 }
 
+TEST(Stable, ExpectationsKeepTheirFileAndLineNotTheMachinesPath) {
+  Results r = fixture("ze-1.6.31294.json");
+  r.cases[0].expectation = "CUDA keeps the pool (/dev/shm/cuda.shm.*) mapped (/home/ci/pack/share/ipcheck/expectations/cuda.txt:12)";
+  r.cases[0].warnings = {"expectation no longer needed: /opt/x/expectations/cuda.txt:40 expects leak"};
+  const Results s = stable_copy(r);
+  EXPECT_EQ(s.cases[0].expectation, "CUDA keeps the pool (/dev/shm/cuda.shm.*) mapped (cuda.txt:12)");
+  EXPECT_EQ(s.cases[0].warnings[0], "expectation no longer needed: cuda.txt:40 expects leak");
+}
+
 TEST(Stable, TwoRunsThatDifferOnlyInVolatileFieldsGiveTheSameBaseline) {
   Results a = fixture("ze-1.3.29735.json");
   Results b = a;
