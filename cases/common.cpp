@@ -77,11 +77,6 @@ void put_or_skip(Role& r, Owned& exported, std::string_view clause, const std::s
   r.require_ok(o, clause, what, w);
 }
 
-void need_devices(Role& r, std::size_t n) {
-  if (r.adapter().device_count() < n)
-    r.skip("needs " + std::to_string(n) + " devices, the adapter has " + std::to_string(r.adapter().device_count()));
-}
-
 std::optional<int> device_with(Role& r, const std::string& aspect, int other_than) {
   const auto devices = r.adapter().info().devices;
   for (std::size_t i = 0; i < devices.size(); ++i) {
@@ -182,6 +177,11 @@ Owned open_event(Role& r, const Received& h, std::string_view clause, const std:
 
 bool query(Role& r, ObjectId ev, std::string_view clause, const std::string& what, Where w) {
   return r.require(r.adapter().event_query(ev), clause, what, w);
+}
+
+bool wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view clause, const std::string& what,
+              Where w) {
+  return r.require(r.adapter().event_wait(ev, t), clause, what, w);
 }
 
 std::string outcome_word(const Outcome& o) { return o.ok() ? "ok" : errc_name(o.code); }

@@ -55,6 +55,15 @@ inline Owned keep_opened_physical(Role& r, const Result<ObjectId>& res) {
 inline Owned keep_event(Role& r, const Result<ObjectId>& res) {
   return res.ok() ? Owned::event(r.adapter(), res.value) : Owned();
 }
+inline Owned keep_mem_export(Role& r, const Result<Exported>& res) {
+  return res.ok() ? Owned::mem_export(r.adapter(), res.value.id) : Owned();
+}
+inline Owned keep_phys_export(Role& r, const Result<Exported>& res) {
+  return res.ok() ? Owned::phys_export(r.adapter(), res.value.id) : Owned();
+}
+inline Owned keep_event_export(Role& r, const Result<Exported>& res) {
+  return res.ok() ? Owned::event_export(r.adapter(), res.value.id) : Owned();
+}
 
 // Ends an export whose put the case does not test: an API without put (CUDA memory and
 // events) is noted, not failed. Other outcomes are checked.
@@ -62,9 +71,6 @@ bool end_export(Role& r, Owned& exported, std::string_view clause, const std::st
 // Puts an export the case is about: skips where the API has no put.
 void put_or_skip(Role& r, Owned& exported, std::string_view clause, const std::string& what,
                  Where w = Where::current());
-
-// Skips the case unless the adapter has at least `n` devices.
-void need_devices(Role& r, std::size_t n);
 
 // Aspect names as adapters report them: "ipc_memory", "ipc_physical_memory", "ipc_event".
 // The first device with (or without) the aspect, if any.
@@ -107,6 +113,9 @@ Owned open_event(Role& r, const Received& h, std::string_view clause, const std:
                  Where w = Where::current());
 // Queries an event; ends the role when the query itself fails.
 bool query(Role& r, ObjectId ev, std::string_view clause, const std::string& what, Where w = Where::current());
+// Waits up to `t` for an event: whether it was signaled; ends the role when the wait itself fails.
+bool wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view clause, const std::string& what,
+              Where w = Where::current());
 
 // What a call returned, as an observation value: "ok" or the errc name ("invalid").
 std::string outcome_word(const Outcome& o);

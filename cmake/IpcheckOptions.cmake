@@ -13,7 +13,9 @@ endif()
 # on every build (not only at configure time) in <build>/generated/ipcheck_version.h.
 # A target that prints the version calls ipcheck_use_version(target).
 set(IPCHECK_VERSION_HEADER "${CMAKE_BINARY_DIR}/generated/ipcheck_version.h")
+find_package(Git QUIET)  # once, here: the script below runs on every build
 set(_ipcheck_version_cmd "${CMAKE_COMMAND}" "-DSRC=${PROJECT_SOURCE_DIR}" "-DBASE=${PROJECT_VERSION}"
+    "-DGIT_EXECUTABLE=${GIT_EXECUTABLE}"
     "-DOUT=${IPCHECK_VERSION_HEADER}" -P "${CMAKE_CURRENT_LIST_DIR}/WriteVersion.cmake")
 execute_process(COMMAND ${_ipcheck_version_cmd})
 add_custom_target(ipcheck_version_header COMMAND ${_ipcheck_version_cmd}

@@ -1,9 +1,9 @@
 # Writes OUT (a header defining IPCHECK_VERSION) from BASE and `git describe` of SRC, and
 # rewrites it only when the text changes, so a build recompiles its few users only after a
 # commit or a change of the working tree (cmake -P, run on every build).
+# GIT_EXECUTABLE comes from the configure step (empty without git).
 set(version "${BASE}")
-find_package(Git QUIET)
-if(GIT_FOUND AND EXISTS "${SRC}/.git")
+if(GIT_EXECUTABLE AND EXISTS "${SRC}/.git")
   execute_process(COMMAND "${GIT_EXECUTABLE}" describe --always --dirty --tags
                   WORKING_DIRECTORY "${SRC}"
                   OUTPUT_VARIABLE described OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)

@@ -54,16 +54,8 @@ std::vector<double> load_average() {
   return {a, b, c};
 }
 
-std::string iso_now() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string last_line(const std::string& path) {
+// The last non-empty line of a log file.
+std::string last_line_of_file(const std::string& path) {
   std::ifstream in(path);
   std::string line, last;
   while (std::getline(in, line))
@@ -284,14 +276,14 @@ void run_ipc(const Settings& s, Gathered& g) {
     return;
   }
   if (done->exited && done->code == kSkipped) {
-    g.skipped.push_back({{"name", s.adapter + "/*"}, {"reason", last_line(clog)}});
+    g.skipped.push_back({{"name", s.adapter + "/*"}, {"reason", last_line_of_file(clog)}});
     return;
   }
   if (!done->exited || done->code != 0)
-    g.errors.push_back("ipc: the consumer ended with " + done->describe() + ": " + last_line(clog));
+    g.errors.push_back("ipc: the consumer ended with " + done->describe() + ": " + last_line_of_file(clog));
   if (!pdone || !pdone->exited || pdone->code != 0)
     g.errors.push_back("ipc: the producer ended with " + (pdone ? pdone->describe() : std::string("a timeout")) +
-                       ": " + last_line(plog));
+                       ": " + last_line_of_file(plog));
   take_google_benchmark(g, "ipcheck-bench-ipc", raw);
 }
 
@@ -313,7 +305,7 @@ void run_harness(const Settings& s, Gathered& g) {
   const auto st = c.wait(std::chrono::milliseconds(static_cast<long long>(s.timeout_s * 1000)));
   if (!st || !st->exited || st->code != 0) {
     g.errors.push_back("harness: ipcheck-bench-harness ended with " + (st ? st->describe() : std::string("a timeout")) +
-                       ": " + last_line(log));
+                       ": " + last_line_of_file(log));
     if (!st) return;
   }
   if (!take_google_benchmark(g, "ipcheck-bench-harness", raw)) return;
@@ -375,7 +367,7 @@ void run_catalog(const Settings& s, Gathered& g) {
     const double t = std::chrono::duration<double>(Clock::now() - t0).count();
     if (!st || !st->exited || st->code > 1) {
       g.errors.push_back("catalog: ipcheck run ended with " + (st ? st->describe() : std::string("a timeout")) + ": " +
-                         last_line(log));
+                         last_line_of_file(log));
       continue;
     }
     if (st->code == 1) g.errors.push_back("catalog: run " + std::to_string(i + 1) + " had unexpected results (" +
@@ -418,7 +410,7 @@ void run_fuzz(const Settings& s, Gathered& g) {
     if (!st || !f.is_object() || !f.contains("exec_per_s_per_worker") || !f["exec_per_s_per_worker"].is_number()) {
       g.errors.push_back("fuzz: run " + std::to_string(i + 1) + " ended with " +
                          (st ? st->describe() : std::string("a timeout")) + " and no exec_per_s_per_worker: " +
-                         last_line(log));
+                         last_line_of_file(log));
       continue;
     }
     if (f.value("status", "") != "completed")
@@ -600,12 +592,8 @@ int bench(const std::vector<std::string>& args) {
     }
     results.bench = section;
     std::vector<std::string> written;
-    if (!results_path.empty()) {
-      const fs::path dir = fs::path(results_path).parent_path();
-      written = reports::write_report_set(dir.empty() ? "." : dir.string(), results);
-    }
-    reports::Results own = results;
-    for (const auto& p : reports::write_report_set(s.out, own)) written.push_back(p);
+    if (!results_path.empty()) written = reports::write_report_set(reports::results_folder(results_path), results);
+    for (const auto& p : reports::write_report_set(s.out, results)) written.push_back(p);
 
     if (probe.available) print_table(section["benchmarks"]);
     for (const auto& k : section["skipped"])

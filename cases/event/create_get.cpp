@@ -26,7 +26,7 @@ void not_ipc(Role& r) {
   Owned plain = create_event(r, {.ipc = false, .profiling = false}, "ur.event.get.not_ipc");
   auto res = r.adapter().event_get(plain.get());
   if (res.outcome.code == Errc::not_implemented) r.skip("event_get: " + res.outcome.describe());
-  Owned leaked = res.ok() ? Owned::event_export(r.adapter(), res.value.id) : Owned();
+  Owned leaked = keep_event_export(r, res);
   const std::string what = "event_get on an event created without the IPC flag gave " +
                            (res.ok() ? std::string("a handle") : res.outcome.describe());
   if (!res.ok()) r.native_error("event_get on a non-IPC event", res.outcome);
@@ -36,7 +36,7 @@ void not_ipc(Role& r) {
   r.observe("event.get.not_ipc", outcome_word(res.outcome), "sycl.event.get.not_ipc_code");
   // The refusal leaves the event usable.
   r.check_ok(r.adapter().event_signal(plain.get()), "ur.event.get.not_ipc", "event_signal after the refused get");
-  const bool done = r.require(r.adapter().event_wait(plain.get(), kLongWait), "ur.event.get.not_ipc", "event_wait");
+  const bool done = wait_for(r, plain.get(), kLongWait, "ur.event.get.not_ipc", "event_wait");
   r.check(done, "ur.event.get.not_ipc", "the event completes its signal after the refused get");
 }
 
@@ -57,7 +57,7 @@ void imported_consumer(Role& r) {
   Received h = r.receive("handle");
   Owned ev = open_event(r, h, "ur.event.get.imported", "event_open");
   auto res = r.adapter().event_get(ev.get());
-  Owned leaked = res.ok() ? Owned::event_export(r.adapter(), res.value.id) : Owned();
+  Owned leaked = keep_event_export(r, res);
   if (!res.ok()) r.native_error("event_get on an opened event", res.outcome);
   r.check(!res.ok(), "ur.event.get.imported",
           "event_get on an event opened from a handle gave " + (res.ok() ? std::string("a handle") : res.outcome.describe()));

@@ -9,22 +9,13 @@
 #include <thread>
 
 #include "../common.hpp"
+#include "../robustness/kinds.hpp"
 
 namespace ipcheck::catalog {
 namespace {
 
 constexpr const char* kClause = "ur.event.bidirectional";
 constexpr auto kLetBlock = std::chrono::milliseconds(30);  // let the other side block in its wait
-
-bool wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view clause, const std::string& what) {
-  return r.require(r.adapter().event_wait(ev, t), clause, what);
-}
-
-Outcome event_open_outcome(Role& r, const Received& h) {
-  auto res = r.adapter().event_open(h.bytes, h.fd.get(), 0);
-  Owned kept = keep_event(r, res);
-  return res.outcome;
-}
 
 struct ProducerEvents {
   Owned forward, forward_export, backward, backward_export;
@@ -97,7 +88,8 @@ void producer(Role& r) {
 
 // ---- The consumer outlives a killed producer (rb.producer.crash, rb.open.exporter_gone).
 void open_after_producer_death(Role& r, const Received& h) {
-  check_open_after_death(r, "consumer: event_open", [&] { return event_open_outcome(r, h); });
+  check_open_after_death(r, "consumer: event_open",
+                         [&] { return open_target(r, HandleKind::event, h.bytes, h.fd.get()).outcome; });
   r.send(std::string("successor"), "handle", h.bytes, h.fd.get());
 }
 
@@ -167,7 +159,8 @@ void successor(Role& r) {
   await_killed(r, "producer", kProducerCrash);
   if (killed_at(r, "producer", "after_export")) return;  // no handle ever existed outside it
   Received h = r.receive("handle");
-  check_open_after_death(r, "successor: event_open", [&] { return event_open_outcome(r, h); });
+  check_open_after_death(r, "successor: event_open",
+                         [&] { return open_target(r, HandleKind::event, h.bytes, h.fd.get()).outcome; });
 }
 
 IPCHECK_CASE(Case("event.roundtrip",

@@ -19,10 +19,6 @@ Owned export_event_to(Role& r, std::string_view clause, const std::vector<std::s
   return ev;
 }
 
-bool wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view clause, const std::string& what) {
-  return r.require(r.adapter().event_wait(ev, t), clause, what);
-}
-
 // --- ur.event.bidirectional: each side blocks in a wait the other side's signal ends.
 // Two events, so that neither direction needs a reset (some APIs have none): "forward" is
 // signaled by the producer, "backward" through the consumer's opened event.

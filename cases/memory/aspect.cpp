@@ -11,7 +11,7 @@ void get_without_aspect(Role& r) {
   const int bare = need_device_without(r, "ipc_memory");
   Owned mem = alloc_filled(r, kPage, kSeed, "sycl.mem.get.aspect", bare);
   auto res = r.adapter().mem_get(mem.get());
-  Owned leaked = res.ok() ? Owned::mem_export(r.adapter(), res.value.id) : Owned();
+  Owned leaked = keep_mem_export(r, res);
   r.check_error(res.outcome, Errc::feature_not_supported, "sycl.mem.get.aspect",
                 "mem_get of memory on device " + std::to_string(bare) + ", which lacks ipc_memory");
   // The refusal is about the device: memory on a capable device still exports.

@@ -71,7 +71,7 @@ void interior_producer(Role& r) {
   Owned mem = alloc_filled(r, kInteriorAlloc, kSeed, "sycl.mem.get.interior");
   auto res = r.adapter().mem_get(mem.get() + kInteriorOffset);
   r.skip_if_unsupported(res.outcome, "mem_get");
-  Owned exported = res.ok() ? Owned::mem_export(r.adapter(), res.value.id) : Owned();
+  Owned exported = keep_mem_export(r, res);
   if (!res.ok()) {
     r.native_error("mem_get of an interior pointer", res.outcome);
     r.observe("memory.get.interior", outcome_word(res.outcome), "sycl.mem.get.interior");

@@ -7,6 +7,7 @@
 // after a killed producer, what the consumer's mapping shows is observed and new opens fail
 // cleanly (rb.producer.crash, rb.open.exporter_gone).
 #include "../common.hpp"
+#include "../robustness/kinds.hpp"
 
 namespace ipcheck::catalog {
 namespace {
@@ -55,11 +56,8 @@ void producer(Role& r, std::size_t size) {
 // ---- The consumer outlives a killed producer (rb.producer.crash, rb.open.exporter_gone).
 // New opens of the handle fail cleanly: in this process, and in a fresh one (the successor).
 void open_after_producer_death(Role& r, const Received& h) {
-  check_open_after_death(r, "consumer: mem_open", [&] {
-    auto res = r.adapter().mem_open(h.bytes, h.fd.get(), 0);
-    Owned kept = keep_mapping(r, res);
-    return res.outcome;
-  });
+  check_open_after_death(r, "consumer: mem_open",
+                         [&] { return open_target(r, HandleKind::memory, h.bytes, h.fd.get()).outcome; });
   r.send(std::string("successor"), "handle", h.bytes, h.fd.get());
 }
 
@@ -116,11 +114,8 @@ void successor(Role& r, std::size_t size) {
   if (killed_at(r, "producer", "after_export")) return;  // no handle ever existed outside it
   // A process that never opened the handle opens it after the producer's death.
   Received h = r.receive("handle");
-  check_open_after_death(r, "successor: mem_open", [&] {
-    auto res = r.adapter().mem_open(h.bytes, h.fd.get(), 0);
-    Owned kept = keep_mapping(r, res);
-    return res.outcome;
-  });
+  check_open_after_death(r, "successor: mem_open",
+                         [&] { return open_target(r, HandleKind::memory, h.bytes, h.fd.get()).outcome; });
 }
 
 void register_roundtrips() {

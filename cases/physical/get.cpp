@@ -10,7 +10,7 @@ void not_enabled(Role& r) {
   Owned plain = create_physical(r, bytes, false, "sycl.phys.get.not_enabled");
   auto res = r.adapter().phys_get(plain.get());
   r.skip_if_unsupported(res.outcome, "phys_get");
-  Owned leaked = res.ok() ? Owned::phys_export(r.adapter(), res.value.id) : Owned();
+  Owned leaked = keep_phys_export(r, res);
   r.check_error(res.outcome, Errc::invalid, "sycl.phys.get.not_enabled",
                 "phys_get on an object created without the IPC property");
   // The same call on an IPC object succeeds: the refusal was the missing property.
@@ -36,7 +36,7 @@ void without_aspect(Role& r) {
            created.outcome.describe() + "): get cannot be reached");
   Owned pm = Owned::physical(r.adapter(), r.require(created, "sycl.phys.get.aspect", "phys_create with IPC"));
   auto res = r.adapter().phys_get(pm.get());
-  Owned leaked = res.ok() ? Owned::phys_export(r.adapter(), res.value.id) : Owned();
+  Owned leaked = keep_phys_export(r, res);
   // An API without the function cannot say anything about the aspect.
   if (res.outcome.code == Errc::not_implemented) r.skip("phys_get: " + res.outcome.describe());
   r.check_error(res.outcome, Errc::feature_not_supported, "sycl.phys.get.aspect",

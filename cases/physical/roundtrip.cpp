@@ -5,6 +5,7 @@
 // survivors are judged by rb.consumer.crash (the producer keeps working, a new consumer
 // opens and maps the object) and rb.producer.crash / rb.open.exporter_gone.
 #include "../common.hpp"
+#include "../robustness/kinds.hpp"
 
 namespace ipcheck::catalog {
 namespace {
@@ -17,12 +18,6 @@ void drop_view(Role& r, PhysicalView& view, Owned& pm, std::string_view clause, 
   r.check_ok(view.mapping.reset(), clause, "vm_unmap");
   r.check_ok(view.reservation.reset(), clause, "vm_free");
   r.check_ok(pm.reset(), clause, pm_verb);
-}
-
-Outcome phys_open_outcome(Role& r, const Received& h) {
-  auto res = r.adapter().phys_open(h.bytes, h.fd.get(), 0);
-  Owned kept = keep_opened_physical(r, res);
-  return res.outcome;
 }
 
 // ---- The producer outlives a consumer killed holding the opened object (rb.consumer.crash).
@@ -68,7 +63,8 @@ void producer(Role& r, std::size_t wanted) {
 
 // ---- The consumer outlives a killed producer (rb.producer.crash, rb.open.exporter_gone).
 void open_after_producer_death(Role& r, const Received& h) {
-  check_open_after_death(r, "consumer: phys_open", [&] { return phys_open_outcome(r, h); });
+  check_open_after_death(r, "consumer: phys_open",
+                         [&] { return open_target(r, HandleKind::physical, h.bytes, h.fd.get()).outcome; });
   r.send(std::string("successor"), "handle", h.bytes, h.fd.get());
 }
 
@@ -121,7 +117,8 @@ void successor(Role& r) {
   await_killed(r, "producer", kProducerCrash);
   if (killed_at(r, "producer", "after_export")) return;  // no handle ever existed outside it
   Received h = r.receive("handle");
-  check_open_after_death(r, "successor: phys_open", [&] { return phys_open_outcome(r, h); });
+  check_open_after_death(r, "successor: phys_open",
+                         [&] { return open_target(r, HandleKind::physical, h.bytes, h.fd.get()).outcome; });
 }
 
 void register_roundtrips() {

@@ -12,64 +12,61 @@ constexpr std::size_t kBytes = 4 * kPage;
 constexpr std::uint64_t kSeed = 0xc4a5, kConsumerSeed = 0xc4a6, kAfterSeed = 0xc4a7;
 
 // --- rb.consumer.crash
-constexpr const char* kConsumer = "rb.consumer.crash";
 
 void victim(Role& r) {
   Received h = r.receive("handle");
   std::vector<Owned> maps;
-  for (int i = 0; i < 3; ++i) maps.push_back(open_received(r, h, kConsumer, "mem_open #" + std::to_string(i + 1)));
+  for (int i = 0; i < 3; ++i) maps.push_back(open_received(r, h, kConsumerCrash, "mem_open #" + std::to_string(i + 1)));
   // Page 1 carries this process's writes: the producer must still see them after the kill.
-  fill(r, maps[0].get() + kPage, kPage, kConsumerSeed, kConsumer, "consumer writes page 1");
+  fill(r, maps[0].get() + kPage, kPage, kConsumerSeed, kConsumerCrash, "consumer writes page 1");
   send_text(r, "producer", "holding", "");
   r.receive("never sent");  // killed here, three mappings open
 }
 
 void survivor(Role& r) {
-  Owned mem = alloc_filled(r, kBytes, kSeed, kConsumer);
+  Owned mem = alloc_filled(r, kBytes, kSeed, kConsumerCrash);
   Exported h;
-  Owned exported = export_memory(r, mem.get(), h, kConsumer);
+  Owned exported = export_memory(r, mem.get(), h, kConsumerCrash);
   r.send_handle("consumer", "handle", h);
   receive_text(r, "holding");
   r.kill("consumer");
   const std::string how = r.wait_exit("consumer");
-  r.require(how.rfind("signal", 0) == 0, kConsumer, "the consumer died holding 3 mappings: " + how);
-  verify(r, mem.get(), kPage, kSeed, kConsumer, "page 0 after the consumer's death");
-  verify(r, mem.get() + kPage, kPage, kConsumerSeed, kConsumer, "page 1 keeps the dead consumer's writes");
+  r.require(how.rfind("signal", 0) == 0, kConsumerCrash, "the consumer died holding 3 mappings: " + how);
+  verify(r, mem.get(), kPage, kSeed, kConsumerCrash, "page 0 after the consumer's death");
+  verify(r, mem.get() + kPage, kPage, kConsumerSeed, kConsumerCrash, "page 1 keeps the dead consumer's writes");
   // The export still serves a new process.
   r.send_handle("successor", "handle", h);
   receive_text(r, "successor-done");
   // And the producer's own verbs still work: a new export, put, free.
   Exported h2;
-  Owned second = export_memory(r, mem.get(), h2, kConsumer);
-  end_export(r, second, kConsumer, "mem_put of a new export after the consumer's death");
-  end_export(r, exported, kConsumer, "mem_put of the export the dead consumer held");
-  r.check_ok(mem.reset(), kConsumer, "free of the memory the dead consumer mapped");
+  Owned second = export_memory(r, mem.get(), h2, kConsumerCrash);
+  end_export(r, second, kConsumerCrash, "mem_put of a new export after the consumer's death");
+  end_export(r, exported, kConsumerCrash, "mem_put of the export the dead consumer held");
+  r.check_ok(mem.reset(), kConsumerCrash, "free of the memory the dead consumer mapped");
 }
 
 void successor(Role& r) {
   Received h = r.receive("handle");
-  Owned mapped = open_received(r, h, kConsumer, "mem_open by a new consumer after the crash");
-  verify(r, mapped.get(), kPage, kSeed, kConsumer, "the new consumer reads page 0");
-  verify(r, mapped.get() + kPage, kPage, kConsumerSeed, kConsumer, "the new consumer reads the dead one's page 1");
-  r.check_ok(mapped.reset(), kConsumer, "mem_close by the new consumer");
+  Owned mapped = open_received(r, h, kConsumerCrash, "mem_open by a new consumer after the crash");
+  verify(r, mapped.get(), kPage, kSeed, kConsumerCrash, "the new consumer reads page 0");
+  verify(r, mapped.get() + kPage, kPage, kConsumerSeed, kConsumerCrash, "the new consumer reads the dead one's page 1");
+  r.check_ok(mapped.reset(), kConsumerCrash, "mem_close by the new consumer");
   send_text(r, "producer", "successor-done", "");
 }
 
 IPCHECK_CASE(Case("robustness.consumer.crash",
                   "A consumer killed with three mappings open: the producer's memory, export, put and free work; a new consumer opens")
-                 .clause(kConsumer)
+                 .clause(kConsumerCrash)
                  .role("producer", survivor)
                  .role("consumer", victim)
                  .role("successor", successor));
 
 // --- rb.producer.crash (observed) and rb.open.exporter_gone (new opens after it).
-constexpr const char* kProducer = "rb.producer.crash";
-constexpr const char* kGone = "rb.open.exporter_gone";
 
 void doomed(Role& r) {
-  Owned mem = alloc_filled(r, kBytes, kSeed, kProducer);
+  Owned mem = alloc_filled(r, kBytes, kSeed, kProducerCrash);
   Exported h;
-  Owned exported = export_memory(r, mem.get(), h, kProducer);
+  Owned exported = export_memory(r, mem.get(), h, kProducerCrash);
   r.send_handle("witness", "handle", h);
   r.send_handle("holder", "handle", h);
   r.receive("never sent");  // killed here, export live
@@ -81,16 +78,16 @@ void open_after_death(Role& r, const Received& h, const std::string& who) {
   auto res = r.adapter().mem_open(h.bytes, h.fd.get(), 0);
   const auto took = Clock::now() - t0;
   Owned mapped = keep_mapping(r, res);
-  r.check_error(res.outcome, Errc::exporter_gone, kGone,
+  r.check_error(res.outcome, Errc::exporter_gone, kExporterGone,
                 who + ": mem_open after the exporter was killed" + (h.fd ? ", its descriptor passed along" : ""));
-  r.check(took < std::chrono::seconds(1), kGone, who + ": the open returned after " + ms(took));
+  r.check(took < kPromptAfterDeath, kExporterGone, who + ": the open returned after " + ms(took));
 }
 
 // The holder may die reading its mapping: the witness records that.
 void holder(Role& r) {
   Received h = r.receive("handle");
-  Owned mapped = open_received(r, h, kProducer, "mem_open before the producer's death");
-  verify(r, mapped.get(), kBytes, kSeed, kProducer, "the mapping before the producer's death");
+  Owned mapped = open_received(r, h, kProducerCrash, "mem_open before the producer's death");
+  verify(r, mapped.get(), kBytes, kSeed, kProducerCrash, "the mapping before the producer's death");
   receive_text(r, "witness-ready");  // the witness holds the handle too before the kill
   r.kill("producer");
   r.note("producer ended: " + r.wait_exit("producer"));
@@ -98,11 +95,11 @@ void holder(Role& r) {
   const Outcome read = r.adapter().read(mapped.get(), got);
   std::string value = "read_" + outcome_word(read);
   if (read.ok()) value = first_mismatch(got, kSeed) == static_cast<std::size_t>(-1) ? "readable_same" : "readable_changed";
-  r.observe("robustness.producer.crash.mapping", value, kProducer);
+  r.observe("robustness.producer.crash.mapping", value, kProducerCrash);
   r.observe("robustness.producer.crash.write", outcome_word(r.adapter().write(mapped.get(), pattern(kAfterSeed, kPage))),
-            kProducer);
+            kProducerCrash);
   open_after_death(r, h, "holder");
-  r.check_ok(mapped.reset(), kProducer, "mem_close of the mapping after the producer's death");
+  r.check_ok(mapped.reset(), kProducerCrash, "mem_close of the mapping after the producer's death");
 }
 
 void witness(Role& r) {
@@ -113,13 +110,13 @@ void witness(Role& r) {
   const std::string how = r.wait_exit("holder");
   if (how.rfind("signal", 0) == 0) {
     r.note("the holder died using its mapping after the producer's death: " + how);
-    r.observe("robustness.producer.crash.mapping", "crash", kProducer);
+    r.observe("robustness.producer.crash.mapping", "crash", kProducerCrash);
   }
 }
 
 IPCHECK_CASE(Case("robustness.producer.crash",
                   "Observes a mapping after its producer is killed; new opens of its handle then fail with exporter_gone")
-                 .clauses({kProducer, kGone})
+                 .clauses({kProducerCrash, kExporterGone})
                  .expendable("holder")
                  .role("producer", doomed)
                  .role("holder", holder)

@@ -8,13 +8,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr std::uint64_t kSeed = 0x11fe;  // odd: a signaled event
-constexpr auto kPrompt = std::chrono::seconds(1);
 
 // --- rb.open.exporter_gone, for every kind of handle.
-constexpr const char* kGone = "rb.open.exporter_gone";
 
 void gone_producer(Role& r, HandleKind kind) {
-  Target t = export_target(r, kind, kSeed, kGone);
+  Target t = export_target(r, kind, kSeed, kExporterGone);
   send_target(r, "consumer", "handle", t);
   receive_text(r, "received");
   // Returns: its objects are put and freed and the process exits.
@@ -29,10 +27,10 @@ void gone_consumer(Role& r, HandleKind kind) {
   const auto took = Clock::now() - t0;
   r.skip_if_unsupported(o.outcome, std::string(kind_name(kind)) + " open");
   // Whichever way the descriptor travelled (fetched, or passed by SCM_RIGHTS and still held).
-  r.check_error(o.outcome, Errc::exporter_gone, kGone,
+  r.check_error(o.outcome, Errc::exporter_gone, kExporterGone,
                 std::string(kind_name(kind)) + " open after the exporter ended (" + how + ")" +
                     (t.handle.fd ? ", its descriptor passed along" : ""));
-  r.check(took < kPrompt, kGone, "the open returned after " + ms(took));
+  r.check(took < kPromptAfterDeath, kExporterGone, "the open returned after " + ms(took));
 }
 
 void register_exporter_gone() {
@@ -40,7 +38,7 @@ void register_exporter_gone() {
     const std::string name = kind_name(kind);
     register_case(Case("robustness.open.exporter_gone." + name,
                        "Opening a " + name + " handle after its exporter exited fails with exporter_gone, within 1 s")
-                      .clause(kGone)
+                      .clause(kExporterGone)
                       .role("producer", [kind](Role& r) { gone_producer(r, kind); })
                       .role("consumer", [kind](Role& r) { gone_consumer(r, kind); })
                       .def);
@@ -76,7 +74,7 @@ void freed_consumer(Role& r) {
           res.ok() ? std::string("mem_open after the exporter freed the allocation succeeded") +
                          (holds(r, mapped.get(), kPage, kSeed) ? ", mapping the freed memory" : "")
                    : "mem_open after the free refused with " + res.outcome.describe());
-  r.check(took < kPrompt, kFreed, "the open returned after " + ms(took));
+  r.check(took < kPromptAfterDeath, kFreed, "the open returned after " + ms(took));
   r.barrier("consumer-done");
 }
 

@@ -48,22 +48,6 @@ std::string seconds(double s) {
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string iso_now() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string last_line(const std::string& text) {
-  const auto end = text.find_last_not_of("\n ");
-  if (end == std::string::npos) return {};
-  const auto begin = text.rfind('\n', end);
-  return text.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1) + 1);
-}
-
 // Campaign problems that end it (not findings): an adapter that cannot start, a producer
 // that died. `skip` marks the adapter-not-available kind.
 struct CampaignStop : std::runtime_error {
@@ -168,7 +152,6 @@ struct Slot {
   std::uint64_t quota_total = 0;    // 0: unbounded
   std::uint64_t lost = 0;           // inputs that crashed or hung (not counted by the page)
   int generations = 0;
-  int retired = 0;                  // generations that left after context_lost
   // Hang watch.
   std::uint64_t seen_in_flight = 0, seen_execs = 0;
   Clock::time_point seen_change{};
@@ -213,6 +196,7 @@ class Campaign {
   std::shared_ptr<const MutatorContext> wait_ready(Proc& p, const std::string& who);
   void handle(Slot& s, Message& m);
   void on_exit(Slot& s);
+  void record_death(Slot& s, const ExitStatus& st, std::uint64_t in_flight);
   void sample(Slot& s);
   void print_progress(bool final_line);
   std::uint64_t executions() const;
@@ -231,7 +215,7 @@ class Campaign {
   std::vector<CorpusFind> corpus_found_;
   std::vector<json> corpus_seeds_;
   int corpus_added_ = 0;
-  int started_ = 0, replaced_ = 0;
+  int replaced_ = 0, retired_ = 0;  // retired: replaced after reporting context_lost
   bool stop_hit_ = false;
   Clock::time_point t0_{}, t_end_{};
   bool fuzzed_ = false;
@@ -357,7 +341,6 @@ void Campaign::start_slot(Slot& s, std::uint64_t first, std::uint64_t quota) {
   s.seen_execs = s.gen_base;
   s.seen_change = Clock::now();
   ++s.generations;
-  ++started_;
 }
 
 void Campaign::handle(Slot& s, Message& m) {
@@ -428,19 +411,26 @@ void Campaign::on_exit(Slot& s) {
     return;
   }
   WorkerPage& p = s.page->get();
-  if (st.exited && st.code == detail::kRetired && s.proc.done && !s.hung) {
-    // It reported context_lost and left: a fresh process goes on after its last input.
-    const std::uint64_t used = p.executions.load() + s.lost;
-    const std::uint64_t next = s.gen_first + (p.executions.load() - s.gen_base);
-    s.proc = Proc();
-    if (s.quota_total && used >= s.quota_total) return;
-    if (stopping || stop_hit_ || (o_.interrupted && o_.interrupted->load())) return;
-    ++replaced_;
-    ++s.retired;
-    start_slot(s, next, s.quota_total ? s.quota_total - used : 0);
-    return;
-  }
-  const std::uint64_t in_flight = p.in_flight.load();
+  // It reported context_lost and left: replaced like a dead worker, with no finding of its own.
+  const bool retired = st.exited && st.code == detail::kRetired && s.proc.done && !s.hung;
+  const std::uint64_t in_flight = retired ? 0 : p.in_flight.load();
+  if (!retired) record_death(s, st, in_flight);
+  // The replacement resumes the same stream after the input that ended its predecessor.
+  const std::uint64_t done_here = p.executions.load() - s.gen_base;
+  const std::uint64_t next = in_flight ? in_flight : s.gen_first + done_here;
+  if (in_flight) ++s.lost;  // tried, but never counted by the page
+  s.proc = Proc();
+  const std::uint64_t used = p.executions.load() + s.lost;
+  if (s.quota_total && used >= s.quota_total) return;
+  if (stopping || stop_hit_ || (o_.interrupted && o_.interrupted->load())) return;
+  ++replaced_;
+  if (retired) ++retired_;
+  start_slot(s, next, s.quota_total ? s.quota_total - used : 0);
+}
+
+// A crash or a hang of worker `s`, with the input it was opening when there was one.
+void Campaign::record_death(Slot& s, const ExitStatus& st, std::uint64_t in_flight) {
+  WorkerPage& p = s.page->get();
   RawFinding f;
   f.verdict = s.hung ? Verdict::hang : Verdict::crash;
   f.worker = s.index;
@@ -464,16 +454,6 @@ void Campaign::on_exit(Slot& s) {
   if (!tail.empty()) f.detail += " (last output: " + tail + ")";
   if (std::find(o_.stop_on.begin(), o_.stop_on.end(), verdict_name(f.verdict)) != o_.stop_on.end()) stop_hit_ = true;
   raw_.push_back(std::move(f));
-  // The replacement resumes the same stream after the input that ended its predecessor.
-  const std::uint64_t done_here = p.executions.load() - s.gen_base;
-  const std::uint64_t next = in_flight ? in_flight : s.gen_first + done_here;
-  if (in_flight) ++s.lost;  // tried, but never counted by the page
-  s.proc = Proc();
-  const std::uint64_t used = p.executions.load() + s.lost;
-  if (s.quota_total && used >= s.quota_total) return;
-  if (stopping || stop_hit_ || (o_.interrupted && o_.interrupted->load())) return;
-  ++replaced_;
-  start_slot(s, next, s.quota_total ? s.quota_total - used : 0);
 }
 
 void Campaign::sample(Slot& s) {
@@ -552,10 +532,7 @@ void Campaign::fuzz() {
         if (s->proc) {
           s->proc.stopping = true;
           // A worker that is leaving (context_lost, a crash) may have closed its end already.
-          try {
-            if (s->proc.ch) s->proc.ch.send(MsgType::release, {"stop"});
-          } catch (const ChannelError&) {
-          }
+          if (s->proc.ch) s->proc.ch.send(MsgType::release, {"stop"});
         }
       t_end_ = Clock::now();
     }
@@ -605,10 +582,7 @@ void Campaign::fuzz() {
 void Campaign::stop_all() {
   auto stop = [](Proc& p) {
     if (!p || p.proc.status()) return;
-    try {
-      if (p.ch) p.ch.send(MsgType::release, {"stop"});
-    } catch (const ChannelError&) {
-    }
+    if (p.ch) p.ch.send(MsgType::release, {"stop"});
     for (int i = 0; i < 50 && !p.exited(); ++i) p.wait(100);
   };
   for (auto& s : slots_) stop(s->proc);
@@ -941,10 +915,9 @@ json Campaign::section() const {
   j["executions"] = n;
   j["exec_per_s"] = duration > 0 ? n / duration : 0.0;
   j["exec_per_s_per_worker"] = duration > 0 ? n / duration / static_cast<double>(std::max<std::size_t>(1, slots_.size())) : 0.0;
-  int retired = 0;
-  for (const auto& s : slots_) retired += s->retired;
-  j["workers"] = {{"started", started_ - (replayer_ ? replayer_->generations : 0)}, {"replaced", replaced_},
-                  {"retired", retired}};
+  int started = 0;
+  for (const auto& s : slots_) started += s->generations;
+  j["workers"] = {{"started", started}, {"replaced", replaced_}, {"retired", retired_}};
   json outcomes = json::object();
   for (const auto& [k, v] : outcome_counts()) outcomes[k] = v;
   j["outcomes"] = outcomes;

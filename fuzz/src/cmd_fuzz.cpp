@@ -163,14 +163,13 @@ int fuzz(const std::vector<std::string>& args) {
     if (!results_path.empty() && !r.fuzz.is_null()) {
       namespace fs = std::filesystem;
       merged.fuzz = r.fuzz;
-      const fs::path dir = fs::path(results_path).parent_path();
+      const std::string dir = reports::results_folder(results_path);
       // Reproducer paths are relative to the campaign's folder; make them relative to
       // the results.json they now live in.
       for (auto& x : merged.fuzz["findings"])
         if (x.contains("reproducer") && x["reproducer"].is_string())
-          x["reproducer"] = fs::proximate(fs::path(out) / x["reproducer"].get<std::string>(),
-                                          dir.empty() ? fs::path(".") : dir).string();
-      for (const auto& p : reports::write_report_set(dir.empty() ? "." : dir.string(), merged)) written.push_back(p);
+          x["reproducer"] = fs::proximate(fs::path(out) / x["reproducer"].get<std::string>(), dir).string();
+      for (const auto& p : reports::write_report_set(dir, merged)) written.push_back(p);
     }
     auto print_written = [&] {
       for (const auto& p : written) std::printf("wrote %s\n", p.c_str());

@@ -13,7 +13,6 @@ constexpr std::uint64_t kGeneric[] = {
     1ull << 32, 1ull << 40, 1ull << 46, (1ull << 46) + 1,       0x7fffffffffffffffull,
     0x8000000000000000ull,  ~0ull - 1,  ~0ull};
 
-std::uint64_t width_mask(std::size_t width) { return width >= 8 ? ~0ull : (1ull << (8 * width)) - 1; }
 
 // Fields worth more attention: those that steer where open looks.
 unsigned weight(FieldRole r) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "ipcheck/fuzz/layout.hpp"
+#include "ipcheck/fuzz/symbolic.hpp"
 
 namespace ipcheck::fuzz {
 namespace {
@@ -16,12 +17,6 @@ constexpr const char* kNames[kVerdictCount] = {
     "mapping_leak",    "confused_deputy", "stale_export", "wrong_offset", "wrong_size",
     "unknown_mapping", "corrupt_mapping", "unreadable_mapping", "close_failed",
     "context_lost"};
-
-std::string hexnum(std::uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 std::string list_offsets(const std::vector<Range>& rs) {
   std::string s;

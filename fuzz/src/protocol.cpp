@@ -9,12 +9,6 @@ namespace ipcheck::fuzz::detail {
 using nlohmann::json;
 
 namespace {
-std::string hexnum(std::uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 FieldRole parse_role(const std::string& s) {
   for (int r = 0; r <= static_cast<int>(FieldRole::opaque); ++r)
     if (s == role_name(static_cast<FieldRole>(r))) return static_cast<FieldRole>(r);

@@ -299,6 +299,7 @@ class Consumer {
   Executed execute(const Input& in);
   void record(const Input& in, const Executed& e, std::uint64_t exec);
   void count(const Executed& e);
+  Executed run_one(const Input& in, std::uint64_t flight);
   int campaign();
   int replay();
   json final_audit();
@@ -413,24 +414,29 @@ Consumer::Executed Consumer::execute(const Input& in) {
     const Judgement j = judge_mapping(table_, r.value, claimed, *reader_, scratch_);
     e.verdict = j.verdict;
     e.detail = j.detail;
-    const bool host = host_mappings_ && host_mapped(r.value);
     const Outcome closed = adapter_->mem_close(r.value);
-    char at[24];
-    std::snprintf(at, sizeof at, "%#llx", static_cast<unsigned long long>(r.value));
-    std::array<std::byte, 1> probe{};
-    if (!closed.ok() && e.verdict == Verdict::mapped) {
-      e.verdict = Verdict::close_failed;
-      e.detail = "close of the mapping open returned failed: " + closed.describe();
-    } else if (host && host_mapped(r.value) && e.verdict == Verdict::mapped) {
-      e.verdict = Verdict::mapping_leak;
-      e.detail = std::string("the mapping at ") + at + " is still mapped after close";
-    } else if (!host_mappings_ && e.verdict == Verdict::mapped && adapter_->read(r.value, probe).ok()) {
-      // Device address space stays reserved after close; that the runtime still copies
-      // from it is what a leaked mapping looks like there.
-      e.verdict = Verdict::mapping_leak;
-      e.detail = std::string("the runtime still reads the mapping at ") + at + " after close";
+    // Only a clean mapping is judged further (a mapped verdict read the whole export: the
+    // mapping was there before close).
+    if (e.verdict == Verdict::mapped) {
+      std::array<std::byte, 1> probe{};
+      if (!closed.ok()) {
+        e.verdict = Verdict::close_failed;
+        e.detail = "close of the mapping open returned failed: " + closed.describe();
+      } else if (host_mappings_ && host_mapped(r.value)) {
+        e.verdict = Verdict::mapping_leak;
+        e.detail = "the mapping at " + hexnum(r.value) + " is still mapped after close";
+      } else if (!host_mappings_ && adapter_->read(r.value, probe).ok()) {
+        // Device address space stays reserved after close; that the runtime still copies
+        // from it is what a leaked mapping looks like there.
+        e.verdict = Verdict::mapping_leak;
+        e.detail = "the runtime still reads the mapping at " + hexnum(r.value) + " after close";
+      }
     }
-    if (auto lost = context_health()) {
+    // A host mapping is read by the host, never through a runtime context that could be
+    // lost; only device memory needs the probe.
+    std::optional<Outcome> lost;
+    if (!host_mappings_) lost = context_health();
+    if (lost) {
       const std::string before = is_finding(e.verdict) ? std::string(verdict_name(e.verdict)) + ": " + e.detail
                                                        : std::string("a clean open and close");
       e.verdict = Verdict::context_lost;
@@ -448,6 +454,20 @@ Consumer::Executed Consumer::execute(const Input& in) {
                (r.ok() ? "open and close" : "a failed open (" + e.outcome.describe() + ")");
   }
   fd_floor_ = floor;
+  return e;
+}
+
+// One input through the worker page: the parent still has it if the open kills or hangs us.
+Consumer::Executed Consumer::run_one(const Input& in, std::uint64_t flight) {
+  page_->length = in.length;
+  page_->base = in.base;
+  page_->descriptor = in.descriptor;
+  std::memcpy(page_->bytes, in.bytes.data(), kMaxInput);
+  page_->in_flight.store(flight, std::memory_order_release);
+  Executed e = execute(in);
+  count(e);
+  page_->in_flight.store(0, std::memory_order_release);
+  page_->executions.fetch_add(1, std::memory_order_release);
   return e;
 }
 
@@ -525,15 +545,7 @@ int Consumer::campaign() {
     const bool from_corpus = !corpus_.empty() && rng.chance(1, 4);
     const Input& start = from_corpus ? corpus_[rng.below(corpus_.size())] : ctx_.bases[rng.below(ctx_.bases.size())];
     mutator.mutate(rng, start, in);
-    page_->length = in.length;
-    page_->base = in.base;
-    page_->descriptor = in.descriptor;
-    std::memcpy(page_->bytes, in.bytes.data(), kMaxInput);
-    page_->in_flight.store(i + 1, std::memory_order_release);
-    const Executed e = execute(in);
-    count(e);
-    page_->in_flight.store(0, std::memory_order_release);
-    page_->executions.fetch_add(1, std::memory_order_release);
+    const Executed e = run_one(in, i + 1);
     record(in, e, i);
     if (retire_) return detail::kRetired;  // no final audit: a lost context's state says nothing
   }
@@ -554,15 +566,7 @@ int Consumer::replay() {
     if (m->type != MsgType::data || m->field(0) != "exec") continue;
     const json j = json::parse(m->field(1));
     const Input in = detail::input_from_json(ctx_, j.at("input"));
-    page_->length = in.length;
-    page_->base = in.base;
-    page_->descriptor = in.descriptor;
-    std::memcpy(page_->bytes, in.bytes.data(), kMaxInput);
-    page_->in_flight.store(1, std::memory_order_release);
-    const Executed e = execute(in);
-    count(e);
-    page_->in_flight.store(0, std::memory_order_release);
-    page_->executions.fetch_add(1, std::memory_order_release);
+    const Executed e = run_one(in, 1);
     json v = {{"id", j.value("id", 0)}, {"verdict", verdict_name(e.verdict)}, {"detail", e.detail}, {"outcome", outcome_json(e.outcome)}};
     ch_.send(MsgType::data, {"verdict", v.dump()});
     if (retire_) return detail::kRetired;

@@ -6,17 +6,9 @@
 namespace ipcheck::fuzz {
 namespace {
 
-std::uint64_t width_mask(std::size_t width) { return width >= 8 ? ~0ull : (1ull << (8 * width)) - 1; }
-
 bool compatible(FieldRole field, FieldRole value) {
   auto fdish = [](FieldRole r) { return r == FieldRole::fd || r == FieldRole::descriptor; };
   return field == value || (fdish(field) && fdish(value));
-}
-
-std::string hexnum(std::uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
-  return b;
 }
 
 // The live value called `name`: "<base>.<field>" or a named value.
@@ -73,6 +65,12 @@ std::string descriptor_name(const MutatorContext& ctx, int d) {
 }
 
 }  // namespace
+
+std::string hexnum(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
+  return b;
+}
 
 int find_base(const MutatorContext& ctx, const std::string& name) {
   for (std::size_t i = 0; i < ctx.base_names.size(); ++i)

@@ -78,7 +78,6 @@ ProcSnapshot take_proc_snapshot() {
     const auto eol = rest.find('\n');
     std::string_view line = rest.substr(0, eol);
     rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
-    ++s.all_mappings;
     // start-end perms offset dev inode [path]; the path may hold spaces ("(deleted)").
     const std::string_view range = next_word(line), perms = next_word(line);
     for (int i = 0; i < 3; ++i) next_word(line);  // offset, dev, inode

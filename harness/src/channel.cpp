@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 namespace ipcheck {
 
@@ -28,7 +29,6 @@ const char* msg_type_name(MsgType t) noexcept {
     case MsgType::peer_exit: return "peer_exit";
     case MsgType::kill_peer: return "kill_peer";
     case MsgType::done: return "done";
-    case MsgType::mark: return "mark";
   }
   return "unknown";
 }
@@ -94,8 +94,11 @@ std::optional<Message> Channel::receive(int timeout_ms) {
     while (n < 0 && errno == EINTR);
     if (n == 0) return std::nullopt;
   }
-  std::string packet(kMaxPacket + 1, '\0');
-  iovec iov{packet.data(), packet.size()};
+  // One byte more than the largest packet, so that a bigger one shows as MSG_TRUNC. The
+  // buffer is kept per thread and not cleared: only the n bytes received are read.
+  constexpr std::size_t kBufferSize = kMaxPacket + 1;
+  thread_local const std::unique_ptr<char[]> buffer(new char[kBufferSize]);
+  iovec iov{buffer.get(), kBufferSize};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
@@ -122,7 +125,7 @@ std::optional<Message> Channel::receive(int timeout_ms) {
   }
   if (n == 0) throw ChannelError("channel: the other end closed the channel");
   if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) throw ChannelError("channel: a packet was truncated");
-  packet.resize(static_cast<std::size_t>(n));
+  const std::string_view packet(buffer.get(), static_cast<std::size_t>(n));
   if (fds.size() > 1) throw ChannelError("channel: a packet carried more than one descriptor");
   Message m;
   std::size_t at = 0;

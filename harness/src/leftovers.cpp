@@ -11,9 +11,46 @@
 #include <fstream>
 #include <sstream>
 
+#include "procfs.hpp"
+
 namespace ipcheck {
 
+namespace procfs {
+
+std::optional<std::string> stat_after_comm(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  // The command name may hold spaces and parentheses: the fields follow the last ')'.
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  return line.substr(close + 2);
+}
+
+std::string stat_field_after_comm(pid_t pid, int index) {
+  const std::optional<std::string> fields = stat_after_comm(pid);
+  if (!fields) return {};
+  std::istringstream rest(*fields);
+  std::string v;
+  for (int i = 0; i <= index && rest >> v; ++i) {
+  }
+  return v;
+}
+
+std::string comm_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+}  // namespace procfs
+
 namespace {
+
+using procfs::comm_of;
+using procfs::for_each_pid;
+using procfs::stat_field_after_comm;
 
 // Objects that carry IPC payloads between processes. Device nodes (/dev/nvidia0, render
 // nodes) are shared by every process of a driver and are not objects of one case.
@@ -29,15 +66,6 @@ std::string read_link(const std::string& path) {
 
 std::string with_inode(const std::string& name, unsigned long long ino) {
   return name + " (inode " + std::to_string(ino) + ")";
-}
-
-template <class Fn>
-void for_each_pid(Fn fn) {
-  DIR* d = ::opendir("/proc");
-  if (!d) return;
-  while (dirent* e = ::readdir(d))
-    if (std::isdigit(static_cast<unsigned char>(e->d_name[0]))) fn(static_cast<pid_t>(std::atoi(e->d_name)));
-  ::closedir(d);
 }
 
 // Calls fn(fd, object, name) for each IPC object the process holds by descriptor.
@@ -74,26 +102,6 @@ void for_each_mapped_object(pid_t pid, Fn fn) {
     if (std::sscanf(dev.c_str(), "%x:%x", &major, &minor) != 2) continue;
     fn(range + " " + perms, KernelObject{major, minor, std::strtoull(inode.c_str(), nullptr, 10)}, name);
   }
-}
-
-std::string stat_field_after_comm(pid_t pid, int index) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return {};
-  const auto close = line.rfind(')');
-  if (close == std::string::npos) return {};
-  std::istringstream rest(line.substr(close + 2));
-  std::string v;
-  for (int i = 0; i <= index && rest >> v; ++i) {
-  }
-  return v;
-}
-
-std::string comm_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
-  std::string s;
-  std::getline(in, s);
-  return s;
 }
 
 }  // namespace

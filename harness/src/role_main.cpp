@@ -122,10 +122,6 @@ class RoleImpl final : public Role {
 
   void note(const std::string& text) override { std::fprintf(stderr, "[%s] %s\n", name_.c_str(), text.c_str()); }
 
-  void mark(const char* verb) override {
-    std::snprintf(ipcheck_verb_mark.verb, sizeof ipcheck_verb_mark.verb, "%s", verb);
-  }
-
   void data(const std::string& key, const std::string& doc) override { ch_.send(MsgType::data, {key, doc}); }
 
  private:

@@ -38,10 +38,6 @@ std::string self_executable() {
   return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("/proc/self/exe");
 }
 
-namespace {
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 std::string iso_now() {
   char buf[32];
   const std::time_t t = std::time(nullptr);
@@ -57,6 +53,10 @@ std::string last_line(const std::string& text) {
   auto begin = text.rfind('\n', end);
   return text.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1) + 1);
 }
+
+namespace {
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::vector<std::string> role_args(const RunOptions& o, const std::string& case_id, const std::string& role) {
   return {"role", "--case", case_id, "--role", role, "--adapter", o.adapter};
@@ -328,8 +328,9 @@ void CaseRun::handle(RoleState& r, Message& m) {
         json peers = json::object();
         for (const auto& x : roles_)
           if (x.started) peers[x.name] = x.proc.pid();
+        const std::string start = start_document(opt_, peers, inject_).dump();  // the same for every role
         for (auto& x : roles_)
-          if (x.started) x.post(MsgType::start, {start_document(opt_, peers, inject_).dump()});
+          if (x.started) x.post(MsgType::start, {start});
       }
       break;
     }
@@ -421,8 +422,9 @@ void CaseRun::handle(RoleState& r, Message& m) {
         announced_ = Clock::now();
         result_.injection = r.name + ":" + m.field(0);
         r.expected_death = true;
+        // The stepping role was read above; one waiting for the runner has not changed since.
         for (const auto& x : roles_)
-          if (x.started && !x.exit) note_objects(x);
+          if (x.started && !x.exit && (into || &x != &r)) note_objects(x);
         if (into) {
           kill_when_blocked_ = &r;
         } else {
@@ -458,7 +460,6 @@ void CaseRun::handle(RoleState& r, Message& m) {
       release_barriers();
       break;
     case MsgType::info:
-    case MsgType::mark:
       break;
     default:
       result_.warnings.push_back(r.name + " sent an unexpected " + std::string(msg_type_name(m.type)) + " message");
@@ -854,7 +855,6 @@ reports::Results run_suite(const RunOptions& options) {
   const std::size_t fds_at_start = count_open_fds();
   reports::Results results;
   const auto t0 = Clock::now();
-  results.run.start = iso_now();
   AdapterProbe probe = probe_adapter(o);
   results.run = probe.info;
   results.run.start = iso_now();

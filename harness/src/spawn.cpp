@@ -15,6 +15,8 @@
 #include <sstream>
 #include <utility>
 
+#include "procfs.hpp"
+
 extern char** environ;
 
 namespace ipcheck {
@@ -31,13 +33,6 @@ std::string ExitStatus::describe() const {
 namespace {
 
 unique_fd open_pidfd(pid_t pid) { return unique_fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))); }
-
-std::string read_comm(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
-  std::string s;
-  std::getline(in, s);
-  return s;
-}
 
 }  // namespace
 
@@ -205,24 +200,16 @@ void RoleProcess::signal_group(int sig) const noexcept {
 std::vector<std::string> RoleProcess::group_survivors() const {
   std::vector<std::string> out;
   if (pid_ <= 0 || ::kill(-pid_, 0) != 0) return out;  // no member left: no /proc scan
-  DIR* d = ::opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    if (!std::isdigit(static_cast<unsigned char>(e->d_name[0]))) continue;
-    const pid_t p = std::atoi(e->d_name);
-    if (p == pid_ && status_) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
-    std::string line;
-    if (!std::getline(in, line)) continue;
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
+  procfs::for_each_pid([&](pid_t p) {
+    if (p == pid_ && status_) return;
+    const std::optional<std::string> fields = procfs::stat_after_comm(p);
+    if (!fields) return;
+    std::istringstream rest(*fields);
     std::string state, ppid, pgrp;
     rest >> state >> ppid >> pgrp;
     if (std::atoi(pgrp.c_str()) == pid_ && state != "Z")
-      out.push_back(std::to_string(p) + " (" + read_comm(p) + ")");
-  }
-  ::closedir(d);
+      out.push_back(std::to_string(p) + " (" + procfs::comm_of(p) + ")");
+  });
   return out;
 }
 
@@ -242,7 +229,7 @@ std::vector<std::string> reap_orphans(const std::vector<pid_t>& keep) {
   }
   for (pid_t p : children) {
     if (std::find(keep.begin(), keep.end(), p) != keep.end()) continue;
-    found.push_back(std::to_string(p) + " (" + read_comm(p) + ")");
+    found.push_back(std::to_string(p) + " (" + procfs::comm_of(p) + ")");
     ::kill(p, SIGKILL);
     int status;
     while (::waitpid(p, &status, 0) < 0 && errno == EINTR) {

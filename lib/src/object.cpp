@@ -128,10 +128,8 @@ void check_guard(int pidfd, const record::fields& rec, const char* verb) {
                                      " has exited; handles die with their exporter (clause rb.open.exporter_gone)"));
 }
 
-// Handles die with their exporter whichever way the descriptor travelled: a descriptor
-// received by SCM_RIGHTS outlives its sender, the export it stood for does not.
-void require_exporter_alive(const record::fields& rec, const char* verb) {
-  if (rec.pid == static_cast<std::uint32_t>(::getpid())) return;
+// A pidfd of the exporter `rec` names, proven by its identity guard to be that process still.
+unique_fd exporter_pidfd(const record::fields& rec, const char* verb) {
   unique_fd pidfd(sys::pidfd_open(static_cast<pid_t>(rec.pid)));
   if (!pidfd) {
     if (errno == ESRCH) exporter_exited(rec, verb);
@@ -139,6 +137,14 @@ void require_exporter_alive(const record::fields& rec, const char* verb) {
               cat(verb, ": pidfd_open(", rec.pid, ") failed: ", sys::errno_text(errno)));
   }
   check_guard(pidfd.get(), rec, verb);
+  return pidfd;
+}
+
+// Handles die with their exporter whichever way the descriptor travelled: a descriptor
+// received by SCM_RIGHTS outlives its sender, the export it stood for does not.
+void require_exporter_alive(const record::fields& rec, const char* verb) {
+  if (rec.pid == static_cast<std::uint32_t>(self().pid)) return;
+  exporter_pidfd(rec, verb);
 }
 
 unique_fd fetch_descriptor(const record::fields& rec, const char* verb, const open_options& opts) {
@@ -163,13 +169,7 @@ unique_fd fetch_descriptor(const record::fields& rec, const char* verb, const op
                     " (the export was freed, or the handle is forged)"));
     return fd;
   }
-  unique_fd pidfd(sys::pidfd_open(static_cast<pid_t>(rec.pid)));
-  if (!pidfd) {
-    if (errno == ESRCH) exporter_exited(rec, verb);
-    sys::fail(errno == EMFILE ? errc::exhausted : errc::invalid,
-              cat(verb, ": pidfd_open(", rec.pid, ") failed: ", sys::errno_text(errno)));
-  }
-  check_guard(pidfd.get(), rec, verb);
+  const unique_fd pidfd = exporter_pidfd(rec, verb);
   unique_fd fd(sys::pidfd_getfd(pidfd.get(), rec.fd));
   if (!fd) {
     const int err = errno;

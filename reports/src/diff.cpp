@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <cstdio>
 #include <set>
 
 #include "text.hpp"
@@ -12,6 +11,7 @@ namespace ipcheck::reports {
 
 using nlohmann::json;
 using text::fmt;
+using text::plural;
 
 namespace {
 
@@ -26,15 +26,7 @@ std::map<std::string, const CaseResult*> by_id(const Results& r) {
   return m;
 }
 
-std::string plural(int n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
-std::string driver(const RunLabel& r) {
-  std::string s = r.driver_name;
-  if (!r.driver_version.empty()) s += (s.empty() ? "" : " ") + r.driver_version;
-  return s.empty() ? "(driver unknown)" : s;
-}
+std::string driver(const RunLabel& r) { return text::driver_of(r.driver_name, r.driver_version); }
 
 std::string change_pct(const BenchChange& b) {
   if (b.old_median == 0) return "new";
@@ -57,9 +49,9 @@ std::string tally(const Diff& d) {
   if (d.empty()) return "no changes: the same cases with the same statuses, observations, benchmarks and call profiles";
   std::vector<std::string> parts;
   auto add = [&](std::size_t n, const char* one, const char* many) {
-    if (n) parts.push_back(plural(static_cast<int>(n), one, many));
+    if (n) parts.push_back(plural(n, one, many));
   };
-  parts.push_back(plural(static_cast<int>(d.regressions.size()), "regression", "regressions"));
+  parts.push_back(plural(d.regressions.size(), "regression", "regressions"));
   add(d.fixes.size(), "fix", "fixes");
   add(d.changes.size(), "other status change", "other status changes");
   add(d.added.size(), "new case", "new cases");
@@ -138,11 +130,7 @@ void compare_profiles(const std::string& id, const CaseResult& o, const CaseResu
   }
 }
 
-std::string per_call(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", v);
-  return b;
-}
+std::string per_call(double v) { return fmt("%.3g", v); }
 
 }  // namespace
 
@@ -306,11 +294,11 @@ std::string render_diff_text(const Diff& d) {
   if (!d.profile_note.empty()) notes.push_back(d.profile_note);
   if (d.bench_within_noise) notes.push_back(plural(d.bench_within_noise, "benchmark", "benchmarks") + " within noise");
   if (!d.bench_unjudged.empty())
-    notes.push_back(plural(static_cast<int>(d.bench_unjudged.size()), "benchmark", "benchmarks") +
+    notes.push_back(plural(d.bench_unjudged.size(), "benchmark", "benchmarks") +
                     " not judged (fewer than 2 repetitions in a run)");
-  if (!d.bench_added.empty()) notes.push_back(plural(static_cast<int>(d.bench_added.size()), "new benchmark", "new benchmarks"));
+  if (!d.bench_added.empty()) notes.push_back(plural(d.bench_added.size(), "new benchmark", "new benchmarks"));
   if (!d.bench_removed.empty())
-    notes.push_back(plural(static_cast<int>(d.bench_removed.size()), "removed benchmark", "removed benchmarks"));
+    notes.push_back(plural(d.bench_removed.size(), "removed benchmark", "removed benchmarks"));
   if (!d.bench_note.empty()) notes.push_back(d.bench_note);
   if (!notes.empty()) {
     std::string line;

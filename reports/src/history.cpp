@@ -75,16 +75,11 @@ Table build(const std::vector<HistoryRun>& runs, const HistoryOptions& o) {
     }
   for (Status st : text::kProblemsFirst)
     for (const auto& r : runs)
-      if (auto it = r.results.summary.counts.find(to_string(st)); it != r.results.summary.counts.end() && it->second > 0) {
+      if (r.results.summary.of(st) > 0) {
         t.statuses.push_back(st);
         break;
       }
   return t;
-}
-
-int count(const Results& r, Status st) {
-  auto it = r.summary.counts.find(to_string(st));
-  return it == r.summary.counts.end() ? 0 : it->second;
 }
 
 std::string cell(const std::optional<Status>& s) { return s ? to_string(*s) : "-"; }
@@ -141,7 +136,7 @@ std::string render_history_text(const std::vector<HistoryRun>& runs, const Histo
   line("unexpected", cells);
   for (Status st : t.statuses) {
     cells.clear();
-    for (const auto& r : runs) cells.push_back(std::to_string(count(r.results, st)));
+    for (const auto& r : runs) cells.push_back(std::to_string(r.results.summary.of(st)));
     line(std::string("  ") + to_string(st), cells);
   }
   s += "\n";
@@ -207,7 +202,7 @@ std::string render_history_markdown(const std::vector<HistoryRun>& runs, const H
   row("unexpected", cells);
   for (Status st : t.statuses) {
     cells.clear();
-    for (const auto& r : runs) cells.push_back(std::to_string(count(r.results, st)));
+    for (const auto& r : runs) cells.push_back(std::to_string(r.results.summary.of(st)));
     row(to_string(st), cells);
   }
   s += o.changed_only ? "\n## Cases whose status changed\n\n" : "\n## Cases\n\nChanged rows are in bold; - means the case is not in that run.\n\n";

@@ -223,8 +223,7 @@ void case_table(std::string& s, const Results& r) {
        "<select id=\"status-filter\" aria-label=\"status\"><option value=\"\">all statuses</option>"
        "<option value=\"problems\">problems</option>";
   for (Status st : text::kProblemsFirst) {
-    auto it = r.summary.counts.find(to_string(st));
-    if (it != r.summary.counts.end() && it->second > 0)
+    if (r.summary.of(st) > 0)
       s += std::string("<option value=\"") + to_string(st) + "\">" + to_string(st) + "</option>";
   }
   s += "</select>\n" + fmt("<span id=\"shown\" class=\"muted\">%zu of %zu cases</span>\n</div>\n", r.cases.size(), r.cases.size());

@@ -80,9 +80,7 @@ std::string render_markdown(const Results& r, const RenderOptions& o) {
 
   s += "\n## Summary\n\n| status | cases |\n|---|---:|\n";
   for (Status st : text::kProblemsFirst) {
-    auto it = r.summary.counts.find(to_string(st));
-    const int n = it == r.summary.counts.end() ? 0 : it->second;
-    if (n) s += std::string("| ") + to_string(st) + " | " + std::to_string(n) + " |\n";
+    if (const int n = r.summary.of(st)) s += std::string("| ") + to_string(st) + " | " + std::to_string(n) + " |\n";
   }
   s += fmt("| **total** | **%d** |\n", r.summary.total);
 

@@ -4,6 +4,8 @@
 #include <optional>
 #include <sstream>
 
+#include "ipcheck/reports/report_set.hpp"
+
 namespace ipcheck::reports {
 
 using nlohmann::json;
@@ -148,6 +150,11 @@ bool is_problem(Status s) noexcept {
          s == Status::incomplete;
 }
 
+int Summary::of(Status s) const {
+  auto it = counts.find(to_string(s));
+  return it == counts.end() ? 0 : it->second;
+}
+
 Summary summarize(const std::vector<CaseResult>& cases) {
   Summary s;
   for (const char* name : kStatusNames) s.counts[name] = 0;
@@ -272,18 +279,7 @@ Results from_json(const json& j) {
 }
 
 void write_results(const std::string& path, const Results& r) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-    out << to_json(r).dump(2) << '\n';
-    if (!out) throw std::runtime_error("cannot write " + tmp);
-  }
-  // Atomic replace: a reader never sees half a file.
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + path);
-  }
+  write_file_atomic(path, to_json(r).dump(2) + '\n');
 }
 
 Results read_results(const std::string& path) {

@@ -53,6 +53,15 @@ std::vector<std::pair<std::string, long long>> histogram(const nlohmann::json& j
       if (v.is_number_integer()) out.emplace_back(k, v.get<long long>());
   return out;
 }
+
+// The strings of the array j[key], other elements skipped (none when it is not an array).
+std::vector<std::string> strings(const nlohmann::json& j, const char* key) {
+  std::vector<std::string> out;
+  if (auto a = j.find(key); a != j.end() && a->is_array())
+    for (const auto& x : *a)
+      if (x.is_string()) out.push_back(x.get<std::string>());
+  return out;
+}
 }  // namespace
 
 FuzzSummary fuzz_summary(const Results& r) {
@@ -68,12 +77,8 @@ FuzzSummary fuzz_summary(const Results& r) {
   f.seed = value_or<long long>(r.fuzz, "seed", 0);
   f.verdicts = histogram(r.fuzz, "verdicts");
   f.error_codes = histogram(r.fuzz, "outcomes");
-  if (auto u = r.fuzz.find("unexported"); u != r.fuzz.end() && u->is_array())
-    for (const auto& x : *u)
-      if (x.is_string()) f.unexported.push_back(x.get<std::string>());
-  if (auto u = r.fuzz.find("calibration"); u != r.fuzz.end() && u->is_array())
-    for (const auto& x : *u)
-      if (x.is_string()) f.calibration.push_back(x.get<std::string>());
+  f.unexported = strings(r.fuzz, "unexported");
+  f.calibration = strings(r.fuzz, "calibration");
   if (auto l = r.fuzz.find("findings"); l != r.fuzz.end() && l->is_array())
     for (const auto& x : *l) {
       FuzzFinding g;

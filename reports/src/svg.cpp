@@ -21,11 +21,6 @@ std::string open_svg(int w, int h, const std::string& label) {
              w, h, w, h, html(label).c_str(), kFont, html(label).c_str());
 }
 
-int count_of(const Summary& s, Status st) {
-  auto it = s.counts.find(to_string(st));
-  return it == s.counts.end() ? 0 : it->second;
-}
-
 std::string shorten(const std::string& s, std::size_t n) {
   if (text::width(s) <= n) return s;
   // Keep the end: versions differ in their last characters.
@@ -44,7 +39,7 @@ std::string status_bars(const Summary& s) {
   std::vector<std::pair<Status, int>> rows;
   int max = 0;
   for (Status st : text::kProblemsFirst)
-    if (int n = count_of(s, st); n > 0) {
+    if (int n = s.of(st); n > 0) {
       rows.emplace_back(st, n);
       max = std::max(max, n);
     }
@@ -150,7 +145,7 @@ std::string status_trend(const std::vector<TrendColumn>& columns) {
     out += fmt("<g class=\"run\" data-run=\"%zu\">", i + 1);
     // Pass at the bottom, problems stacked on top where the eye lands.
     for (auto it = std::rbegin(text::kProblemsFirst); it != std::rend(text::kProblemsFirst); ++it) {
-      const int n = count_of(columns[i].summary, *it);
+      const int n = columns[i].summary.of(*it);
       if (!n) continue;
       const double hgt = static_cast<double>(plot) * n / max;
       y -= hgt;

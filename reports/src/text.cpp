@@ -135,15 +135,22 @@ std::string md(std::string_view raw) {
   return out;
 }
 
+namespace {
+// The length of the longest run of `c` in s.
+std::size_t longest_run(std::string_view s, char c) {
+  std::size_t run = 0, longest = 0;
+  for (char x : s) {
+    run = x == c ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return longest;
+}
+}  // namespace
+
 std::string md_code(std::string_view raw) {
   const std::string clean = plain(raw);
   const std::string_view s = clean;
-  std::size_t run = 0, longest = 0;
-  for (char c : s) {
-    run = c == '`' ? run + 1 : 0;
-    longest = std::max(longest, run);
-  }
-  const std::string ticks(longest + 1, '`');
+  const std::string ticks(longest_run(s, '`') + 1, '`');
   std::string body;
   for (char c : s) {
     if (c == '\n' || c == '\r') body += ' ';
@@ -157,12 +164,7 @@ std::string md_code(std::string_view raw) {
 std::string md_fence(std::string_view raw, std::string_view info) {
   const std::string clean = plain(raw);
   const std::string_view s = clean;
-  std::size_t run = 0, longest = 0;
-  for (char c : s) {
-    run = c == '`' ? run + 1 : 0;
-    longest = std::max(longest, run);
-  }
-  const std::string fence(std::max<std::size_t>(3, longest + 1), '`');
+  const std::string fence(std::max<std::size_t>(3, longest_run(s, '`') + 1), '`');
   return fence + std::string(info) + "\n" + trim_end(s) + "\n" + fence + "\n";
 }
 
@@ -183,17 +185,18 @@ std::string counts_line(const Summary& s) {
   std::string out = std::to_string(s.total) + (s.total == 1 ? " case" : " cases");
   std::string parts;
   for (Status st : kProblemsFirst) {
-    auto it = s.counts.find(to_string(st));
-    if (it != s.counts.end() && it->second > 0) parts += (parts.empty() ? "" : ", ") + std::to_string(it->second) + " " + to_string(st);
+    if (const int n = s.of(st); n > 0) parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + to_string(st);
   }
   return parts.empty() ? out : out + ": " + parts;
 }
 
-std::string driver_of(const RunInfo& r) {
-  std::string s = r.driver_name;
-  if (!r.driver_version.empty()) s += (s.empty() ? "" : " ") + r.driver_version;
+std::string driver_of(std::string_view name, std::string_view version) {
+  std::string s(name);
+  if (!version.empty()) s += (s.empty() ? "" : " ") + std::string(version);
   return s.empty() ? "(driver unknown)" : s;
 }
+
+std::string driver_of(const RunInfo& r) { return driver_of(r.driver_name, r.driver_version); }
 
 std::string devices_of(const RunInfo& r) {
   std::string s;

@@ -50,7 +50,8 @@ inline constexpr Status kProblemsFirst[] = {Status::crash, Status::timeout, Stat
                                             Status::incomplete, Status::xfail, Status::skip, Status::pass};
 // "15 cases: 2 crash, 1 fail, 12 pass" (statuses with no case left out).
 std::string counts_line(const Summary& s);
-// The driver as people name it: "ipcref 0.1.0".
+// The driver as people name it: "ipcref 0.1.0"; "(driver unknown)" when both are empty.
+std::string driver_of(std::string_view name, std::string_view version);
 std::string driver_of(const RunInfo& r);
 // Device names, comma separated.
 std::string devices_of(const RunInfo& r);

@@ -416,7 +416,7 @@ class CudaAdapter final : public Adapter {
     FdRecord rec;
     rec.pid = static_cast<std::uint32_t>(::getpid());
     rec.fd = fd;
-    rec.start_time = cuda_adapter::process_start_time(::getpid());
+    rec.start_time = own_start_time();
     rec.size = p->size;
     rec.device = static_cast<std::uint32_t>(devices_[static_cast<std::size_t>(p->device)].handle);
     Exported e;
@@ -768,6 +768,17 @@ class CudaAdapter final : public Adapter {
     return {Outcome::success(), fd};
   }
 
+  // This process's start time (the records' proof of the exporter), read from /proc once:
+  // again only in a forked child (another pid) or while the read gives nothing.
+  std::uint64_t own_start_time() {
+    const pid_t pid = ::getpid();
+    if (pid != start_time_pid_ || start_time_ == 0) {
+      start_time_ = cuda_adapter::process_start_time(pid);
+      start_time_pid_ = pid;
+    }
+    return start_time_;
+  }
+
   Outcome relocate_export_fd(unique_fd& fd) {
     if (const int err = export_numbers_.place(fd); err != 0)
       return Outcome::failure(Errc::exhausted, std::string("cuda: fcntl(F_DUPFD_CLOEXEC) of an exported fd failed: ") +
@@ -886,6 +897,8 @@ class CudaAdapter final : public Adapter {
   std::string driver_version_, driver_version_source_, warm_up_;
   bool scm_ = false;
   cuda_adapter::ExportFdNumbers export_numbers_;
+  pid_t start_time_pid_ = 0;     // the process own_start_time() read start_time_ for
+  std::uint64_t start_time_ = 0;
   ObjectId next_id_ = 1;
   std::map<DevPtr, MemKind> allocations_;
   std::map<ObjectId, Phys> phys_;

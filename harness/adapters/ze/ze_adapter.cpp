@@ -135,6 +135,7 @@ class ZeAdapter final : public Adapter {
   // ---------------------------------------------------------------- set-up
 
   Outcome init(const AdapterConfig& config) override {
+    validation_ = env_is_one("ZE_ENABLE_VALIDATION_LAYER") && env_is_one("ZE_ENABLE_PARAMETER_VALIDATION");
     std::string handle_opt = "auto";
     for (const auto& [k, v] : config.options) {
       if (k == "handle") {
@@ -645,9 +646,8 @@ class ZeAdapter final : public Adapter {
   };
 
   static void* ptr(DevPtr p) { return reinterpret_cast<void*>(p); }
-  static bool validation_on() {
-    return env_is_one("ZE_ENABLE_VALIDATION_LAYER") && env_is_one("ZE_ENABLE_PARAMETER_VALIDATION");
-  }
+  // Whether the loader's validation layer checks parameters; init (first of all verbs) reads it.
+  bool validation_on() const { return validation_; }
 
   // The outcome of a Level Zero call: its code, its name, and the driver's description.
   Outcome call(const char* function, ze_result_t r, const std::string& what = {}) {
@@ -1005,6 +1005,7 @@ class ZeAdapter final : public Adapter {
   std::vector<ze_command_list_handle_t> lists_;
   ze_context_handle_t ctx_ = nullptr;
   bool fd_first_ = true;
+  bool validation_ = false;  // the validation layer checks parameters (validation_on)
   std::string layout_;
   ObjectId next_id_ = 1;
   std::map<ObjectId, ze_ipc_mem_handle_t> mem_exports_;

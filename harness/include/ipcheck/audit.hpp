@@ -12,7 +12,6 @@ namespace ipcheck {
 struct ProcSnapshot {
   std::map<int, std::string> fds;     // fd -> readlink target
   std::vector<std::string> mappings;  // "start-end perms path" of shared or device mappings
-  std::size_t all_mappings = 0;       // every line of /proc/self/maps
 };
 
 ProcSnapshot take_proc_snapshot();

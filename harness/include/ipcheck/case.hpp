@@ -183,8 +183,6 @@ class Role {
   void skip_if_unsupported(const Outcome& o, const std::string& what);
   // A line in the role's output (kept in the report's output tail).
   virtual void note(const std::string& text) = 0;
-  // Attribution for the OS audit: the adapter verb about to run.
-  virtual void mark(const char* verb) = 0;
   // Sends a named JSON document to the runner (campaign statistics, benchmark figures).
   virtual void data(const std::string& key, const std::string& json) = 0;
 };

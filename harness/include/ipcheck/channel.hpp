@@ -37,7 +37,6 @@ enum class MsgType : std::uint16_t {
   peer_exit,     // runner -> role: role name, how it ended
   kill_peer,     // role -> runner: role name, signal number
   done,          // role -> runner: "ok" | "aborted", message
-  mark,          // role -> runner: verb, sequence (attribution for the OS audit)
 };
 const char* msg_type_name(MsgType t) noexcept;
 

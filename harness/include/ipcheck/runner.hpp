@@ -70,5 +70,9 @@ bool prepare_audit(RunOptions& options, std::unique_ptr<Auditor>& holder);
 void fill_clause_coverage(reports::Results& r);
 
 std::string self_executable();
+// The current UTC time as ISO 8601 ("2024-05-01T12:00:00Z").
+std::string iso_now();
+// The last line of `text` that holds more than spaces, without its trailing spaces ("" if none).
+std::string last_line(const std::string& text);
 
 }  // namespace ipcheck

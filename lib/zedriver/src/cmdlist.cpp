@@ -49,8 +49,7 @@ ze_result_t ZE_APICALL CommandListCreateImmediate(ze_context_handle_t hContext, 
                                                   ze_command_list_handle_t* phCommandList) {
   const char* fn = "zeCommandListCreateImmediate";
   return entry(fn, [&] {
-    driver();
-    Context* c = get<Context>(hContext, Kind::context, fn, "hContext");
+    Context* c = context_of(hContext, fn);
     Device* d = get<Device>(hDevice, Kind::device, fn, "hDevice");
     need_pointer(altdesc, fn, "altdesc");
     need_pointer(phCommandList, fn, "phCommandList");
@@ -63,7 +62,6 @@ ze_result_t ZE_APICALL CommandListCreateImmediate(ze_context_handle_t hContext, 
       fail(ZE_RESULT_ERROR_INVALID_ENUMERATION, cat(fn, ": mode ", static_cast<int>(altdesc->mode), " is unknown"));
     auto l = std::make_unique<CommandList>();
     l->ctx = c;
-    l->device = d;
     ++c->children;
     add_live(l.get(), Kind::command_list);
     *phCommandList = reinterpret_cast<ze_command_list_handle_t>(l.release());

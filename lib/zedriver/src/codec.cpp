@@ -40,10 +40,19 @@ DecodedHandle decode_handle(std::span<const std::byte> bytes, const char* functi
   return d;
 }
 
-std::uint64_t token_of(std::span<const std::byte> bytes) noexcept {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(bytes[static_cast<std::size_t>(24 + i)]) << (8 * i);
-  return v;
+Export make_export(ipcref::handle h, const Context& c) {
+  Export e;
+  e.handle = std::move(h);
+  e.bytes = encode_handle(e.handle.data());
+  e.ctx_id = c.ctx->id();
+  return e;
+}
+
+void check_fd_types(ze_external_memory_type_flags_t flags, const char* function, const char* what) {
+  if (flags == 0 || (flags & ~kFdTypes) != 0)
+    fail(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION,
+         cat(function, ": ", what, " flags ", flags, " are not supported; libze_ipcheck exports and imports ",
+             "ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF or _OPAQUE_FD descriptors"));
 }
 
 namespace {

@@ -465,9 +465,8 @@ ze_result_t ZE_APICALL DeviceGetExternalMemoryProperties(ze_device_handle_t hDev
     driver();
     get<Device>(hDevice, Kind::device, "zeDeviceGetExternalMemoryProperties", "hDevice");
     need_pointer(p, "zeDeviceGetExternalMemoryProperties", "pExternalMemoryProperties");
-    const ze_external_memory_type_flags_t fds = ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD;
-    p->memoryAllocationImportTypes = fds;
-    p->memoryAllocationExportTypes = fds;
+    p->memoryAllocationImportTypes = kFdTypes;
+    p->memoryAllocationExportTypes = kFdTypes;
     p->imageImportTypes = 0;
     p->imageExportTypes = 0;
     return ZE_RESULT_SUCCESS;
@@ -549,8 +548,7 @@ ze_result_t ZE_APICALL ContextCreateEx(ze_driver_handle_t hDriver, const ze_cont
 
 ze_result_t ZE_APICALL ContextDestroy(ze_context_handle_t hContext) {
   return entry("zeContextDestroy", [&] {
-    driver();
-    Context* c = get<Context>(hContext, Kind::context, "zeContextDestroy", "hContext");
+    Context* c = context_of(hContext, "zeContextDestroy");
     if (c->children.load() != 0)
       fail(ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE,
            cat("zeContextDestroy: the context still has ", c->children.load(),
@@ -563,8 +561,7 @@ ze_result_t ZE_APICALL ContextDestroy(ze_context_handle_t hContext) {
 
 ze_result_t ZE_APICALL ContextGetStatus(ze_context_handle_t hContext) {
   return entry("zeContextGetStatus", [&] {
-    driver();
-    get<Context>(hContext, Kind::context, "zeContextGetStatus", "hContext");
+    context_of(hContext, "zeContextGetStatus");
     return ZE_RESULT_SUCCESS;
   });
 }

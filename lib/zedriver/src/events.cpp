@@ -47,11 +47,6 @@ void futex_wait(std::uint32_t* word, std::uint64_t deadline_ns) {
   ::syscall(SYS_futex, word, FUTEX_WAIT_BITSET, 0, &ts, nullptr, FUTEX_BITSET_MATCH_ANY);
 }
 
-Context* context_of(ze_context_handle_t h, const char* function) {
-  driver();
-  return get<Context>(h, Kind::context, function, "hContext");
-}
-
 std::size_t pool_bytes(std::uint32_t count) {
   const std::size_t raw = ze_ipcheck::kEventSlotsOffset + static_cast<std::size_t>(count) * sizeof(EventSlot);
   return (raw + page_size() - 1) / page_size() * page_size();
@@ -244,11 +239,7 @@ ze_result_t ZE_APICALL EventPoolGetIpcHandle(ze_event_pool_handle_t hEventPool, 
     std::lock_guard lock(d.lock);
     auto it = d.pool_exports.find(pool);
     if (it == d.pool_exports.end()) {
-      Export e;
-      e.handle = ipcref::ipc::memory::get(pool->mem->base, *pool->ctx->ctx);
-      e.bytes = encode_handle(e.handle.data());
-      e.token = token_of(e.handle.data());
-      e.ctx_id = pool->ctx->ctx->id();
+      Export e = make_export(ipcref::ipc::memory::get(pool->mem->base, *pool->ctx->ctx), *pool->ctx);
       it = d.pool_exports.emplace(pool, std::move(e)).first;
     }
     ++it->second.refs;
@@ -263,10 +254,9 @@ ze_result_t ZE_APICALL EventPoolPutIpcHandle(ze_context_handle_t hContext, ze_ip
     Context* c = context_of(hContext, fn);
     Driver& d = driver();
     std::lock_guard lock(d.lock);
-    const std::uint64_t token = token_of(std::as_bytes(std::span(hIpc.data)));
     for (auto it = d.pool_exports.begin(); it != d.pool_exports.end(); ++it) {
       Export& e = it->second;
-      if (e.token != token || std::memcmp(e.bytes.data(), hIpc.data, e.bytes.size()) != 0) continue;
+      if (std::memcmp(e.bytes.data(), hIpc.data, e.bytes.size()) != 0) continue;
       if (e.ctx_id != c->ctx->id()) fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": the pool belongs to another context"));
       if (--e.refs == 0) {
         ipcref::ipc::memory::put(e.handle, *c->ctx);

@@ -10,11 +10,6 @@ namespace zedriver {
 
 namespace {
 
-Context* context_of(ze_context_handle_t h, const char* function) {
-  driver();
-  return get<Context>(h, Kind::context, function, "hContext");
-}
-
 Device* device_in(Context* c, ze_device_handle_t h, const char* function) {
   Device* d = get<Device>(h, Kind::device, function, "hDevice");
   if (!c->contains(d))
@@ -28,16 +23,6 @@ void check_size_alignment(size_t size, size_t alignment, const char* function) {
   if (alignment != 0 && ((alignment & (alignment - 1)) != 0 || alignment > page_size()))
     fail(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT,
          cat(function, ": alignment ", alignment, " is not a power of two up to the page size ", page_size()));
-}
-
-const ze_external_memory_type_flags_t kFdTypes =
-    ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD;
-
-void check_fd_types(ze_external_memory_type_flags_t flags, const char* function, const char* what) {
-  if (flags == 0 || (flags & ~kFdTypes) != 0)
-    fail(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION,
-         cat(function, ": ", what, " flags ", flags, " are not supported; libze_ipcheck exports and imports ",
-             "ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF or _OPAQUE_FD descriptors"));
 }
 
 // Drops the driver's exports of [base, base + size) (the allocation is going away).
@@ -192,12 +177,7 @@ ze_result_t ZE_APICALL MemGetAllocProperties(ze_context_handle_t hContext, const
     const auto base = reinterpret_cast<std::uintptr_t>(info->base);
     auto it = d.external_exports.find(base);
     if (it == d.external_exports.end()) {
-      Export e;
-      e.handle = ipcref::ipc::memory::get(info->base, *c->ctx);
-      e.bytes = encode_handle(e.handle.data());
-      e.token = token_of(e.handle.data());
-      e.ctx_id = c->ctx->id();
-      it = d.external_exports.emplace(base, std::move(e)).first;
+      it = d.external_exports.emplace(base, make_export(ipcref::ipc::memory::get(info->base, *c->ctx), *c)).first;
     }
     ++it->second.refs;  // released by zeMemPutIpcHandle of zeMemGetIpcHandleFromFileDescriptorExp(fd)
     out->fd = make_external_descriptor(ze_ipcheck::ExternalKind::memory, it->second.handle.data(), fn);
@@ -230,11 +210,7 @@ ze_result_t ZE_APICALL MemGetIpcHandle(ze_context_handle_t hContext, const void*
     const auto key = reinterpret_cast<std::uintptr_t>(ptr);
     auto it = d.memory_exports.find(key);
     if (it == d.memory_exports.end() || it->second.ctx_id != c->ctx->id()) {
-      Export e;
-      e.handle = ipcref::ipc::memory::get(const_cast<void*>(ptr), *c->ctx);
-      e.bytes = encode_handle(e.handle.data());
-      e.token = token_of(e.handle.data());
-      e.ctx_id = c->ctx->id();
+      Export e = make_export(ipcref::ipc::memory::get(const_cast<void*>(ptr), *c->ctx), *c);
       it = d.memory_exports.insert_or_assign(key, std::move(e)).first;
     }
     ++it->second.refs;
@@ -249,10 +225,8 @@ ze_result_t ZE_APICALL MemPutIpcHandle(ze_context_handle_t hContext, ze_ipc_mem_
     Context* c = context_of(hContext, fn);
     Driver& d = driver();
     std::lock_guard lock(d.lock);
-    const auto bytes = std::as_bytes(std::span(handle.data));
-    const std::uint64_t token = token_of(bytes);
     auto matches = [&](const Export& e) {
-      if (e.token != token || std::memcmp(e.bytes.data(), handle.data, e.bytes.size()) != 0) return false;
+      if (std::memcmp(e.bytes.data(), handle.data, e.bytes.size()) != 0) return false;
       if (e.ctx_id != c->ctx->id())
         fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": the handle was exported in another context"));
       return true;

@@ -10,21 +10,6 @@ namespace zedriver {
 
 namespace {
 
-Context* context_of(ze_context_handle_t h, const char* function) {
-  driver();
-  return get<Context>(h, Kind::context, function, "hContext");
-}
-
-const ze_external_memory_type_flags_t kFdTypes =
-    ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD;
-
-void check_fd_types(ze_external_memory_type_flags_t flags, const char* function, const char* what) {
-  if (flags == 0 || (flags & ~kFdTypes) != 0)
-    fail(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION,
-         cat(function, ": ", what, " flags ", flags, " are not supported; libze_ipcheck exports and imports ",
-             "ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF or _OPAQUE_FD descriptors"));
-}
-
 void check_granular(std::size_t v, const char* what, const char* function, ze_result_t code) {
   if (v % ipcref::physical_granularity() != 0)
     fail(code, cat(function, ": ", what, " ", v, " is not a multiple of the page size ",
@@ -126,12 +111,7 @@ ze_result_t ZE_APICALL PhysicalMemGetProperties(ze_context_handle_t hContext, ze
     std::lock_guard lock(d.lock);
     auto it = d.phys_exports.find(obj);
     if (it == d.phys_exports.end()) {
-      Export e;
-      e.handle = ipcref::ipc::physical_memory::get(obj->pm, *c->ctx);
-      e.bytes = encode_handle(e.handle.data());
-      e.token = token_of(e.handle.data());
-      e.ctx_id = c->ctx->id();
-      it = d.phys_exports.emplace(obj, std::move(e)).first;
+      it = d.phys_exports.emplace(obj, make_export(ipcref::ipc::physical_memory::get(obj->pm, *c->ctx), *c)).first;
     }
     ++it->second.refs;  // released by zeMemPutIpcHandle of zeMemGetIpcHandleFromFileDescriptorExp(fd)
     out->fd = make_external_descriptor(ze_ipcheck::ExternalKind::physical_memory, it->second.handle.data(), fn);

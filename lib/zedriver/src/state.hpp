@@ -127,7 +127,6 @@ struct Context {
 
 struct CommandList {
   Context* ctx = nullptr;
-  Device* device = nullptr;
   std::mutex order;  // commands of one list run one after another
 };
 
@@ -139,7 +138,6 @@ struct PoolMemory {
   Source source = Source::private_map;
   void* base = nullptr;
   std::size_t bytes = 0;
-  Context* ctx = nullptr;
   std::optional<ipcref::context> ipc_ctx;  // keeps the ipcref context alive for the release
   ~PoolMemory();
   ze_ipcheck::EventPoolHeader* header() const { return static_cast<ze_ipcheck::EventPoolHeader*>(base); }
@@ -176,7 +174,6 @@ struct PhysicalMem {
 struct Export {
   ipcref::handle handle;
   std::array<std::byte, ze_ipcheck::kHandleSize> bytes{};
-  std::uint64_t token = 0;
   std::uint64_t ctx_id = 0;
   std::uint32_t refs = 0;
 };
@@ -209,6 +206,12 @@ T* get(const void* handle, Kind k, const char* function, const char* what) {
   return static_cast<T*>(lookup(handle, k, function, what));
 }
 
+// The live context `h` names (after checking the driver is initialised).
+inline Context* context_of(ze_context_handle_t h, const char* function) {
+  driver();
+  return get<Context>(h, Kind::context, function, "hContext");
+}
+
 // Sizes and granularity.
 std::size_t page_size() noexcept;
 
@@ -219,8 +222,16 @@ struct DecodedHandle {
   int descriptor = -1;  // -1: take the object with pidfd_getfd
 };
 DecodedHandle decode_handle(std::span<const std::byte> bytes, const char* function);
-// The export token of handle bytes in either convention (bytes 24..31).
-std::uint64_t token_of(std::span<const std::byte> bytes) noexcept;
+
+// A new export of `h` made in context `c`, with the active convention's bytes and no refs yet.
+Export make_export(ipcref::handle h, const Context& c);
+
+// The external memory types the driver exports and imports: fd-based ones.
+inline constexpr ze_external_memory_type_flags_t kFdTypes =
+    ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD;
+// Fails with UNSUPPORTED_ENUMERATION unless `flags` (of the structure `what`) is a non-empty
+// subset of kFdTypes.
+void check_fd_types(ze_external_memory_type_flags_t flags, const char* function, const char* what);
 
 // External memory descriptors (handle_layout.hpp: ExternalDescriptor in a sealed memfd).
 int make_external_descriptor(ze_ipcheck::ExternalKind kind, std::span<const std::byte> record,

@@ -81,6 +81,8 @@ const HandleLayout& layout_for(const std::string& name, std::size_t handle_bytes
 // Names of the layouts fuzz/ knows (not the opaque fallback).
 std::vector<std::string> known_layouts();
 
+// All ones in the low `width` bytes.
+inline std::uint64_t width_mask(std::size_t width) noexcept { return width >= 8 ? ~0ull : (1ull << (8 * width)) - 1; }
 std::uint64_t load_le(const std::byte* p, std::size_t width) noexcept;
 void store_le(std::byte* p, std::size_t width, std::uint64_t v) noexcept;
 

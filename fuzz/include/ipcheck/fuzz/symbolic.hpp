@@ -55,6 +55,8 @@ int default_descriptor(const MutatorContext& ctx, std::size_t base);
 int find_base(const MutatorContext& ctx, const std::string& name);
 
 std::string to_hex(std::span<const std::byte> bytes);
+// A number as 0x-prefixed hex: "0x7f12c0000000".
+std::string hexnum(std::uint64_t v);
 std::vector<std::byte> from_hex(const std::string& hex);  // throws std::invalid_argument
 
 }  // namespace ipcheck::fuzz

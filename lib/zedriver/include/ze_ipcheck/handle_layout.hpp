@@ -1,6 +1,6 @@
 // IPC handle layouts of libze_ipcheck, ipcheck's Level Zero driver over ipcref, and the names
-// by which the driver is configured and recognised. Header only: the driver, the `ze`
-// adapter and fuzz/ read it; none of them links the other.
+// by which the driver is configured and recognised. Header only: the driver and the `ze`
+// adapter read it; neither links the other.
 //
 // A ze_ipc_mem_handle_t and a ze_ipc_event_pool_handle_t are 64 bytes (ZE_MAX_IPC_HANDLE_SIZE),
 // exactly the size of an ipcref record (lib/include/ipcref/record.hpp). The driver produces one
@@ -65,25 +65,6 @@ inline constexpr const char* kExtensionOpaqueHandle = "ZE_ipcheck_ipc_handle_opa
 // (fuzz/, the robustness cases) read and forge it as they do the ref adapter's handles.
 inline constexpr const char* kLayoutFd = "ze-ipcheck-fd/1";
 inline constexpr const char* kLayoutOpaque = "ipcref/1";
-
-// One named field of a layout, for tools that inspect or mutate handles (fuzz/).
-struct Field {
-  const char* name;
-  std::size_t offset;
-  std::size_t width;
-};
-
-inline constexpr std::array<Field, 13> kFdLayoutFields{{
-    {"descriptor", 0, 4}, {"version", 4, 2}, {"kind", 6, 1},    {"guard_kind", 7, 1}, {"pid", 8, 4},
-    {"fd", 12, 4},        {"guard", 16, 8},  {"token", 24, 8},  {"size", 32, 8},      {"offset", 40, 8},
-    {"device", 48, 4},    {"slot", 52, 4},   {"checksum", 56, 8},
-}};
-
-inline constexpr std::array<Field, 13> kOpaqueLayoutFields{{
-    {"magic", 0, 4},   {"version", 4, 2}, {"kind", 6, 1},    {"guard_kind", 7, 1}, {"pid", 8, 4},
-    {"fd", 12, 4},     {"guard", 16, 8},  {"token", 24, 8},  {"size", 32, 8},      {"offset", 40, 8},
-    {"device", 48, 4}, {"slot", 52, 4},   {"checksum", 56, 8},
-}};
 
 // The descriptor of an fd-first handle (bytes 0..3, little-endian).
 inline std::int32_t fd_of(std::span<const std::byte> handle) noexcept {

@@ -123,6 +123,9 @@ struct Summary {
   std::map<std::string, int> counts;  // status name -> number of cases
   int total = 0;
   int unexpected = 0;                 // cases whose status makes the run fail
+
+  // The number of cases with status `s` (0 when counts has no entry for it).
+  int of(Status s) const;
 };
 
 struct Results {
