@@ -60,6 +60,9 @@ Results stable_copy(const Results& in) {
     }
     for (auto& w : c.warnings) w = std::regex_replace(scrub_volatile(w), file_line, "$1");
     scrub_json(c.audit);
+    if (auto roles = c.audit.find("roles"); roles != c.audit.end() && roles->is_object())
+      for (auto& [name, role] : roles->items())
+        if (role.is_object() && role.contains("pid")) role["pid"] = 0;
     for (auto& f : c.findings) {
       f.item = scrub_volatile(f.item);
       f.detail = scrub_volatile(f.detail);

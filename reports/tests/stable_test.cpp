@@ -57,6 +57,14 @@ TEST(Stable, ExpectationsKeepTheirFileAndLineNotTheMachinesPath) {
   EXPECT_EQ(s.cases[0].warnings[0], "expectation no longer needed: cuda.txt:40 expects leak");
 }
 
+TEST(Stable, AuditedRolePidsAreVolatile) {
+  Results r = fixture("ze-1.6.31294.json");
+  r.cases[0].audit["roles"] = {{"producer", {{"pid", 13144}, {"method", "bpf"}}}};
+  const Results s = stable_copy(r);
+  EXPECT_EQ(s.cases[0].audit["roles"]["producer"]["pid"], 0);
+  EXPECT_EQ(s.cases[0].audit["roles"]["producer"]["method"], "bpf");
+}
+
 TEST(Stable, TwoRunsThatDifferOnlyInVolatileFieldsGiveTheSameBaseline) {
   Results a = fixture("ze-1.3.29735.json");
   Results b = a;
