@@ -20,6 +20,8 @@ const char* errc_name(Errc e) noexcept {
   return "unknown";
 }
 
+const char* decided_name(Decided d) noexcept { return d == Decided::runtime ? "runtime" : "adapter"; }
+
 const char* mem_kind_name(MemKind k) noexcept {
   switch (k) {
     case MemKind::device: return "device";

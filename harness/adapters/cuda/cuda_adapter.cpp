@@ -287,14 +287,14 @@ class CudaAdapter final : public Adapter {
       if (const CUresult r = cu_->cuMemAlloc_v2(&p, bytes); r != CUDA_SUCCESS)
         return {fail(r, "cuMemAlloc(" + std::to_string(bytes) + " bytes)")};
       allocations_[p] = kind;
-      return {Outcome::success(), p};
+      return {Outcome::runtime_success("cuMemAlloc"), p};
     }
     if (kind == MemKind::host) {
       void* p = nullptr;
       if (const CUresult r = cu_->cuMemAllocHost_v2(&p, bytes); r != CUDA_SUCCESS)
         return {fail(r, "cuMemAllocHost(" + std::to_string(bytes) + " bytes)")};
       allocations_[reinterpret_cast<DevPtr>(p)] = kind;
-      return {Outcome::success(), reinterpret_cast<DevPtr>(p)};
+      return {Outcome::runtime_success("cuMemAllocHost"), reinterpret_cast<DevPtr>(p)};
     }
     if (!cu_->cuMemAllocManaged)
       return {Outcome::failure(Errc::not_implemented, "cuda: " + cu_->path() + " has no cuMemAllocManaged")};
@@ -308,7 +308,7 @@ class CudaAdapter final : public Adapter {
     if (const CUresult r = cu_->cuMemAllocManaged(&p, bytes, kMemAttachGlobal); r != CUDA_SUCCESS)
       return {fail(r, "cuMemAllocManaged(" + std::to_string(bytes) + " bytes, CU_MEM_ATTACH_GLOBAL)")};
     allocations_[p] = kind;
-    return {Outcome::success(), p};
+    return {Outcome::runtime_success("cuMemAllocManaged"), p};
   }
 
   Outcome free(DevPtr p) override {
@@ -321,7 +321,7 @@ class CudaAdapter final : public Adapter {
       return fail(r, "cuMemFree(" + hex(p) + ")");
     }
     if (it != allocations_.end()) allocations_.erase(it);
-    return Outcome::success();
+    return Outcome::runtime_success(it != allocations_.end() && it->second == MemKind::host ? "cuMemFreeHost" : "cuMemFree");
   }
 
   Outcome write(DevPtr dst, std::span<const std::byte> src) override {
@@ -330,13 +330,13 @@ class CudaAdapter final : public Adapter {
     // A copy from pageable memory may return before the DMA lands; another process reads next.
     if (const CUresult r = cu_->cuCtxSynchronize(); r != CUDA_SUCCESS)
       return fail(r, "cuCtxSynchronize after cuMemcpyHtoD(" + hex(dst) + ")");
-    return Outcome::success();
+    return Outcome::runtime_success("cuCtxSynchronize");
   }
 
   Outcome read(DevPtr src, std::span<std::byte> dst) override {
     if (const CUresult r = cu_->cuMemcpyDtoH_v2(dst.data(), src, dst.size()); r != CUDA_SUCCESS)
       return fail(r, "cuMemcpyDtoH(" + hex(src) + ", " + std::to_string(dst.size()) + " bytes)");
-    return Outcome::success();
+    return Outcome::runtime_success("cuMemcpyDtoH");
   }
 
   Result<Exported> mem_get(DevPtr p) override {
@@ -346,7 +346,7 @@ class CudaAdapter final : public Adapter {
     Exported e;
     e.id = next_id_++;
     e.bytes.assign(reinterpret_cast<const std::byte*>(h.reserved), reinterpret_cast<const std::byte*>(h.reserved) + sizeof h);
-    return {Outcome::success(), std::move(e)};
+    return {Outcome::runtime_success("cuIpcGetMemHandle"), std::move(e)};
   }
 
   Outcome mem_put(ObjectId) override {
@@ -369,13 +369,13 @@ class CudaAdapter final : public Adapter {
     CUdeviceptr p = 0;
     if (const CUresult r = cu_->cuIpcOpenMemHandle_v2(&p, h, f); r != CUDA_SUCCESS)
       return {fail(r, "cuIpcOpenMemHandle(flags " + hex(f) + ", device " + std::to_string(device) + ")")};
-    return {Outcome::success(), p};
+    return {Outcome::runtime_success("cuIpcOpenMemHandle"), p};
   }
 
   Outcome mem_close(DevPtr p) override {
     if (const CUresult r = cu_->cuIpcCloseMemHandle(p); r != CUDA_SUCCESS)
       return fail(r, "cuIpcCloseMemHandle(" + hex(p) + ")");
-    return Outcome::success();
+    return Outcome::runtime_success("cuIpcCloseMemHandle");
   }
 
   // ---- physical memory and virtual ranges
@@ -400,7 +400,7 @@ class CudaAdapter final : public Adapter {
                           (ipc ? "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR" : "CU_MEM_HANDLE_TYPE_NONE") + ")")};
     const ObjectId id = next_id_++;
     phys_[id] = Phys{h, bytes, device, false, 1};
-    return {Outcome::success(), id};
+    return {Outcome::runtime_success("cuMemCreate"), id};
   }
 
   Result<Exported> phys_get(ObjectId pm) override {
@@ -424,7 +424,7 @@ class CudaAdapter final : public Adapter {
     e.bytes = rec.encode();
     e.fd = scm_ ? fd : -1;
     phys_exports_[e.id] = std::move(owned);
-    return {Outcome::success(), std::move(e)};
+    return {Outcome::runtime_success("cuMemExportToShareableHandle"), std::move(e)};
   }
 
   // The exported descriptor is what a put can release: closing it revokes pidfd_getfd.
@@ -454,9 +454,10 @@ class CudaAdapter final : public Adapter {
       return {fail(r, "cuMemImportFromShareableHandle(fd " + std::to_string(fd) + " from pid " +
                           std::to_string(rec->pid) + ")")};
     const ObjectId id = next_id_++;
-    // CUDA has no size query on an allocation handle: the size is the one the record carries.
+    // CUDA has no size query on an allocation handle: the size is the one the record carries
+    // (phys_size answers from it: decided by the adapter, not by CUDA).
     phys_[id] = Phys{h, static_cast<std::size_t>(rec->size), device, true, 1};
-    return {Outcome::success(), id};
+    return {Outcome::runtime_success("cuMemImportFromShareableHandle"), id};
   }
 
   Outcome phys_close(ObjectId pm) override {
@@ -484,7 +485,7 @@ class CudaAdapter final : public Adapter {
                                                  hex(h) + ", the mapping was made from " + hex(p->handle));
       }
       ++p->refs;
-      return Outcome::success();
+      return Outcome::runtime_success("cuMemRetainAllocationHandle");
     }
     return Outcome::failure(Errc::not_implemented,
                             "cuda: CUDA retains an allocation handle only through a mapped address "
@@ -509,7 +510,7 @@ class CudaAdapter final : public Adapter {
     CUmemAllocationProp prop{};
     if (const CUresult r = cu_->cuMemGetAllocationPropertiesFromHandle(&prop, p->handle); r != CUDA_SUCCESS)
       return {fail(r, "cuMemGetAllocationPropertiesFromHandle")};
-    return {Outcome::success(), (prop.requestedHandleTypes & kMemHandleTypePosixFd) != 0};
+    return {Outcome::runtime_success("cuMemGetAllocationPropertiesFromHandle"), (prop.requestedHandleTypes & kMemHandleTypePosixFd) != 0};
   }
 
   Result<DevPtr> vm_reserve(int device, std::size_t bytes) override {
@@ -519,7 +520,7 @@ class CudaAdapter final : public Adapter {
     if (const CUresult r = cu_->cuMemAddressReserve(&p, bytes, 0, 0, 0); r != CUDA_SUCCESS)
       return {fail(r, "cuMemAddressReserve(" + std::to_string(bytes) + " bytes)")};
     reservations_[p] = device;
-    return {Outcome::success(), p};
+    return {Outcome::runtime_success("cuMemAddressReserve"), p};
   }
 
   Outcome vm_free(DevPtr p, std::size_t bytes) override {
@@ -527,7 +528,7 @@ class CudaAdapter final : public Adapter {
     if (const CUresult r = cu_->cuMemAddressFree(p, bytes); r != CUDA_SUCCESS)
       return fail(r, "cuMemAddressFree(" + hex(p) + ", " + std::to_string(bytes) + " bytes)");
     reservations_.erase(p);
-    return Outcome::success();
+    return Outcome::runtime_success("cuMemAddressFree");
   }
 
   Outcome vm_map(DevPtr p, std::size_t bytes, ObjectId pm, std::size_t offset) override {
@@ -550,7 +551,7 @@ class CudaAdapter final : public Adapter {
                          std::to_string(device) + ")");
     }
     vm_maps_[p] = VmMap{pm, bytes};
-    return Outcome::success();
+    return Outcome::runtime_success("cuMemSetAccess");
   }
 
   Outcome vm_unmap(DevPtr p, std::size_t bytes) override {
@@ -558,7 +559,7 @@ class CudaAdapter final : public Adapter {
     if (const CUresult r = cu_->cuMemUnmap(p, bytes); r != CUDA_SUCCESS)
       return fail(r, "cuMemUnmap(" + hex(p) + ", " + std::to_string(bytes) + " bytes)");
     vm_maps_.erase(p);
-    return Outcome::success();
+    return Outcome::runtime_success("cuMemUnmap");
   }
 
   // ---- events
@@ -573,7 +574,7 @@ class CudaAdapter final : public Adapter {
       return {fail(r, "cuEventCreate(" + event_flag_names(f) + ")")};
     const ObjectId id = next_id_++;
     events_[id] = Event{ev, device, false};
-    return {Outcome::success(), id};
+    return {Outcome::runtime_success("cuEventCreate"), id};
   }
 
   Result<Exported> event_get(ObjectId id) override {
@@ -585,7 +586,7 @@ class CudaAdapter final : public Adapter {
     Exported x;
     x.id = next_id_++;
     x.bytes.assign(reinterpret_cast<const std::byte*>(h.reserved), reinterpret_cast<const std::byte*>(h.reserved) + sizeof h);
-    return {Outcome::success(), std::move(x)};
+    return {Outcome::runtime_success("cuIpcGetEventHandle"), std::move(x)};
   }
 
   Outcome event_put(ObjectId) override {
@@ -605,7 +606,7 @@ class CudaAdapter final : public Adapter {
       return {fail(r, "cuIpcOpenEventHandle(device " + std::to_string(device) + ")")};
     const ObjectId id = next_id_++;
     events_[id] = Event{ev, device, true};
-    return {Outcome::success(), id};
+    return {Outcome::runtime_success("cuIpcOpenEventHandle"), id};
   }
 
   Outcome event_signal(ObjectId id) override {
@@ -614,7 +615,7 @@ class CudaAdapter final : public Adapter {
     if (auto o = use(e->device, "event_signal"); !o.ok()) return o;
     if (const CUresult r = cu_->cuEventRecord(e->ev, nullptr); r != CUDA_SUCCESS)
       return fail(r, "cuEventRecord(default stream)");
-    return Outcome::success();
+    return Outcome::runtime_success("cuEventRecord");
   }
 
   Outcome event_reset(ObjectId) override {
@@ -626,8 +627,8 @@ class CudaAdapter final : public Adapter {
     Event* e = find_event(id);
     if (!e) return {unknown("event", id)};
     const CUresult r = cu_->cuEventQuery(e->ev);
-    if (r == CUDA_SUCCESS) return {Outcome::success(), true};
-    if (r == CUDA_ERROR_NOT_READY) return {Outcome::success(), false};
+    if (r == CUDA_SUCCESS) return {Outcome::runtime_success("cuEventQuery"), true};
+    if (r == CUDA_ERROR_NOT_READY) return {Outcome::runtime_success("cuEventQuery"), false};
     return {fail(r, "cuEventQuery")};
   }
 
@@ -638,10 +639,10 @@ class CudaAdapter final : public Adapter {
     auto pause = std::chrono::microseconds(50);
     for (;;) {
       const CUresult r = cu_->cuEventQuery(e->ev);
-      if (r == CUDA_SUCCESS) return {Outcome::success(), true};
+      if (r == CUDA_SUCCESS) return {Outcome::runtime_success("cuEventQuery"), true};
       if (r != CUDA_ERROR_NOT_READY) return {fail(r, "cuEventQuery while waiting")};
       const auto now = std::chrono::steady_clock::now();
-      if (now >= deadline) return {Outcome::success(), false};
+      if (now >= deadline) return {Outcome::runtime_success("cuEventQuery"), false};  // still CUDA_ERROR_NOT_READY
       std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(pause, deadline - now));
       pause = std::min(pause * 2, std::chrono::microseconds(2000));
     }
@@ -657,7 +658,7 @@ class CudaAdapter final : public Adapter {
     if (const CUresult r = cu_->cuEventDestroy_v2(e->ev); r != CUDA_SUCCESS)
       return fail(r, std::string("cuEventDestroy(") + (e->opened ? "an opened event" : "a created event") + ")");
     events_.erase(id);
-    return Outcome::success();
+    return Outcome::runtime_success("cuEventDestroy");
   }
 
  private:
@@ -682,7 +683,8 @@ class CudaAdapter final : public Adapter {
   Outcome fail(CUresult r, const std::string& call) const {
     std::string message = call + " answered " + cu_->error_name(r) + ": " + cu_->error_text(r);
     if (sticky(r)) message += " (a sticky error: the context is unusable, every later call in this process fails)";
-    return Outcome::failure(map_result(r), std::move(message), r, cu_->error_name(r));
+    return Outcome::runtime_failure(call.substr(0, call.find_first_of("( ")), map_result(r), std::move(message), r,
+                                    cu_->error_name(r));
   }
 
   static Outcome unknown(const char* what, ObjectId id) {
@@ -736,7 +738,7 @@ class CudaAdapter final : public Adapter {
     if (const CUresult r = cu_->cuMemRelease(p.handle); r != CUDA_SUCCESS)
       return fail(r, std::string("cuMemRelease (") + verb + ")");
     if (--p.refs == 0) phys_.erase(pm);
-    return Outcome::success();
+    return Outcome::runtime_success("cuMemRelease");
   }
 
   // The exporter's descriptor through pidfd_open + pidfd_getfd, after proving the pid is

@@ -27,32 +27,43 @@ Errc map_errc(ipcref::errc e) {
   return Errc::other;
 }
 
-Outcome from(const ipcref::exception& e) {
-  return Outcome::failure(map_errc(e.code_value()), e.what(), e.code().value(),
-                          std::string("ipcref::errc::") + ipcref::errc_name(e.code_value()));
+// ipcref is the runtime under test: its answers are runtime-decided, named by the call.
+Outcome from(const char* call, const ipcref::exception& e) {
+  return Outcome::runtime_failure(call, map_errc(e.code_value()), e.what(), e.code().value(),
+                                  std::string("ipcref::errc::") + ipcref::errc_name(e.code_value()));
 }
+
+// A check of the adapter's own (a device index, an export id): decided by the adapter.
+struct AdapterRefusal {
+  Outcome outcome;
+};
 
 // Runs `f`, turning ipcref's exceptions into outcomes (nothing crosses the adapter boundary).
 template <class T, class F>
-Result<T> guarded(F&& f) {
+Result<T> guarded(const char* call, F&& f) {
   try {
-    return {Outcome::success(), f()};
+    auto v = f();
+    return {Outcome::runtime_success(call), std::move(v)};
+  } catch (const AdapterRefusal& r) {
+    return {r.outcome, T{}};
   } catch (const ipcref::exception& e) {
-    return {from(e), T{}};
+    return {from(call, e), T{}};
   } catch (const std::exception& e) {
-    return {Outcome::failure(Errc::other, e.what()), T{}};
+    return {Outcome::runtime_failure(call, Errc::other, e.what(), 0, "std::exception"), T{}};
   }
 }
 
 template <class F>
-Outcome guarded_void(F&& f) {
+Outcome guarded_void(const char* call, F&& f) {
   try {
     f();
-    return Outcome::success();
+    return Outcome::runtime_success(call);
+  } catch (const AdapterRefusal& r) {
+    return r.outcome;
   } catch (const ipcref::exception& e) {
-    return from(e);
+    return from(call, e);
   } catch (const std::exception& e) {
-    return Outcome::failure(Errc::other, e.what());
+    return Outcome::runtime_failure(call, Errc::other, e.what(), 0, "std::exception");
   }
 }
 
@@ -74,7 +85,7 @@ class RefAdapter final : public Adapter {
       if (k != "devices")
         return Outcome::failure(Errc::invalid, "ref: unknown adapter option '" + k + "'; ref knows: devices");
     scm_ = config.transport == "scm";
-    return guarded_void([&] {
+    return guarded_void("ipcref::get_devices", [&] {
       devices_ = ipcref::get_devices();
       ctx_.emplace(devices_);
       // Under Yama ptrace_scope 1, let the run's process tree take our descriptors.
@@ -106,7 +117,7 @@ class RefAdapter final : public Adapter {
   std::size_t device_count() override { return devices_.size(); }
 
   Result<DevPtr> alloc(int device, std::size_t bytes, MemKind kind) override {
-    return guarded<DevPtr>([&] {
+    return guarded<DevPtr>(alloc_call(kind), [&] {
       void* p = nullptr;
       switch (kind) {
         case MemKind::device: p = ipcref::malloc_device(bytes, dev(device), *ctx_); break;
@@ -117,7 +128,7 @@ class RefAdapter final : public Adapter {
     });
   }
 
-  Outcome free(DevPtr p) override { return guarded_void([&] { ipcref::free(ptr(p), *ctx_); }); }
+  Outcome free(DevPtr p) override { return guarded_void("ipcref::free", [&] { ipcref::free(ptr(p), *ctx_); }); }
 
   // Copies through the kernel so that a bad pointer is an error, not a crash of the role.
   Outcome write(DevPtr dst, std::span<const std::byte> src) override {
@@ -126,7 +137,8 @@ class RefAdapter final : public Adapter {
     if (::process_vm_writev(::getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(src.size()))
       return Outcome::failure(Errc::invalid, "write: " + std::to_string(src.size()) + " bytes at " + hex(dst) +
                                                  " are not writable memory", errno, "EFAULT");
-    return Outcome::success();
+    // The bytes land in whatever ipcref mapped there: the runtime decides what they reach.
+    return Outcome::runtime_success("process_vm_writev");
   }
 
   Outcome read(DevPtr src, std::span<std::byte> dst) override {
@@ -135,85 +147,84 @@ class RefAdapter final : public Adapter {
     if (::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(dst.size()))
       return Outcome::failure(Errc::invalid, "read: " + std::to_string(dst.size()) + " bytes at " + hex(src) +
                                                  " are not readable memory", errno, "EFAULT");
-    return Outcome::success();
+    return Outcome::runtime_success("process_vm_readv");
   }
 
   Result<Exported> mem_get(DevPtr p) override {
-    return guarded<Exported>([&] { return keep(ipcref::ipc::memory::get(ptr(p), *ctx_), Kind::memory); });
+    return guarded<Exported>("ipc::memory::get", [&] { return keep(ipcref::ipc::memory::get(ptr(p), *ctx_), Kind::memory); });
   }
   Outcome mem_put(ObjectId id) override {
-    return put(id, Kind::memory, [&](ipcref::handle& h) { ipcref::ipc::memory::put(h, *ctx_); });
+    return put("ipc::memory::put", id, Kind::memory, [&](ipcref::handle& h) { ipcref::ipc::memory::put(h, *ctx_); });
   }
   Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags) override {
-    if (flags != 0)
-      return {Outcome::failure(Errc::invalid, "ref: memory open takes no flags, got " + hex(flags), 0,
-                               "ipcref::errc::invalid")};
-    return guarded<DevPtr>([&] {
+    if (flags != 0)  // ipcref's open has no flags parameter: the adapter refuses them
+      return {Outcome::failure(Errc::invalid, "ref: memory open takes no flags, got " + hex(flags))};
+    return guarded<DevPtr>("ipc::memory::open", [&] {
       return reinterpret_cast<DevPtr>(ipcref::ipc::memory::open(bytes, *ctx_, dev(device), {fd}));
     });
   }
-  Outcome mem_close(DevPtr p) override { return guarded_void([&] { ipcref::ipc::memory::close(ptr(p), *ctx_); }); }
+  Outcome mem_close(DevPtr p) override { return guarded_void("ipc::memory::close", [&] { ipcref::ipc::memory::close(ptr(p), *ctx_); }); }
 
   std::size_t phys_granularity(int) override { return ipcref::physical_granularity(); }
   Result<ObjectId> phys_create(int device, std::size_t bytes, bool ipc) override {
-    return guarded<ObjectId>([&] { return id(ipcref::physical_create(*ctx_, dev(device), bytes, ipc)); });
+    return guarded<ObjectId>("physical_create", [&] { return id(ipcref::physical_create(*ctx_, dev(device), bytes, ipc)); });
   }
   Result<Exported> phys_get(ObjectId pm) override {
-    return guarded<Exported>([&] { return keep(ipcref::ipc::physical_memory::get(phys(pm), *ctx_), Kind::physical); });
+    return guarded<Exported>("ipc::physical_memory::get", [&] { return keep(ipcref::ipc::physical_memory::get(phys(pm), *ctx_), Kind::physical); });
   }
   Outcome phys_put(ObjectId id) override {
-    return put(id, Kind::physical, [&](ipcref::handle& h) { ipcref::ipc::physical_memory::put(h, *ctx_); });
+    return put("ipc::physical_memory::put", id, Kind::physical, [&](ipcref::handle& h) { ipcref::ipc::physical_memory::put(h, *ctx_); });
   }
   Result<ObjectId> phys_open(std::span<const std::byte> bytes, int fd, int device) override {
-    return guarded<ObjectId>([&] { return id(ipcref::ipc::physical_memory::open(bytes, *ctx_, dev(device), {fd})); });
+    return guarded<ObjectId>("ipc::physical_memory::open", [&] { return id(ipcref::ipc::physical_memory::open(bytes, *ctx_, dev(device), {fd})); });
   }
   Outcome phys_close(ObjectId pm) override {
-    return guarded_void([&] { ipcref::ipc::physical_memory::close(phys(pm), *ctx_); });
+    return guarded_void("ipc::physical_memory::close", [&] { ipcref::ipc::physical_memory::close(phys(pm), *ctx_); });
   }
-  Outcome phys_retain(ObjectId pm) override { return guarded_void([&] { ipcref::physical_retain(phys(pm)); }); }
-  Outcome phys_release(ObjectId pm) override { return guarded_void([&] { ipcref::physical_release(phys(pm)); }); }
+  Outcome phys_retain(ObjectId pm) override { return guarded_void("physical_retain", [&] { ipcref::physical_retain(phys(pm)); }); }
+  Outcome phys_release(ObjectId pm) override { return guarded_void("physical_release", [&] { ipcref::physical_release(phys(pm)); }); }
   Result<std::size_t> phys_size(ObjectId pm) override {
-    return guarded<std::size_t>([&] { return ipcref::physical_size(phys(pm)); });
+    return guarded<std::size_t>("physical_size", [&] { return ipcref::physical_size(phys(pm)); });
   }
   Result<bool> phys_ipc_enabled(ObjectId pm) override {
-    return guarded<bool>([&] { return ipcref::physical_ipc_enabled(phys(pm)); });
+    return guarded<bool>("physical_ipc_enabled", [&] { return ipcref::physical_ipc_enabled(phys(pm)); });
   }
   Result<DevPtr> vm_reserve(int, std::size_t bytes) override {
-    return guarded<DevPtr>([&] { return reinterpret_cast<DevPtr>(ipcref::virtual_reserve(*ctx_, bytes)); });
+    return guarded<DevPtr>("virtual_reserve", [&] { return reinterpret_cast<DevPtr>(ipcref::virtual_reserve(*ctx_, bytes)); });
   }
   Outcome vm_free(DevPtr p, std::size_t bytes) override {
-    return guarded_void([&] { ipcref::virtual_free(*ctx_, ptr(p), bytes); });
+    return guarded_void("virtual_free", [&] { ipcref::virtual_free(*ctx_, ptr(p), bytes); });
   }
   Outcome vm_map(DevPtr p, std::size_t bytes, ObjectId pm, std::size_t offset) override {
     return guarded_void(
-        [&] { ipcref::virtual_map(*ctx_, ptr(p), bytes, phys(pm), offset, ipcref::access::read_write); });
+        "virtual_map", [&] { ipcref::virtual_map(*ctx_, ptr(p), bytes, phys(pm), offset, ipcref::access::read_write); });
   }
   Outcome vm_unmap(DevPtr p, std::size_t bytes) override {
-    return guarded_void([&] { ipcref::virtual_unmap(*ctx_, ptr(p), bytes); });
+    return guarded_void("virtual_unmap", [&] { ipcref::virtual_unmap(*ctx_, ptr(p), bytes); });
   }
 
   Result<ObjectId> event_create(int device, EventFlags flags) override {
-    return guarded<ObjectId>([&] {
+    return guarded<ObjectId>("event_create", [&] {
       return id(ipcref::event_create(*ctx_, dev(device), {flags.ipc, flags.profiling}));
     });
   }
   Result<Exported> event_get(ObjectId e) override {
-    return guarded<Exported>([&] { return keep(ipcref::ipc::event::get(event(e), *ctx_), Kind::event); });
+    return guarded<Exported>("ipc::event::get", [&] { return keep(ipcref::ipc::event::get(event(e), *ctx_), Kind::event); });
   }
   Outcome event_put(ObjectId id) override {
-    return put(id, Kind::event, [&](ipcref::handle& h) { ipcref::ipc::event::put(h, *ctx_); });
+    return put("ipc::event::put", id, Kind::event, [&](ipcref::handle& h) { ipcref::ipc::event::put(h, *ctx_); });
   }
   Result<ObjectId> event_open(std::span<const std::byte> bytes, int fd, int device) override {
-    return guarded<ObjectId>([&] { return id(ipcref::ipc::event::open(bytes, *ctx_, dev(device), {fd})); });
+    return guarded<ObjectId>("ipc::event::open", [&] { return id(ipcref::ipc::event::open(bytes, *ctx_, dev(device), {fd})); });
   }
-  Outcome event_signal(ObjectId e) override { return guarded_void([&] { ipcref::event_signal(event(e)); }); }
-  Outcome event_reset(ObjectId e) override { return guarded_void([&] { ipcref::event_reset(event(e)); }); }
-  Result<bool> event_query(ObjectId e) override { return guarded<bool>([&] { return ipcref::event_query(event(e)); }); }
+  Outcome event_signal(ObjectId e) override { return guarded_void("event_signal", [&] { ipcref::event_signal(event(e)); }); }
+  Outcome event_reset(ObjectId e) override { return guarded_void("event_reset", [&] { ipcref::event_reset(event(e)); }); }
+  Result<bool> event_query(ObjectId e) override { return guarded<bool>("event_query", [&] { return ipcref::event_query(event(e)); }); }
   Result<bool> event_wait(ObjectId e, std::chrono::nanoseconds t) override {
-    return guarded<bool>([&] { return ipcref::event_wait(event(e), t); });
+    return guarded<bool>("event_wait", [&] { return ipcref::event_wait(event(e), t); });
   }
-  Outcome event_retain(ObjectId e) override { return guarded_void([&] { ipcref::event_retain(event(e)); }); }
-  Outcome event_release(ObjectId e) override { return guarded_void([&] { ipcref::event_release(event(e)); }); }
+  Outcome event_retain(ObjectId e) override { return guarded_void("event_retain", [&] { ipcref::event_retain(event(e)); }); }
+  Outcome event_release(ObjectId e) override { return guarded_void("event_release", [&] { ipcref::event_release(event(e)); }); }
 
   // Null arguments where ipcref has a nullable one (a pointer); its context and results
   // are references and return values, so those calls do not exist here.
@@ -222,9 +233,9 @@ class RefAdapter final : public Adapter {
     const auto verb = args.count("verb") ? args.at("verb") : "";
     const auto arg = args.count("argument") ? args.at("argument") : "";
     if (arg == "pointer" && verb == "mem_get")
-      return guarded_void([&] { (void)ipcref::ipc::memory::get(nullptr, *ctx_); });
+      return guarded_void("ipc::memory::get", [&] { (void)ipcref::ipc::memory::get(nullptr, *ctx_); });
     if (arg == "pointer" && verb == "mem_close")
-      return guarded_void([&] { ipcref::ipc::memory::close(nullptr, *ctx_); });
+      return guarded_void("ipc::memory::close", [&] { ipcref::ipc::memory::close(nullptr, *ctx_); });
     return Outcome::failure(Errc::not_implemented,
                             "ref: " + verb + " has no nullable " + arg + " (C++ references and return values)");
   }
@@ -246,11 +257,17 @@ class RefAdapter final : public Adapter {
     return b;
   }
 
+  // A device index outside the adapter's list never reaches ipcref: the adapter refuses it.
   const ipcref::device& dev(int index) const {
     if (index < 0 || static_cast<std::size_t>(index) >= devices_.size())
-      throw ipcref::exception(ipcref::errc::invalid, "device index " + std::to_string(index) + " is not one of the " +
-                                                         std::to_string(devices_.size()) + " devices");
+      throw AdapterRefusal{Outcome::failure(Errc::invalid, "ref: device index " + std::to_string(index) +
+                                                               " is not one of the " + std::to_string(devices_.size()) +
+                                                               " devices")};
     return devices_[static_cast<std::size_t>(index)];
+  }
+
+  static const char* alloc_call(MemKind kind) {
+    return kind == MemKind::device ? "malloc_device" : kind == MemKind::shared ? "malloc_shared" : "malloc_host";
   }
 
   Exported keep(ipcref::handle h, Kind kind) {
@@ -266,15 +283,15 @@ class RefAdapter final : public Adapter {
   ipcref::handle& take(ObjectId id, Kind kind) {
     auto it = kept_.find(id);
     if (it == kept_.end() || it->second.kind != kind)
-      throw ipcref::exception(ipcref::errc::invalid, "put: export id " + std::to_string(id) +
-                                                         " is not a live export (put already, or never exported)");
+      throw AdapterRefusal{Outcome::failure(Errc::invalid, "ref: put: export id " + std::to_string(id) +
+                                                               " is not a live export (put already, or never exported)")};
     return it->second.handle;
   }
 
   // Puts export `id` with `f`; a handle put is forgotten, so get + put in a loop holds nothing.
   template <class F>
-  Outcome put(ObjectId id, Kind kind, F&& f) {
-    Outcome o = guarded_void([&] { f(take(id, kind)); });
+  Outcome put(const char* call, ObjectId id, Kind kind, F&& f) {
+    Outcome o = guarded_void(call, [&] { f(take(id, kind)); });
     if (o.ok()) kept_.erase(id);
     return o;
   }

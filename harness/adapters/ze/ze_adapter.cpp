@@ -309,7 +309,7 @@ class ZeAdapter final : public Adapter {
       if (auto o = descriptor_of(h, e.fd); !o.ok()) return {o};
     }
     mem_exports_[e.id] = h;
-    return {Outcome::success(), std::move(e)};
+    return {Outcome::runtime_success("zeMemGetIpcHandle"), std::move(e)};
   }
 
   Outcome mem_put(ObjectId id) override {
@@ -358,7 +358,7 @@ class ZeAdapter final : public Adapter {
     if (Outcome o = call("zePhysicalMemCreate", api_.zePhysicalMemCreate(ctx_, dev, &desc, &h)); !o.ok()) return {o};
     const ObjectId id = next_id_++;
     phys_[id] = Phys{h, bytes, ipc, false, 1};
-    return {Outcome::success(), id};
+    return {Outcome::runtime_success("zePhysicalMemCreate"), id};
   }
 
   Result<Exported> phys_get(ObjectId pm) override {
@@ -395,7 +395,7 @@ class ZeAdapter final : public Adapter {
     std::memcpy(e.bytes.data(), &ph, sizeof ph);
     e.fd = fd_first_ ? out.fd : -1;
     phys_exports_.emplace(e.id, unique_fd(out.fd));
-    return {Outcome::success(), std::move(e)};
+    return {Outcome::runtime_success("zePhysicalMemGetProperties"), std::move(e)};
   }
 
   // Put releases the exported descriptor the way Level Zero 1.6 describes it (zeMemPutIpcHandle
@@ -440,7 +440,7 @@ class ZeAdapter final : public Adapter {
     if (Outcome o = call("zePhysicalMemCreate", api_.zePhysicalMemCreate(ctx_, dev, &desc, &h)); !o.ok()) return {o};
     const ObjectId id = next_id_++;
     phys_[id] = Phys{h, ph.size, true, true, 1};
-    return {Outcome::success(), id};
+    return {Outcome::runtime_success("zePhysicalMemCreate"), id};
   }
 
   Outcome phys_close(ObjectId pm) override {
@@ -467,7 +467,8 @@ class ZeAdapter final : public Adapter {
   Result<std::size_t> phys_size(ObjectId pm) override {
     Phys* p = phys(pm);
     if (!p) return {unknown("phys_size", "physical memory", pm)};
-    if (!api_.zePhysicalMemGetProperties) return {Outcome::success(), p->size};  // as created or opened
+    // Without the query the size is the one recorded at creation or open: the adapter's answer.
+    if (!api_.zePhysicalMemGetProperties) return {Outcome::success(), p->size};
     ipcheck_ze_physical_mem_properties_t props{IPCHECK_ZE_STRUCTURE_TYPE_PHYSICAL_MEM_PROPERTIES, nullptr, 0, 0};
     auto& f = api_.zePhysicalMemGetProperties;
     const Outcome o = call("zePhysicalMemGetProperties",
@@ -521,7 +522,7 @@ class ZeAdapter final : public Adapter {
     }
     const ObjectId id = next_id_++;
     events_[id] = e;
-    return {Outcome::success(), id};
+    return {Outcome::runtime_success(e.opened ? "zeEventPoolOpenIpcHandle" : "zeEventPoolCreate"), id};
   }
 
   Result<Exported> event_get(ObjectId ev) override {
@@ -535,7 +536,7 @@ class ZeAdapter final : public Adapter {
     // Event pool handles follow the memory convention (compute-runtime: the pool's dma-buf leads).
     if (fd_first_) x.fd = ze_ipcheck::fd_of(x.bytes);
     pool_exports_[x.id] = h;
-    return {Outcome::success(), std::move(x)};
+    return {Outcome::runtime_success("zeEventPoolGetIpcHandle"), std::move(x)};
   }
 
   Outcome event_put(ObjectId id) override {
@@ -564,7 +565,7 @@ class ZeAdapter final : public Adapter {
     }
     const ObjectId id = next_id_++;
     events_[id] = e;
-    return {Outcome::success(), id};
+    return {Outcome::runtime_success(e.opened ? "zeEventPoolOpenIpcHandle" : "zeEventPoolCreate"), id};
   }
 
   Outcome event_signal(ObjectId ev) override {
@@ -583,7 +584,7 @@ class ZeAdapter final : public Adapter {
     Ev* e = event(ev);
     if (!e) return {unknown("event_query", "event", ev)};
     const ze_result_t r = api_.zeEventQueryStatus(e->event);
-    if (r == ZE_RESULT_NOT_READY) return {Outcome::success(), false};
+    if (r == ZE_RESULT_NOT_READY) return {Outcome::runtime_success("zeEventQueryStatus"), false};
     return {call("zeEventQueryStatus", r), r == ZE_RESULT_SUCCESS};
   }
 
@@ -592,7 +593,7 @@ class ZeAdapter final : public Adapter {
     if (!e) return {unknown("event_wait", "event", ev)};
     const auto ns = static_cast<uint64_t>(std::max<std::chrono::nanoseconds::rep>(0, timeout.count()));
     const ze_result_t r = api_.zeEventHostSynchronize(e->event, ns);
-    if (r == ZE_RESULT_NOT_READY) return {Outcome::success(), false};
+    if (r == ZE_RESULT_NOT_READY) return {Outcome::runtime_success("zeEventHostSynchronize"), false};
     return {call("zeEventHostSynchronize", r), r == ZE_RESULT_SUCCESS};
   }
 
@@ -650,8 +651,9 @@ class ZeAdapter final : public Adapter {
   bool validation_on() const { return validation_; }
 
   // The outcome of a Level Zero call: its code, its name, and the driver's description.
+  // Decided by the runtime: Level Zero answered.
   Outcome call(const char* function, ze_result_t r, const std::string& what = {}) {
-    if (r == ZE_RESULT_SUCCESS) return Outcome::success();
+    if (r == ZE_RESULT_SUCCESS) return Outcome::runtime_success(function);
     std::string msg = std::string(function) + " gave " + ze::result_name(r);
     if (!what.empty()) msg = what + ": " + msg;
     if (auto& f = api_.zeDriverGetLastErrorDescription) {
@@ -662,7 +664,7 @@ class ZeAdapter final : public Adapter {
           s && *s && std::strstr(s, function))
         msg += " (driver: " + std::string(s) + ")";
     }
-    return Outcome::failure(errc_of(r), msg, static_cast<long long>(r), ze::result_name(r));
+    return Outcome::runtime_failure(function, errc_of(r), msg, static_cast<long long>(r), ze::result_name(r));
   }
 
   Outcome newer_missing(const char* function, const char* version, const char* verb) const {

@@ -30,16 +30,39 @@ enum class Errc {
 };
 const char* errc_name(Errc e) noexcept;
 
+// Who decided an outcome. `runtime`: a call into the IPC implementation under test answered,
+// and the outcome is its answer (the call's name and native code travel with it). `adapter`:
+// the adapter's own code decided (a byte count the API has no parameter for, a lookup in the
+// adapter's tables, ipcheck's own handle record, a verb the API lacks). A check judged from
+// an adapter-decided outcome is reported as emulated, never as the driver's.
+enum class Decided : std::uint8_t { adapter, runtime };
+const char* decided_name(Decided d) noexcept;
+
 struct Outcome {
   Errc code = Errc::success;
   long long native = 0;     // ze_result_t, CUresult, ipcref errc value, errno...
   std::string native_name;  // "ZE_RESULT_ERROR_INVALID_ARGUMENT", "CUDA_ERROR_INVALID_VALUE"
   std::string message;
+  Decided by = Decided::adapter;
+  std::string call;         // the native call that decided it ("cuIpcOpenMemHandle"), when by == runtime
 
   bool ok() const noexcept { return code == Errc::success; }
+  bool from_runtime() const noexcept { return by == Decided::runtime; }
+  // Decided by the adapter's own code.
   static Outcome success() { return {}; }
   static Outcome failure(Errc c, std::string message, long long native = 0, std::string native_name = {}) {
-    return {c, native, std::move(native_name), std::move(message)};
+    return {c, native, std::move(native_name), std::move(message), Decided::adapter, {}};
+  }
+  // Decided by the runtime: `call` answered success, or failed with `native`.
+  static Outcome runtime_success(std::string call) {
+    Outcome o;
+    o.by = Decided::runtime;
+    o.call = std::move(call);
+    return o;
+  }
+  static Outcome runtime_failure(std::string call, Errc c, std::string message, long long native,
+                                 std::string native_name) {
+    return {c, native, std::move(native_name), std::move(message), Decided::runtime, std::move(call)};
   }
   // "invalid (ZE_RESULT_ERROR_INVALID_ARGUMENT): message"
   std::string describe() const;
