@@ -53,9 +53,11 @@ std::string tally(const Diff& d) {
   };
   parts.push_back(plural(d.regressions.size(), "regression", "regressions"));
   add(d.fixes.size(), "fix", "fixes");
+  add(d.errors.size(), "case not judged (harness error)", "cases not judged (harness errors)");
   add(d.changes.size(), "other status change", "other status changes");
   add(d.added.size(), "new case", "new cases");
   add(d.removed.size(), "removed case", "removed cases");
+  add(d.clauses.size(), "coverage change", "coverage changes");
   add(d.observations.size(), "observation change", "observation changes");
   add(d.bench.size(), "benchmark change beyond noise", "benchmark changes beyond noise");
   add(d.profiles.size(), "call profile change", "call profile changes");
@@ -83,7 +85,8 @@ bool Diff::driver_changed() const {
 }
 
 bool Diff::empty() const {
-  return regressions.empty() && fixes.empty() && changes.empty() && added.empty() && removed.empty() &&
+  return regressions.empty() && fixes.empty() && changes.empty() && errors.empty() && clauses.empty() &&
+         added.empty() && removed.empty() &&
          observations.empty() && bench.empty() && bench_added.empty() && bench_removed.empty() && profiles.empty();
 }
 
@@ -156,7 +159,10 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
     if (o->status != n->status) {
       StatusChange c{id, o->status, n->status, text::first_line(n->reason)};
       const int from = severity(o->status), to = severity(n->status);
-      if (from < 0 || to < 0)
+      // A harness error judged nothing: never a regression or a fix of the driver, listed apart.
+      if (n->status == Status::error && o->status != Status::error)
+        d.errors.push_back(c);
+      else if (from < 0 || to < 0)
         d.changes.push_back(c);
       else if (to > from)
         d.regressions.push_back(c);
@@ -177,6 +183,11 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
   }
   for (const auto& [id, o] : old_cases)
     if (!new_cases.count(id)) d.removed.push_back({id, o->status, text::first_line(o->reason)});
+  std::map<std::string, ClauseVerdict> old_clauses;
+  for (const auto& k : a.clauses) old_clauses[k.id] = k.verdict;
+  for (const auto& k : b.clauses)
+    if (auto it = old_clauses.find(k.id); it != old_clauses.end() && it->second != k.verdict)
+      d.clauses.push_back({k.id, it->second, k.verdict});
 
   std::stable_sort(d.regressions.begin(), d.regressions.end(), [](const StatusChange& x, const StatusChange& y) {
     return severity(x.to) > severity(y.to);
@@ -260,7 +271,8 @@ std::string render_diff_text(const Diff& d) {
   };
   changes("regressions", d.regressions);
   changes("fixes", d.fixes);
-  changes("other status changes, to or from skip or incomplete (never a regression)", d.changes);
+  changes("not judged in the new run: harness errors (never a regression; see each reason)", d.errors);
+  changes("other status changes, to or from skip, incomplete or error (never a regression)", d.changes);
   auto entries = [&](const char* title, const std::vector<CaseEntry>& list, const char* prefix) {
     if (list.empty()) return;
     s += fmt("\n%s (%zu)\n", title, list.size());
@@ -271,6 +283,13 @@ std::string render_diff_text(const Diff& d) {
   };
   entries("new cases", d.added, "");
   entries("removed cases", d.removed, "was ");
+  if (!d.clauses.empty()) {
+    std::size_t cw = 0;
+    for (const auto& c : d.clauses) cw = std::max(cw, text::width(c.id));
+    s += fmt("\nclause coverage changes (%zu)\n", d.clauses.size());
+    for (const auto& c : d.clauses)
+      s += "  " + text::pad(c.id, cw) + "  " + to_string(c.from) + " -> " + to_string(c.to) + "\n";
+  }
   if (!d.observations.empty()) {
     std::size_t ow = 0;
     for (const auto& o : d.observations) ow = std::max(ow, text::width(o.case_id));
@@ -328,6 +347,7 @@ std::string render_diff_markdown(const Diff& d) {
   };
   changes("Regressions", d.regressions);
   changes("Fixes", d.fixes);
+  changes("Not judged in the new run (harness errors)", d.errors);
   changes("Other status changes", d.changes);
   auto entries = [&](const char* title, const std::vector<CaseEntry>& list) {
     if (list.empty()) return;
@@ -336,6 +356,11 @@ std::string render_diff_markdown(const Diff& d) {
   };
   entries("New cases", d.added);
   entries("Removed cases", d.removed);
+  if (!d.clauses.empty()) {
+    s += fmt("\n### Clause coverage changes (%zu)\n\n| clause | old | new |\n|---|---|---|\n", d.clauses.size());
+    for (const auto& c : d.clauses)
+      s += "| " + md_code(c.id) + " | " + to_string(c.from) + " | " + to_string(c.to) + " |\n";
+  }
   if (!d.observations.empty()) {
     s += fmt("\n### Observation changes (%zu)\n\n| case | observation | old | new |\n|---|---|---|---|\n",
              d.observations.size());
@@ -389,6 +414,8 @@ json diff_to_json(const Diff& d) {
     for (const auto& c : list) a.push_back({{"id", c.id}, {"status", to_string(c.status)}, {"reason", c.reason}});
     return a;
   };
+  json clauses = json::array();
+  for (const auto& c : d.clauses) clauses.push_back({{"id", c.id}, {"old", to_string(c.from)}, {"new", to_string(c.to)}});
   json obs = json::array();
   for (const auto& o : d.observations)
     obs.push_back({{"case", o.case_id}, {"name", o.name}, {"old", o.from ? json(*o.from) : json()},
@@ -413,6 +440,8 @@ json diff_to_json(const Diff& d) {
           {"regressions", changes(d.regressions)},
           {"fixes", changes(d.fixes)},
           {"status_changes", changes(d.changes)},
+          {"errors", changes(d.errors)},
+          {"clause_changes", clauses},
           {"new_cases", entries(d.added)},
           {"removed_cases", entries(d.removed)},
           {"observation_changes", obs},

@@ -143,6 +143,7 @@ void problems(std::string& s, const Results& r, const RenderOptions& o) {
                                                           {Status::timeout, "Timeouts"},
                                                           {Status::leak, "Leaks"},
                                                           {Status::fail, "Failures"},
+                                                          {Status::error, "Harness errors (not the adapter's)"},
                                                           {Status::incomplete, "Incomplete"}};
   for (const auto& [st, title] : groups) {
     std::string items;
@@ -172,12 +173,16 @@ void details(std::string& s, const CaseResult& c) {
     s += "<p>clauses: " + list + "</p>\n";
   }
   if (!c.checks.empty()) {
-    s += "<h4>Checks</h4>\n<table><thead><tr><th>clause</th><th>level</th><th>result</th><th>role</th><th>message</th>"
-         "<th>where</th></tr></thead><tbody>\n";
-    for (const auto& k : c.checks)
-      s += "<tr><td><code>" + html(k.clause) + "</code></td><td>" + html(k.level) + "</td><td>" +
-           (k.result == "fail" ? "<strong>fail</strong>" : html(k.result)) + "</td><td>" + html(k.role) + "</td><td>" +
-           html(k.message) + "</td><td><code>" + html(k.where) + "</code></td></tr>\n";
+    s += "<h4>Checks</h4>\n<table><thead><tr><th>clause</th><th>level</th><th>result</th><th>decided by</th>"
+         "<th>role</th><th>message</th><th>where</th></tr></thead><tbody>\n";
+    for (const auto& k : c.checks) {
+      std::string result = k.result == CheckResult::fail ? "<strong>fail</strong>" : html(to_string(k.result));
+      if (k.expected) result += " (expected)";
+      if (k.setup) result += " <span class=\"muted\">(set-up)</span>";
+      s += "<tr><td><code>" + html(k.clause) + "</code></td><td>" + to_string(k.level) + "</td><td>" + result +
+           "</td><td>" + html(text::decided_by(k)) + "</td><td>" + html(k.role) + "</td><td>" + html(k.message) +
+           "</td><td><code>" + html(k.where) + "</code></td></tr>\n";
+    }
     s += "</tbody></table>\n";
   }
   if (!c.observations.empty()) {
@@ -234,7 +239,7 @@ void case_table(std::string& s, const Results& r) {
     std::string search = c.id + " " + c.area + " " + to_string(c.status) + " " + c.reason;
     for (auto& ch : search) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     // Rank: worse is larger; skip and incomplete below pass so that a sort puts them apart.
-    const int rank = c.status == Status::incomplete ? 6 : severity(c.status);
+    const int rank = c.status == Status::incomplete ? 6 : c.status == Status::error ? 7 : severity(c.status);
     s += "<tbody class=\"case\" id=\"" + html(case_anchor(c.id)) + "\" data-index=\"" + std::to_string(index++) +
          "\" data-id=\"" + html(c.id) + "\" data-area=\"" + html(c.area) + "\" data-status=\"" + to_string(c.status) +
          "\" data-rank=\"" + std::to_string(rank) + "\" data-time=\"" + fmt("%.6f", c.duration_s) + "\" data-problem=\"" +
@@ -250,17 +255,16 @@ void case_table(std::string& s, const Results& r) {
 
 void clause_section(std::string& s, const Results& r) {
   if (r.clauses.empty()) return;
-  std::map<std::string, int> verdicts;
-  for (const auto& k : r.clauses) ++verdicts[k.verdict];
-  std::string line;
-  for (const char* v : {"fail", "warn", "pass", "observed", "skip", "not_run"})
-    if (verdicts.count(v)) line += (line.empty() ? "" : ", ") + std::to_string(verdicts[v]) + " " + v;
-  s += fmt("<section id=\"clauses\">\n<h2>Clause coverage</h2>\n<p>%zu clauses: %s.</p>\n", r.clauses.size(), line.c_str());
-  s += "<table><thead><tr><th>clause</th><th>level</th><th>verdict</th><th>statement</th><th>cases</th></tr></thead><tbody>\n";
+  const std::string line = text::verdicts_line(r.clauses);
+  s += fmt("<section id=\"clauses\">\n<h2>Clause coverage</h2>\n<p>%zu clauses: %s. <em>pass</em>: decided by the "
+           "runtime under test; <em>emulated</em>: every passing check was decided by the adapter or by ipcheck.</p>\n",
+           r.clauses.size(), line.c_str());
+  s += "<table><thead><tr><th>clause</th><th>level</th><th>verdict</th><th>decided by</th><th>statement</th>"
+       "<th>cases</th></tr></thead><tbody>\n";
   std::string not_run;
   int n_not_run = 0;
   for (const auto& k : r.clauses) {
-    if (k.verdict == "not_run") {
+    if (k.verdict == ClauseVerdict::not_run) {
       ++n_not_run;
       not_run += "<li><code>" + html(k.id) + "</code>: " + html(k.statement) +
                  (k.cases.empty() ? " <span class=\"muted\">(" +
@@ -271,9 +275,9 @@ void clause_section(std::string& s, const Results& r) {
     }
     std::string cases;
     for (const auto& c : k.cases) cases += (cases.empty() ? "" : ", ") + case_link(c);
-    s += "<tr><td><code>" + html(k.id) + "</code></td><td>" + html(k.level) + "</td><td>" +
-         (k.verdict == "fail" ? "<strong>fail</strong>" : html(k.verdict)) + "</td><td>" + html(k.statement) +
-         "</td><td>" + cases + "</td></tr>\n";
+    s += "<tr><td><code>" + html(k.id) + "</code></td><td>" + to_string(k.level) + "</td><td>" +
+         (k.verdict == ClauseVerdict::fail ? "<strong>fail</strong>" : html(to_string(k.verdict))) + "</td><td>" +
+         html(text::decided_line(k)) + "</td><td>" + html(k.statement) + "</td><td>" + cases + "</td></tr>\n";
   }
   s += "</tbody></table>\n";
   if (n_not_run)

@@ -19,7 +19,9 @@ std::string seconds(double s) { return fmt("%.3f", s < 0 ? 0 : s); }
 std::string problem_text(const CaseResult& c) {
   std::string s = c.reason + "\n";
   for (const auto& k : c.checks)
-    if (k.result == "fail") s += "failed " + k.clause + " (" + k.role + "): " + k.message + (k.where.empty() ? "" : " at " + k.where) + "\n";
+    if (k.result == CheckResult::fail)
+      s += "failed " + k.clause + (k.expected ? " (expected)" : "") + " (" + k.role + ", decided by " +
+           text::decided_by(k) + "): " + k.message + (k.where.empty() ? "" : " at " + k.where) + "\n";
   for (const auto& f : c.findings) s += "left behind by " + f.role + ": " + f.kind + " " + f.item + "\n";
   for (const auto& r : c.roles) s += r.name + ": " + r.exit + "\n";
   return s;
@@ -43,7 +45,8 @@ std::string render_junit(const Results& r) {
   double total_time = 0;
   for (const auto& c : r.cases) {
     failures += c.status == Status::fail || c.status == Status::leak;
-    errors += c.status == Status::crash || c.status == Status::timeout || c.status == Status::incomplete;
+    errors += c.status == Status::crash || c.status == Status::timeout || c.status == Status::incomplete ||
+              c.status == Status::error;
     skipped += c.status == Status::skip || c.status == Status::xfail;
     total_time += c.duration_s;
   }
@@ -59,7 +62,8 @@ std::string render_junit(const Results& r) {
     double t = 0;
     for (const CaseResult* c : list) {
       f += c->status == Status::fail || c->status == Status::leak;
-      e += c->status == Status::crash || c->status == Status::timeout || c->status == Status::incomplete;
+      e += c->status == Status::crash || c->status == Status::timeout || c->status == Status::incomplete ||
+           c->status == Status::error;
       k += c->status == Status::skip || c->status == Status::xfail;
       t += c->duration_s;
     }
@@ -104,6 +108,7 @@ std::string render_junit(const Results& r) {
         case Status::crash:
         case Status::timeout:
         case Status::incomplete:
+        case Status::error:
           s += std::string("      <error type=\"") + to_string(c->status) + "\" message=\"" + xml(reason) + "\">" +
                xml_text(problem_text(*c)) + "</error>\n";
           break;

@@ -22,6 +22,7 @@ const char* problem_title(Status s) {
     case Status::leak: return "Leaks";
     case Status::fail: return "Failures";
     case Status::incomplete: return "Incomplete";
+    case Status::error: return "Harness errors (nothing judged; not the adapter's)";
     default: return "";
   }
 }
@@ -44,9 +45,9 @@ void run_table(std::string& s, const Results& r) {
 // What a person needs to start on a problem: the failed checks, the roles' ends, leaks, output.
 void problem_details(std::string& s, const CaseResult& c) {
   for (const auto& k : c.checks)
-    if (k.result == "fail")
-      s += "  - failed " + md_code(k.clause) + " (" + md(k.role) + "): " + md(k.message) +
-           (k.where.empty() ? "" : " at " + md_code(k.where)) + "\n";
+    if (k.result == CheckResult::fail)
+      s += "  - failed " + md_code(k.clause) + (k.expected ? " (expected)" : "") + " (" + md(k.role) + ", decided by " +
+           md(text::decided_by(k)) + "): " + md(k.message) + (k.where.empty() ? "" : " at " + md_code(k.where)) + "\n";
   for (const auto& f : c.findings)
     s += "  - left behind by " + md(f.role) + ": " + md(f.kind) + " " + md_code(f.item) +
          (f.verb.empty() ? "" : " from " + md(f.verb)) + (f.detail.empty() ? "" : " (" + md(f.detail) + ")") + "\n";
@@ -99,7 +100,7 @@ std::string render_markdown(const Results& r, const RenderOptions& o) {
         s += "| " + md_code(c.id) + " | " + to_string(c.from) + " | **" + to_string(c.to) + "** | " + md(c.reason) + " |\n";
     }
   }
-  for (Status st : {Status::crash, Status::timeout, Status::leak, Status::fail, Status::incomplete}) {
+  for (Status st : {Status::crash, Status::timeout, Status::leak, Status::fail, Status::error, Status::incomplete}) {
     std::vector<const CaseResult*> list;
     for (const auto& c : r.cases)
       if (c.status == st) list.push_back(&c);
@@ -151,23 +152,23 @@ std::string render_markdown(const Results& r, const RenderOptions& o) {
   }
 
   if (!r.clauses.empty()) {
-    std::map<std::string, int> verdicts;
-    for (const auto& k : r.clauses) ++verdicts[k.verdict];
-    std::string line;
-    for (const char* v : {"fail", "warn", "pass", "observed", "skip", "not_run"})
-      if (verdicts.count(v)) line += (line.empty() ? "" : ", ") + std::to_string(verdicts[v]) + " " + v;
-    s += fmt("\n## Clause coverage\n\n%zu clauses: %s.\n\n", r.clauses.size(), line.c_str());
-    s += "| clause | level | verdict | cases |\n|---|---|---|---|\n";
+    const std::string line = text::verdicts_line(r.clauses);
+    s += fmt("\n## Clause coverage\n\n%zu clauses: %s. `pass`: decided by the runtime under test; "
+             "`emulated`: every passing check was decided by the adapter or by ipcheck, not by the runtime.\n\n",
+             r.clauses.size(), line.c_str());
+    s += "| clause | level | verdict | passing checks decided by | cases |\n|---|---|---|---|---|\n";
     std::vector<const ClauseInfo*> not_run;
     for (const auto& k : r.clauses) {
-      if (k.verdict == "not_run") {
+      if (k.verdict == ClauseVerdict::not_run) {
         not_run.push_back(&k);
         continue;
       }
       std::string cases;
       for (const auto& c : k.cases) cases += (cases.empty() ? "" : ", ") + md_code(c);
-      s += "| " + md_code(k.id) + " | " + md(k.level) + " | " +
-           (k.verdict == "fail" ? "**fail**" : md(k.verdict)) + " | " + cases + " |\n";
+      const bool bad = k.verdict == ClauseVerdict::fail;
+      s += "| " + md_code(k.id) + " | " + to_string(k.level) + " | " +
+           (bad ? "**fail**" : std::string(to_string(k.verdict))) + " | " + md(text::decided_line(k)) + " | " + cases +
+           " |\n";
     }
     if (!not_run.empty()) {
       s += fmt("\nNot run in this run (%zu): ", not_run.size());

@@ -1,5 +1,6 @@
 #include "ipcheck/reports/results.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -12,7 +13,38 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kStatusNames[] = {"pass", "xfail", "fail", "leak", "timeout", "crash", "skip", "incomplete"};
+constexpr const char* kStatusNames[] = {"pass", "xfail", "fail", "leak", "timeout", "crash", "skip", "incomplete", "error"};
+constexpr const char* kLevelNames[] = {"must", "should", "observe"};
+constexpr const char* kCheckResultNames[] = {"pass", "fail", "warn", "observed"};
+constexpr const char* kDeciderNames[] = {"runtime", "adapter", "harness", "unknown"};
+constexpr const char* kVerdictNames[] = {"pass", "emulated", "observed", "warn", "xfail", "fail", "not_run"};
+
+template <class E, std::size_t N>
+std::optional<E> parse_name(const char* const (&names)[N], std::string_view s) noexcept {
+  for (std::size_t i = 0; i < N; ++i)
+    if (s == names[i]) return static_cast<E>(i);
+  return std::nullopt;
+}
+
+template <class E, std::size_t N>
+std::string one_of(const char* const (&names)[N]) {
+  std::string s;
+  for (std::size_t i = 0; i < N; ++i) s += std::string(i ? ", " : "") + names[i];
+  return s;
+}
+
+// A text field holding one of `names`; a missing field keeps `out`.
+template <class E, std::size_t N>
+void get_enum(const json& j, const char* key, const char* const (&names)[N], E& out, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_string())
+    throw SchemaError("results: " + where + ": \"" + key + "\" is not text; it is one of " + one_of<E>(names));
+  const std::string v = it->get<std::string>();
+  auto e = parse_name<E>(names, v);
+  if (!e) throw SchemaError("results: " + where + ": \"" + key + "\" is \"" + v + "\", not one of " + one_of<E>(names));
+  out = *e;
+}
 
 template <class T>
 void get_to(const json& j, const char* key, T& out) {
@@ -20,15 +52,32 @@ void get_to(const json& j, const char* key, T& out) {
 }
 
 json check_json(const Check& c) {
-  return {{"clause", c.clause}, {"level", c.level}, {"result", c.result},
-          {"role", c.role},     {"message", c.message}, {"where", c.where}};
+  json j = {{"clause", c.clause},   {"level", to_string(c.level)}, {"result", to_string(c.result)},
+            {"decided_by", to_string(c.decided_by)}, {"role", c.role}, {"message", c.message}, {"where", c.where}};
+  if (c.setup) j["setup"] = true;
+  if (c.expected) j["expected"] = true;
+  if (!c.call.empty()) j["call"] = c.call;
+  if (c.native != 0 || !c.native_name.empty()) {
+    j["native"] = c.native;
+    j["native_name"] = c.native_name;
+  }
+  return j;
 }
 
-Check check_from(const json& j) {
+// `version` 1 files have no attribution: who decided each check is unknown there.
+Check check_from(const json& j, const std::string& case_id) {
   Check c;
+  const std::string where = "case " + case_id + ", a check";
   get_to(j, "clause", c.clause);
-  get_to(j, "level", c.level);
-  get_to(j, "result", c.result);
+  get_enum(j, "level", kLevelNames, c.level, where);
+  get_enum(j, "result", kCheckResultNames, c.result, where);
+  c.decided_by = Decider::unknown;
+  get_enum(j, "decided_by", kDeciderNames, c.decided_by, where);
+  get_to(j, "setup", c.setup);
+  get_to(j, "expected", c.expected);
+  get_to(j, "call", c.call);
+  get_to(j, "native", c.native);
+  get_to(j, "native_name", c.native_name);
   get_to(j, "role", c.role);
   get_to(j, "message", c.message);
   get_to(j, "where", c.where);
@@ -40,6 +89,7 @@ json case_json(const CaseResult& c) {
             {"reason", c.reason}, {"clauses", c.clauses}, {"observations", c.observations},
             {"duration_s", c.duration_s}};
   if (!c.expectation.empty()) j["expectation"] = c.expectation;
+  if (c.expected_status) j["expected_status"] = to_string(*c.expected_status);
   if (!c.injection.empty()) j["injection"] = c.injection;
   j["checks"] = json::array();
   for (const auto& k : c.checks) j["checks"].push_back(check_json(k));
@@ -74,13 +124,21 @@ CaseResult case_from(const json& j) {
   c.status = *s;
   get_to(j, "reason", c.reason);
   get_to(j, "expectation", c.expectation);
+  if (auto it = j.find("expected_status"); it != j.end() && it->is_string()) {
+    c.expected_status = parse_status(it->get<std::string>());
+    if (!c.expected_status)
+      throw SchemaError("results: case " + c.id + " has unknown expected_status \"" + it->get<std::string>() + "\"");
+  } else if (c.status == Status::xfail && c.reason.rfind("expected ", 0) == 0) {
+    // Version 1 kept it only in the reason: "expected leak: ..."
+    c.expected_status = parse_status(c.reason.substr(9, c.reason.find(':') - 9));
+  }
   get_to(j, "injection", c.injection);
   get_to(j, "clauses", c.clauses);
   get_to(j, "observations", c.observations);
   get_to(j, "duration_s", c.duration_s);
   get_to(j, "warnings", c.warnings);
   if (auto it = j.find("checks"); it != j.end())
-    for (const auto& k : *it) c.checks.push_back(check_from(k));
+    for (const auto& k : *it) c.checks.push_back(check_from(k, c.id));
   if (auto it = j.find("native_errors"); it != j.end())
     for (const auto& e : *it) {
       NativeError n;
@@ -124,11 +182,18 @@ CaseResult case_from(const json& j) {
 }  // namespace
 
 const char* to_string(Status s) noexcept { return kStatusNames[static_cast<int>(s)]; }
-
-std::optional<Status> parse_status(std::string_view s) noexcept {
-  for (int i = 0; i < 8; ++i)
-    if (s == kStatusNames[i]) return static_cast<Status>(i);
-  return std::nullopt;
+std::optional<Status> parse_status(std::string_view s) noexcept { return parse_name<Status>(kStatusNames, s); }
+const char* to_string(Level l) noexcept { return kLevelNames[static_cast<int>(l)]; }
+std::optional<Level> parse_level(std::string_view s) noexcept { return parse_name<Level>(kLevelNames, s); }
+const char* to_string(CheckResult r) noexcept { return kCheckResultNames[static_cast<int>(r)]; }
+std::optional<CheckResult> parse_check_result(std::string_view s) noexcept {
+  return parse_name<CheckResult>(kCheckResultNames, s);
+}
+const char* to_string(Decider d) noexcept { return kDeciderNames[static_cast<int>(d)]; }
+std::optional<Decider> parse_decider(std::string_view s) noexcept { return parse_name<Decider>(kDeciderNames, s); }
+const char* to_string(ClauseVerdict v) noexcept { return kVerdictNames[static_cast<int>(v)]; }
+std::optional<ClauseVerdict> parse_clause_verdict(std::string_view s) noexcept {
+  return parse_name<ClauseVerdict>(kVerdictNames, s);
 }
 
 int severity(Status s) noexcept {
@@ -140,14 +205,36 @@ int severity(Status s) noexcept {
     case Status::timeout: return 4;
     case Status::crash: return 5;
     case Status::skip:
-    case Status::incomplete: return -1;
+    case Status::incomplete:
+    case Status::error: return -1;
   }
   return -1;
 }
 
 bool is_problem(Status s) noexcept {
   return s == Status::fail || s == Status::leak || s == Status::timeout || s == Status::crash ||
-         s == Status::incomplete;
+         s == Status::incomplete || s == Status::error;
+}
+
+bool is_judged(Status s) noexcept { return severity(s) >= 0; }
+
+void add_observation(CaseResult& c, const std::string& name, const std::string& value) {
+  auto [it, fresh] = c.observations.try_emplace(name, value);
+  if (fresh || it->second == value) return;
+  // Keep every value: split what is there, add, sort, join.
+  std::vector<std::string> values;
+  for (std::size_t at = 0;;) {
+    const auto bar = it->second.find(" | ", at);
+    values.push_back(it->second.substr(at, bar == std::string::npos ? std::string::npos : bar - at));
+    if (bar == std::string::npos) break;
+    at = bar + 3;
+  }
+  if (std::find(values.begin(), values.end(), value) != values.end()) return;
+  values.push_back(value);
+  std::sort(values.begin(), values.end());
+  std::string joined;
+  for (const auto& v : values) joined += (joined.empty() ? "" : " | ") + v;
+  it->second = joined;
 }
 
 int Summary::of(Status s) const {
@@ -162,6 +249,7 @@ Summary summarize(const std::vector<CaseResult>& cases) {
     ++s.counts[to_string(c.status)];
     ++s.total;
     if (is_problem(c.status)) ++s.unexpected;
+    if (c.status == Status::error) ++s.errors;
   }
   return s;
 }
@@ -181,15 +269,30 @@ json to_json(const Results& r) {
               {"transport", r.run.transport},
               {"runner", r.run.runner}};
   if (!r.run.audit_note.empty()) run["audit_note"] = r.run.audit_note;
+  if (!r.run.expectations.empty()) run["expectations"] = r.run.expectations;
   json j = {{"schema", r.schema}, {"run", run}};
   j["cases"] = json::array();
   for (const auto& c : r.cases) j["cases"].push_back(case_json(c));
-  j["summary"] = {{"total", r.summary.total}, {"unexpected", r.summary.unexpected}, {"counts", r.summary.counts}};
+  j["summary"] = {{"total", r.summary.total},
+                  {"unexpected", r.summary.unexpected},
+                  {"errors", r.summary.errors},
+                  {"counts", r.summary.counts}};
   j["clauses"] = json::array();
   for (const auto& c : r.clauses)
-    j["clauses"].push_back({{"id", c.id}, {"profile", c.profile}, {"level", c.level}, {"source", c.source},
-                            {"statement", c.statement}, {"uncovered_reason", c.uncovered_reason},
-                            {"cases", c.cases}, {"verdict", c.verdict}});
+    j["clauses"].push_back({{"id", c.id},
+                            {"profile", c.profile},
+                            {"level", to_string(c.level)},
+                            {"source", c.source},
+                            {"statement", c.statement},
+                            {"uncovered_reason", c.uncovered_reason},
+                            {"cases", c.cases},
+                            {"verdict", to_string(c.verdict)},
+                            {"decided", {{"runtime", c.by_runtime},
+                                         {"adapter", c.by_adapter},
+                                         {"harness", c.by_harness},
+                                         {"unknown", c.by_unknown}}},
+                            {"failed", c.failed},
+                            {"ran", c.ran}});
   if (!r.fuzz.is_null()) j["fuzz"] = r.fuzz;
   if (!r.bench.is_null()) j["bench"] = r.bench;
   return j;
@@ -215,12 +318,13 @@ void check_schema(const json& j) {
   if (!version)
     throw SchemaError("results: schema is \"" + schema + "\", expected \"" + std::string(kSchema) +
                       "\": this is not an ipcheck results file");
-  if (*version == kSchemaVersion) return;
+  if (*version >= kOldestReadableSchema && *version <= kSchemaVersion) return;
   std::string writer = "an ipcheck";
   if (auto run = j.find("run"); run != j.end() && run->is_object())
     if (auto v = run->find("ipcheck_version"); v != run->end() && v->is_string())
       writer = "ipcheck " + v->get<std::string>();
-  const std::string here = "this ipcheck reads \"" + std::string(kSchema) + "\" only";
+  const std::string here = "this ipcheck reads \"ipcheck.results/" + std::to_string(kOldestReadableSchema) +
+                           "\" to \"" + std::string(kSchema) + "\"";
   if (*version > kSchemaVersion)
     throw SchemaError("results: schema \"" + schema + "\" is newer: the file was written by " + writer + ", and " +
                       here + "; read it with that ipcheck or a newer one (reports/SCHEMA.md lists the versions)");
@@ -238,7 +342,9 @@ Results from_json(const json& j) {
   if (!j.contains("run") || !j["run"].is_object())
     throw SchemaError("results: the document has no \"run\" object (adapter, driver, ...); it is incomplete");
   Results r;
-  r.schema = schema;
+  // A file is read into this version's model (version 1: checks' deciders are unknown,
+  // clause verdict "skip" is "not_run"); what is written again is this version.
+  r.schema = std::string(kSchema);
   const json& run = j.at("run");
   get_to(run, "adapter", r.run.adapter);
   if (auto d = run.find("driver"); d != run.end()) {
@@ -257,19 +363,32 @@ Results from_json(const json& j) {
   get_to(run, "audit_note", r.run.audit_note);
   get_to(run, "transport", r.run.transport);
   get_to(run, "runner", r.run.runner);
+  get_to(run, "expectations", r.run.expectations);
   if (auto it = j.find("cases"); it != j.end())
     for (const auto& c : *it) r.cases.push_back(case_from(c));
   if (auto it = j.find("clauses"); it != j.end())
     for (const auto& c : *it) {
       ClauseInfo k;
       get_to(c, "id", k.id);
+      const std::string where = "clause " + k.id;
       get_to(c, "profile", k.profile);
-      get_to(c, "level", k.level);
+      get_enum(c, "level", kLevelNames, k.level, where);
       get_to(c, "source", k.source);
       get_to(c, "statement", k.statement);
       get_to(c, "uncovered_reason", k.uncovered_reason);
       get_to(c, "cases", k.cases);
-      get_to(c, "verdict", k.verdict);
+      if (auto v = c.find("verdict"); v != c.end() && v->is_string() && *v == "skip")
+        k.verdict = ClauseVerdict::not_run;  // version 1: every case of it skipped
+      else
+        get_enum(c, "verdict", kVerdictNames, k.verdict, where);
+      if (auto d = c.find("decided"); d != c.end() && d->is_object()) {
+        get_to(*d, "runtime", k.by_runtime);
+        get_to(*d, "adapter", k.by_adapter);
+        get_to(*d, "harness", k.by_harness);
+        get_to(*d, "unknown", k.by_unknown);
+      }
+      get_to(c, "failed", k.failed);
+      get_to(c, "ran", k.ran);
       r.clauses.push_back(k);
     }
   if (auto it = j.find("fuzz"); it != j.end()) r.fuzz = *it;

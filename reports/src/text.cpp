@@ -198,6 +198,37 @@ std::string driver_of(std::string_view name, std::string_view version) {
 
 std::string driver_of(const RunInfo& r) { return driver_of(r.driver_name, r.driver_version); }
 
+std::string verdicts_line(const std::vector<ClauseInfo>& clauses) {
+  std::string line;
+  for (ClauseVerdict v : kVerdictsFirst) {
+    const auto n = std::count_if(clauses.begin(), clauses.end(), [&](const ClauseInfo& k) { return k.verdict == v; });
+    if (n) line += (line.empty() ? "" : ", ") + std::to_string(n) + " " + to_string(v);
+  }
+  return line;
+}
+
+std::string decided_line(const ClauseInfo& k) {
+  std::string s;
+  auto add = [&](int n, const char* who) {
+    if (n) s += (s.empty() ? "" : ", ") + std::string(who) + " " + std::to_string(n);
+  };
+  add(k.by_runtime, "runtime");
+  add(k.by_adapter, "adapter");
+  add(k.by_harness, "ipcheck");
+  add(k.by_unknown, "unknown");
+  return s.empty() ? "-" : s;
+}
+
+std::string decided_by(const Check& k) {
+  switch (k.decided_by) {
+    case Decider::runtime: return k.call.empty() ? "the runtime" : "the runtime (" + k.call + ")";
+    case Decider::adapter: return "the adapter";
+    case Decider::harness: return "ipcheck";
+    case Decider::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
 std::string devices_of(const RunInfo& r) {
   std::string s;
   if (r.devices.is_array())
@@ -218,6 +249,7 @@ const char* status_color(Status s) noexcept {
     case Status::crash: return "#b71c1c";
     case Status::skip: return "#78909c";
     case Status::incomplete: return "#455a64";
+    case Status::error: return "#5d4037";
   }
   return "#000";
 }

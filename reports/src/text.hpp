@@ -47,7 +47,19 @@ std::size_t width(std::string_view s);
 
 // Statuses in the order a person reads them: problems first, the worst first.
 inline constexpr Status kProblemsFirst[] = {Status::crash, Status::timeout, Status::leak, Status::fail,
-                                            Status::incomplete, Status::xfail, Status::skip, Status::pass};
+                                            Status::error,  Status::incomplete, Status::xfail, Status::skip,
+                                            Status::pass};
+// Clause verdicts in the order a person reads them: problems first.
+inline constexpr ClauseVerdict kVerdictsFirst[] = {ClauseVerdict::fail,     ClauseVerdict::xfail,
+                                                   ClauseVerdict::warn,     ClauseVerdict::emulated,
+                                                   ClauseVerdict::pass,     ClauseVerdict::observed,
+                                                   ClauseVerdict::not_run};
+// "12 pass, 3 emulated, 2 not_run" over the clauses (verdicts with none left out).
+std::string verdicts_line(const std::vector<ClauseInfo>& clauses);
+// Who decided a clause's passing checks: "runtime 5, adapter 2" (empty when none).
+std::string decided_line(const ClauseInfo& k);
+// A check's attribution for a person: "CUDA's cuIpcOpenMemHandle", "the adapter", "ipcheck".
+std::string decided_by(const Check& k);
 // "15 cases: 2 crash, 1 fail, 12 pass" (statuses with no case left out).
 std::string counts_line(const Summary& s);
 // The driver as people name it: "ipcref 0.1.0"; "(driver unknown)" when both are empty.

@@ -89,10 +89,32 @@ TEST(Results, FieldsItDoesNotKnowAreIgnored) {
 TEST(Schema, NewerVersionSaysNewerAndWhoWroteIt) {
   const std::string e = error_of(fixture_path("schema-newer.json"));
   EXPECT_NE(e.find("schema-newer.json"), std::string::npos) << e;
-  EXPECT_NE(e.find("\"ipcheck.results/2\" is newer"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"ipcheck.results/3\" is newer"), std::string::npos) << e;
   EXPECT_NE(e.find("written by ipcheck 0.4.0"), std::string::npos) << e;
-  EXPECT_NE(e.find("reads \"ipcheck.results/1\" only"), std::string::npos) << e;
+  EXPECT_NE(e.find("reads \"ipcheck.results/1\" to \"ipcheck.results/2\""), std::string::npos) << e;
   EXPECT_NE(e.find("newer one"), std::string::npos) << "says what to do: " << e;
+}
+
+// Version 1 files (the committed baselines of before) are read into this version: who
+// decided each check is unknown there, and a clause whose cases skipped is not_run.
+TEST(Schema, VersionOneIsConverted) {
+  nlohmann::json j = to_json(fixture("ze-1.3.29735.json"));
+  j["schema"] = "ipcheck.results/1";
+  for (auto& c : j["cases"])
+    for (auto& k : c["checks"]) k.erase("decided_by");
+  j["clauses"][0]["verdict"] = "skip";
+  const Results r = from_json(j);
+  EXPECT_EQ(r.schema, "ipcheck.results/2") << "what is written again is this version";
+  bool any = false;
+  for (const auto& c : r.cases)
+    for (const auto& k : c.checks) {
+      EXPECT_EQ(k.decided_by, Decider::unknown);
+      any = true;
+    }
+  EXPECT_TRUE(any);
+  EXPECT_EQ(r.clauses[0].verdict, ClauseVerdict::not_run);
+  j["clauses"][0]["verdict"] = "maybe";
+  EXPECT_THROW(from_json(j), SchemaError) << "an unknown verdict names the field";
 }
 
 TEST(Schema, OlderVersionSaysOlderAndHowToGetOut) {

@@ -36,6 +36,13 @@ struct CaseEntry {
   std::string reason;
 };
 
+// A clause whose coverage verdict differs (pass -> emulated, not_run -> fail, ...).
+struct ClauseChange {
+  std::string id;
+  ClauseVerdict from = ClauseVerdict::not_run;
+  ClauseVerdict to = ClauseVerdict::not_run;
+};
+
 struct ObservationChange {
   std::string case_id;
   std::string name;
@@ -68,7 +75,9 @@ struct Diff {
   RunLabel old_run, new_run;
   std::vector<StatusChange> regressions;  // worst new status first, then by id
   std::vector<StatusChange> fixes;        // best new status first, then by id
-  std::vector<StatusChange> changes;      // to or from skip or incomplete (never a regression)
+  std::vector<StatusChange> changes;      // to or from skip, incomplete or error (never a regression)
+  std::vector<StatusChange> errors;       // judged in the old run, a harness error in the new: not judged
+  std::vector<ClauseChange> clauses;      // coverage verdicts that changed
   std::vector<CaseEntry> added;           // cases only in the new run
   std::vector<CaseEntry> removed;         // cases only in the old run
   std::vector<ObservationChange> observations;
