@@ -13,6 +13,7 @@ std::span<const std::byte> as_bytes(const std::string& s) {
 
 Owned alloc_filled(Role& r, std::size_t bytes, std::uint64_t seed, std::string_view clause, int device, MemKind kind,
                    Where w) {
+  SetupSteps setup(r);
   Adapter& a = r.adapter();
   auto res = a.alloc(device, bytes, kind);
   r.skip_if_unsupported(res.outcome, std::string("alloc of ") + mem_kind_name(kind) + " memory");
@@ -34,23 +35,26 @@ bool verify(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::strin
   std::vector<std::byte> got(bytes);
   const Outcome o = r.adapter().read(p, got);
   if (!o.ok()) return r.check_ok(o, clause, what + ": read " + size_name(bytes), w);
+  // The bytes are what the runtime mapped there: its read decides.
   const std::size_t bad = first_mismatch(got, seed, offset);
   if (bad == static_cast<std::size_t>(-1))
-    return r.check(true, clause, what + ": " + size_name(bytes) + " as written", w);
+    return r.check(true, Evidence::of(o), clause, what + ": " + size_name(bytes) + " as written", w);
   const auto want = pattern(seed, 1, offset + bad);
-  return r.check(false, clause,
+  return r.check(false, Evidence::of(o), clause,
                  what + ": byte " + std::to_string(bad) + " of " + std::to_string(bytes) + " is " +
                      hex(static_cast<unsigned>(got[bad])) + ", expected " + hex(static_cast<unsigned>(want[0])) +
                      " (wrong offset, stale or foreign memory)",
                  w);
 }
 
-bool holds(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::size_t offset) {
+Seen holds(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::size_t offset) {
   std::vector<std::byte> got(bytes);
-  return r.adapter().read(p, got).ok() && first_mismatch(got, seed, offset) == static_cast<std::size_t>(-1);
+  const Outcome o = r.adapter().read(p, got);
+  return {o.ok() && first_mismatch(got, seed, offset) == static_cast<std::size_t>(-1), Evidence::of(o)};
 }
 
 Owned export_memory(Role& r, DevPtr p, Exported& out, std::string_view clause, Where w) {
+  SetupSteps setup(r);
   auto res = r.adapter().mem_get(p);
   r.skip_if_unsupported(res.outcome, "mem_get");
   out = r.require(std::move(res), clause, "mem_get", w);
@@ -58,11 +62,21 @@ Owned export_memory(Role& r, DevPtr p, Exported& out, std::string_view clause, W
 }
 
 Owned open_received(Role& r, const Received& h, std::string_view clause, const std::string& what, int device, Where w) {
+  SetupSteps setup(r);
   auto res = r.adapter().mem_open(h.bytes, h.fd.get(), device);
   return Owned::mapping(r.adapter(), r.require(res, clause, what, w));
 }
 
+Owned open_received(Role& r, const Received& h, std::string_view clause, const std::string& what, Evidence& by,
+                    int device, Where w) {
+  SetupSteps setup(r);
+  auto res = r.adapter().mem_open(h.bytes, h.fd.get(), device);
+  by.with(res.outcome);
+  return Owned::mapping(r.adapter(), r.require(res, clause, what, w));
+}
+
 bool end_export(Role& r, Owned& exported, std::string_view clause, const std::string& what, Where w) {
+  SetupSteps setup(r);
   const Outcome o = exported.reset();
   if (o.code == Errc::not_implemented) {
     r.note(what + ": the API has no put (" + o.describe() + ")");
@@ -72,6 +86,7 @@ bool end_export(Role& r, Owned& exported, std::string_view clause, const std::st
 }
 
 void put_or_skip(Role& r, Owned& exported, std::string_view clause, const std::string& what, Where w) {
+  SetupSteps setup(r);
   const Outcome o = exported.reset();
   if (o.code == Errc::not_implemented) r.skip(what + ": " + o.describe());
   r.require_ok(o, clause, what, w);
@@ -120,6 +135,7 @@ std::string receive_text(Role& r, const std::string& tag) {
 }
 
 PhysicalView map_physical(Role& r, ObjectId pm, std::size_t bytes, std::string_view clause, int device, Where w) {
+  SetupSteps setup(r);
   Adapter& a = r.adapter();
   PhysicalView v;
   auto res = a.vm_reserve(device, bytes);
@@ -138,12 +154,14 @@ std::size_t granular(Role& r, std::size_t at_least, int device) {
 }
 
 Owned create_physical(Role& r, std::size_t bytes, bool ipc, std::string_view clause, int device, Where w) {
+  SetupSteps setup(r);
   auto res = r.adapter().phys_create(device, bytes, ipc);
   r.skip_if_unsupported(res.outcome, std::string("phys_create") + (ipc ? " with IPC" : ""));
   return Owned::physical(r.adapter(), r.require(res, clause, "phys_create " + size_name(bytes), w));
 }
 
 Owned export_physical(Role& r, ObjectId pm, Exported& out, std::string_view clause, Where w) {
+  SetupSteps setup(r);
   auto res = r.adapter().phys_get(pm);
   r.skip_if_unsupported(res.outcome, "phys_get");
   out = r.require(std::move(res), clause, "phys_get", w);
@@ -151,18 +169,21 @@ Owned export_physical(Role& r, ObjectId pm, Exported& out, std::string_view clau
 }
 
 Owned open_physical(Role& r, const Received& h, std::string_view clause, const std::string& what, int device, Where w) {
+  SetupSteps setup(r);
   auto res = r.adapter().phys_open(h.bytes, h.fd.get(), device);
   r.skip_if_unsupported(res.outcome, "phys_open");
   return Owned::opened_physical(r.adapter(), r.require(res, clause, what, w));
 }
 
 Owned create_event(Role& r, EventFlags flags, std::string_view clause, int device, Where w) {
+  SetupSteps setup(r);
   auto res = r.adapter().event_create(device, flags);
   r.skip_if_unsupported(res.outcome, std::string("event_create") + (flags.ipc ? " with IPC" : ""));
   return Owned::event(r.adapter(), r.require(res, clause, "event_create", w));
 }
 
 Owned export_event(Role& r, ObjectId ev, Exported& out, std::string_view clause, Where w) {
+  SetupSteps setup(r);
   auto res = r.adapter().event_get(ev);
   r.skip_if_unsupported(res.outcome, "event_get");
   out = r.require(std::move(res), clause, "event_get", w);
@@ -170,18 +191,25 @@ Owned export_event(Role& r, ObjectId ev, Exported& out, std::string_view clause,
 }
 
 Owned open_event(Role& r, const Received& h, std::string_view clause, const std::string& what, int device, Where w) {
+  SetupSteps setup(r);
   auto res = r.adapter().event_open(h.bytes, h.fd.get(), device);
   r.skip_if_unsupported(res.outcome, "event_open");
   return Owned::event(r.adapter(), r.require(res, clause, what, w));
 }
 
-bool query(Role& r, ObjectId ev, std::string_view clause, const std::string& what, Where w) {
-  return r.require(r.adapter().event_query(ev), clause, what, w);
+Seen query(Role& r, ObjectId ev, std::string_view clause, const std::string& what, Where w) {
+  auto res = r.adapter().event_query(ev);
+  const Evidence by = Evidence::of(res.outcome);
+  SetupSteps setup(r);  // the query working is a step; what it answered is the caller's check
+  return {r.require(std::move(res), clause, what, w), by};
 }
 
-bool wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view clause, const std::string& what,
+Seen wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view clause, const std::string& what,
               Where w) {
-  return r.require(r.adapter().event_wait(ev, t), clause, what, w);
+  auto res = r.adapter().event_wait(ev, t);
+  const Evidence by = Evidence::of(res.outcome);
+  SetupSteps setup(r);
+  return {r.require(std::move(res), clause, what, w), by};
 }
 
 std::string outcome_word(const Outcome& o) { return o.ok() ? "ok" : errc_name(o.code); }
@@ -193,7 +221,8 @@ bool check_no_growth(Role& r, const ResourceCount& before, const ResourceCount& 
   const auto grew = diff_snapshots(before.snapshot, after.snapshot);
   std::string items;
   for (std::size_t i = 0; i < grew.size() && i < 3; ++i) items += (i ? "; " : "") + grew[i].kind + " " + grew[i].item;
-  return r.check(grew.empty(), clause,
+  // What the process holds is what the runtime under it left: ipcheck's audit only counts it.
+  return r.check(grew.empty(), Evidence::of(Outcome::runtime_success("/proc/self audit")), clause,
                  what + ": descriptors " + std::to_string(before.fds()) + " -> " + std::to_string(after.fds()) +
                      ", shared mappings " + std::to_string(before.mappings()) + " -> " +
                      std::to_string(after.mappings()) + (grew.empty() ? "" : "; new: " + items),
@@ -202,6 +231,7 @@ bool check_no_growth(Role& r, const ResourceCount& before, const ResourceCount& 
 
 void await_killed(Role& r, const std::string& role, std::string_view clause, Where w) {
   const std::string how = r.wait_exit(role);
+  SetupSteps setup(r);  // the runner's kill, not the runtime's doing
   r.check(how == "signal SIGKILL", clause,
           role + " was killed at " + r.injection().describe() + " and ended by " + how, w);
 }
@@ -211,7 +241,7 @@ void check_open_after_death(Role& r, const std::string& what, const std::functio
   const Outcome o = open();
   const auto took = std::chrono::steady_clock::now() - t0;
   r.check_error(o, Errc::exporter_gone, kExporterGone, what + " after the exporter was killed", w);
-  r.check(took < kPromptAfterDeath, kExporterGone, what + " returned after " + ms(took), w);
+  r.check(took < kPromptAfterDeath, Evidence::of(o), kExporterGone, what + " returned after " + ms(took), w);
 }
 
 std::string hex(std::uint64_t v) {

@@ -23,6 +23,11 @@ inline constexpr std::chrono::milliseconds kShortWait{150};
 // Waits that must succeed: generous for a loaded machine, they end as soon as the signal comes.
 inline constexpr std::chrono::seconds kLongWait{3};
 
+// Set-up helpers (alloc_filled, export_*, open_*, create_*, map_physical, put_or_skip,
+// end_export) make their checks as set-up steps (SetupSteps): a failure fails the case, a
+// pass decides nothing about the clause. Checks that decide a clause carry the evidence of
+// the runtime's answer (an Outcome, or a Seen from verify/holds/query/wait_for).
+
 // Allocates `bytes` on `device`, fills it with pattern(seed); ends the role on failure.
 Owned alloc_filled(Role& r, std::size_t bytes, std::uint64_t seed, std::string_view clause, int device = 0,
                    MemKind kind = MemKind::device, Where w = Where::current());
@@ -35,8 +40,9 @@ bool fill(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::string_
 bool verify(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::string_view clause, const std::string& what,
             std::size_t offset = 0, Where w = Where::current());
 
-// Whether [p, p + bytes) holds pattern(seed, bytes, offset), without judging (for observations).
-bool holds(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::size_t offset = 0);
+// Whether [p, p + bytes) holds pattern(seed, bytes, offset), without judging, with the read's
+// evidence (false also when the read fails).
+Seen holds(Role& r, DevPtr p, std::size_t bytes, std::uint64_t seed, std::size_t offset = 0);
 
 // Exports `p` with mem_get (ending the role on failure) and owns the export (put on drop).
 Owned export_memory(Role& r, DevPtr p, Exported& out, std::string_view clause, Where w = Where::current());
@@ -44,6 +50,10 @@ Owned export_memory(Role& r, DevPtr p, Exported& out, std::string_view clause, W
 // Receives a handle sent with send_handle and opens it as memory; ends the role on failure.
 Owned open_received(Role& r, const Received& h, std::string_view clause, const std::string& what, int device = 0,
                     Where w = Where::current());
+
+// The same, adding the open's evidence to `by` (for checks on what the open returned).
+Owned open_received(Role& r, const Received& h, std::string_view clause, const std::string& what, Evidence& by,
+                    int device = 0, Where w = Where::current());
 
 // Owns whatever a call that should have failed returned anyway, so nothing leaks.
 inline Owned keep_mapping(Role& r, const Result<DevPtr>& res) {
@@ -111,10 +121,11 @@ Owned create_event(Role& r, EventFlags flags, std::string_view clause, int devic
 Owned export_event(Role& r, ObjectId ev, Exported& out, std::string_view clause, Where w = Where::current());
 Owned open_event(Role& r, const Received& h, std::string_view clause, const std::string& what, int device = 0,
                  Where w = Where::current());
-// Queries an event; ends the role when the query itself fails.
-bool query(Role& r, ObjectId ev, std::string_view clause, const std::string& what, Where w = Where::current());
+// Queries an event (whether it is signaled, and who said so); ends the role when the query
+// itself fails.
+Seen query(Role& r, ObjectId ev, std::string_view clause, const std::string& what, Where w = Where::current());
 // Waits up to `t` for an event: whether it was signaled; ends the role when the wait itself fails.
-bool wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view clause, const std::string& what,
+Seen wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view clause, const std::string& what,
               Where w = Where::current());
 
 // What a call returned, as an observation value: "ok" or the errc name ("invalid").

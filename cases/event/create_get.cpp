@@ -30,13 +30,13 @@ void not_ipc(Role& r) {
   const std::string what = "event_get on an event created without the IPC flag gave " +
                            (res.ok() ? std::string("a handle") : res.outcome.describe());
   if (!res.ok()) r.native_error("event_get on a non-IPC event", res.outcome);
-  r.check(!res.ok(), "ur.event.get.not_ipc", what);
+  r.check(!res.ok(), Evidence::of(res.outcome), "ur.event.get.not_ipc", what);
   // Level Zero states it for the pool: an event pool without the IPC flag has no IPC handle.
-  r.check(!res.ok(), "ze.evpool.ipc_flag", what);
+  r.check(!res.ok(), Evidence::of(res.outcome), "ze.evpool.ipc_flag", what);
   r.observe("event.get.not_ipc", outcome_word(res.outcome), "sycl.event.get.not_ipc_code");
   // The refusal leaves the event usable.
   r.check_ok(r.adapter().event_signal(plain.get()), "ur.event.get.not_ipc", "event_signal after the refused get");
-  const bool done = wait_for(r, plain.get(), kLongWait, "ur.event.get.not_ipc", "event_wait");
+  const Seen done = wait_for(r, plain.get(), kLongWait, "ur.event.get.not_ipc", "event_wait");
   r.check(done, "ur.event.get.not_ipc", "the event completes its signal after the refused get");
 }
 
@@ -59,7 +59,7 @@ void imported_consumer(Role& r) {
   auto res = r.adapter().event_get(ev.get());
   Owned leaked = keep_event_export(r, res);
   if (!res.ok()) r.native_error("event_get on an opened event", res.outcome);
-  r.check(!res.ok(), "ur.event.get.imported",
+  r.check(!res.ok(), Evidence::of(res.outcome), "ur.event.get.imported",
           "event_get on an event opened from a handle gave " + (res.ok() ? std::string("a handle") : res.outcome.describe()));
   r.barrier("consumer-done");
 }

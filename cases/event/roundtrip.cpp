@@ -45,7 +45,7 @@ void outlive_consumer(Role& r, ProducerEvents& p) {
   r.send_handle("successor", "forward", p.hf);
   r.send_handle("successor", "backward", p.hb);
   const auto t0 = std::chrono::steady_clock::now();
-  const bool woke = wait_for(r, p.backward.get(), kLongWait, kConsumerCrash, "event_wait for the successor's signal");
+  const Seen woke = wait_for(r, p.backward.get(), kLongWait, kConsumerCrash, "event_wait for the successor's signal");
   r.check(woke, kConsumerCrash, woke ? "the successor's signal ended the producer's wait after " + ms(std::chrono::steady_clock::now() - t0)
                                      : "the successor's signal never reached the producer");
   send_text(r, "successor", "producer-checked", "");
@@ -74,7 +74,7 @@ void producer(Role& r) {
   send_text(r, "consumer", "producer-waiting", "");
   r.step_into("during_wait");
   const auto t0 = std::chrono::steady_clock::now();
-  const bool woke = wait_for(r, p.backward.get(), kLongWait, kClause, "event_wait in the producer");
+  const Seen woke = wait_for(r, p.backward.get(), kLongWait, kClause, "event_wait in the producer");
   r.check(woke, kClause, woke ? "the consumer's signal ended the producer's wait after " + ms(std::chrono::steady_clock::now() - t0)
                               : "the producer's wait timed out: the signal through the consumer's opened event never reached it");
   r.barrier("done");
@@ -126,7 +126,7 @@ void consumer(Role& r) {
   send_text(r, "producer", "consumer-waiting", "");
   r.step_into("during_wait");
   const auto t0 = std::chrono::steady_clock::now();
-  const bool woke = wait_for(r, forward.get(), kLongWait, kClause, "event_wait in the consumer");
+  const Seen woke = wait_for(r, forward.get(), kLongWait, kClause, "event_wait in the consumer");
   r.check(woke, kClause, woke ? "the producer's signal ended the consumer's wait after " + ms(std::chrono::steady_clock::now() - t0)
                               : "the consumer's wait timed out: the producer's signal never reached it");
   receive_text(r, "producer-waiting");

@@ -16,6 +16,7 @@ void get_without_aspect(Role& r) {
                 "mem_get of memory on device " + std::to_string(bare) + ", which lacks ipc_memory");
   // The refusal is about the device: memory on a capable device still exports.
   if (auto able = device_with(r, "ipc_memory")) {
+    SetupSteps setup(r);  // supporting: the refusal above was about the device
     Owned ok = alloc_filled(r, kPage, kSeed, "sycl.mem.get.aspect", *able);
     Exported h;
     Owned exported = export_memory(r, ok.get(), h, "sycl.mem.get.aspect");
@@ -44,6 +45,7 @@ void consumer(Role& r) {
   r.check_error(res.outcome, Errc::feature_not_supported, "sycl.mem.open.aspect",
                 "mem_open on device " + std::to_string(bare) + ", which lacks ipc_memory");
   // The same bytes open on a capable device: the refusal was the aspect, not the handle.
+  SetupSteps setup(r);
   Owned mapped = open_received(r, h, "sycl.mem.open.aspect", "mem_open on capable device " + std::to_string(able), able);
   verify(r, mapped.get(), kPage, kSeed, "sycl.mem.open.aspect", "the capable device maps the export");
   r.barrier("consumer-done");

@@ -38,6 +38,7 @@ void consumer(Role& r) {
   for (std::uint64_t flags : {0x2ull, 0x80000000ull})
     r.observe("memory.open.flags." + hex(flags), try_flags(r, h, flags), "cuda.mem.open.flags");
   // The default flags still open: the refusals were about the flags, not the handle.
+  SetupSteps setup(r);
   Owned mapped = open_received(r, h, "ze.mem.open.flags", "mem_open with default flags");
   verify(r, mapped.get(), kPage, kSeed, "ze.mem.open.flags", "default-flag mapping");
   r.barrier("consumer-done");

@@ -74,7 +74,7 @@ void then_open_prober(Role& r) {
     return;
   }
   // It opened: say whether it maps the memory that was exported.
-  const bool same = holds(r, mapped.get(), kPage, kSeed);
+  const bool same = static_cast<bool>(holds(r, mapped.get(), kPage, kSeed));
   r.observe("memory.put.then_open", same ? "opens" : "opens_other_memory", "sycl.mem.put.then_open");
   r.note("mem_close of the mapping opened after put: " + outcome_word(mapped.reset()));
 }

@@ -14,6 +14,7 @@ void not_enabled(Role& r) {
   r.check_error(res.outcome, Errc::invalid, "sycl.phys.get.not_enabled",
                 "phys_get on an object created without the IPC property");
   // The same call on an IPC object succeeds: the refusal was the missing property.
+  SetupSteps setup(r);
   Owned ipc = create_physical(r, bytes, true, "sycl.phys.get.not_enabled");
   Exported h;
   Owned exported = export_physical(r, ipc.get(), h, "sycl.phys.get.not_enabled");
@@ -51,10 +52,19 @@ void enabled_producer(Role& r) {
   const std::size_t bytes = granular(r, kPage);
   Owned plain = create_physical(r, bytes, false, "sycl.phys.ipc_enabled");
   Owned ipc = create_physical(r, bytes, true, "sycl.phys.ipc_enabled");
-  const bool plain_says = r.require(r.adapter().phys_ipc_enabled(plain.get()), "sycl.phys.ipc_enabled", "query on plain");
-  const bool ipc_says = r.require(r.adapter().phys_ipc_enabled(ipc.get()), "sycl.phys.ipc_enabled", "query on IPC");
-  r.check(!plain_says, "sycl.phys.ipc_enabled", std::string("an object created without IPC reports ") + (plain_says ? "true" : "false"));
-  r.check(ipc_says, "sycl.phys.ipc_enabled", std::string("an object created with IPC reports ") + (ipc_says ? "true" : "false"));
+  auto plain_q = r.adapter().phys_ipc_enabled(plain.get());
+  auto ipc_q = r.adapter().phys_ipc_enabled(ipc.get());
+  const Evidence plain_by = Evidence::of(plain_q.outcome), ipc_by = Evidence::of(ipc_q.outcome);
+  bool plain_says = false, ipc_says = false;
+  {
+    SetupSteps setup(r);
+    plain_says = r.require(std::move(plain_q), "sycl.phys.ipc_enabled", "query on plain");
+    ipc_says = r.require(std::move(ipc_q), "sycl.phys.ipc_enabled", "query on IPC");
+  }
+  r.check(!plain_says, plain_by, "sycl.phys.ipc_enabled",
+          std::string("an object created without IPC reports ") + (plain_says ? "true" : "false"));
+  r.check(ipc_says, ipc_by, "sycl.phys.ipc_enabled",
+          std::string("an object created with IPC reports ") + (ipc_says ? "true" : "false"));
   Exported h;
   Owned exported = export_physical(r, ipc.get(), h, "sycl.phys.ipc_enabled");
   r.send_handle("consumer", "handle", h);
@@ -64,8 +74,14 @@ void enabled_producer(Role& r) {
 void enabled_consumer(Role& r) {
   Received h = r.receive("handle");
   Owned pm = open_physical(r, h, "sycl.phys.ipc_enabled", "phys_open");
-  const bool says = r.require(r.adapter().phys_ipc_enabled(pm.get()), "sycl.phys.ipc_enabled", "query on the opened object");
-  r.check(says, "sycl.phys.ipc_enabled", std::string("the opened object reports ") + (says ? "true" : "false"));
+  auto q = r.adapter().phys_ipc_enabled(pm.get());
+  const Evidence by = Evidence::of(q.outcome);
+  bool says = false;
+  {
+    SetupSteps setup(r);
+    says = r.require(std::move(q), "sycl.phys.ipc_enabled", "query on the opened object");
+  }
+  r.check(says, by, "sycl.phys.ipc_enabled", std::string("the opened object reports ") + (says ? "true" : "false"));
   r.barrier("consumer-done");
 }
 

@@ -75,10 +75,17 @@ void keeps_size_consumer(Role& r) {
   Received h = r.receive("handle");
   const std::size_t bytes = std::stoull(receive_text(r, "size"));
   Owned pm = open_physical(r, h, "sycl.phys.open.keeps_size", "phys_open");
-  const std::size_t got = r.require(r.adapter().phys_size(pm.get()), "sycl.phys.open.keeps_size", "phys_size");
-  r.check(got == bytes, "sycl.phys.open.keeps_size",
+  auto size = r.adapter().phys_size(pm.get());
+  const Evidence by = Evidence::of(size.outcome);  // the adapter's answer where the API has no size query
+  std::size_t got = 0;
+  {
+    SetupSteps setup(r);
+    got = r.require(std::move(size), "sycl.phys.open.keeps_size", "phys_size");
+  }
+  r.check(got == bytes, by, "sycl.phys.open.keeps_size",
           "the opened object reports " + std::to_string(got) + " bytes, the exported one has " + std::to_string(bytes));
-  // The size is real: the whole object maps and holds the producer's data.
+  // The size is real: the whole object maps and holds the producer's data (supporting).
+  SetupSteps setup(r);
   PhysicalView view = map_physical(r, pm.get(), bytes, "sycl.phys.open.keeps_size");
   verify(r, view.ptr(), bytes, kSeed, "sycl.phys.open.keeps_size", "the whole opened object");
   r.barrier("consumer-done");
@@ -90,9 +97,14 @@ IPCHECK_CASE(Case("physical.open.keeps_size", "An opened physical object reports
                        [](Role& r) {
                          // The exporter's own object reports its size before anything crosses.
                          export_to_consumer(r, 5, "sycl.phys.open.keeps_size", 0, [&](ObjectId pm, std::size_t bytes) {
-                           const std::size_t got =
-                               r.require(r.adapter().phys_size(pm), "sycl.phys.open.keeps_size", "phys_size");
-                           r.check(got == bytes, "sycl.phys.open.keeps_size",
+                           auto size = r.adapter().phys_size(pm);
+                           const Evidence by = Evidence::of(size.outcome);
+                           std::size_t got = 0;
+                           {
+                             SetupSteps setup(r);
+                             got = r.require(std::move(size), "sycl.phys.open.keeps_size", "phys_size");
+                           }
+                           r.check(got == bytes, by, "sycl.phys.open.keeps_size",
                                    "the created object reports " + std::to_string(got) + " bytes of " +
                                        std::to_string(bytes));
                          });
@@ -113,7 +125,7 @@ void refcount_consumer(Role& r) {
   Owned retain = Owned::physical(r.adapter(), pm);  // the retain's reference, dropped by release
   r.check_ok(opened.reset(), kClause, "phys_close while a retain is outstanding");
   const auto size = r.adapter().phys_size(pm);
-  r.check(size.ok() && size.value == bytes, kClause,
+  r.check(size.ok() && size.value == bytes, Evidence::of(size.outcome), kClause,
           "after close the retained object reports " + (size.ok() ? std::to_string(size.value) + " bytes"
                                                                   : size.outcome.describe()));
   {

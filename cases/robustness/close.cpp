@@ -15,22 +15,25 @@ void double_consumer(Role& r) {
   Received h = r.receive("handle");
   Owned first = open_received(r, h, kDouble, "mem_open");
   const DevPtr closed = first.get();
-  r.require_ok(first.reset(), kDouble, "the first mem_close");
+  {
+    SetupSteps setup(r);
+    r.require_ok(first.reset(), kDouble, "the first mem_close");
+  }
   const Outcome again = a.mem_close(closed);
-  r.check(!again.ok(), kDouble, "a second mem_close of the same pointer gave " + again.describe());
+  r.check(!again.ok(), Evidence::of(again), kDouble, "a second mem_close of the same pointer gave " + again.describe());
 
   // Pointers open never returned: this process's own allocation, the inside of a live
   // mapping, an address nothing maps.
   Owned own = alloc_filled(r, kPage, kSeed + 2, kDouble);
   const Outcome on_own = a.mem_close(own.get());
-  r.check(!on_own.ok(), kDouble, "mem_close of the consumer's own allocation gave " + on_own.describe());
+  r.check(!on_own.ok(), Evidence::of(on_own), kDouble, "mem_close of the consumer's own allocation gave " + on_own.describe());
   verify(r, own.get(), kPage, kSeed + 2, kDouble, "the own allocation after the refused close");
   Owned live = open_received(r, h, kDouble, "mem_open");
   const Outcome inside = a.mem_close(live.get() + 64);
-  r.check(!inside.ok(), kDouble, "mem_close of a pointer 64 bytes into a mapping gave " + inside.describe());
+  r.check(!inside.ok(), Evidence::of(inside), kDouble, "mem_close of a pointer 64 bytes into a mapping gave " + inside.describe());
   verify(r, live.get(), kPage, kSeed, kDouble, "the mapping after the refused close of its interior");
   const Outcome nowhere = a.mem_close(0x1000);
-  r.check(!nowhere.ok(), kDouble, "mem_close of address 0x1000 gave " + nowhere.describe());
+  r.check(!nowhere.ok(), Evidence::of(nowhere), kDouble, "mem_close of address 0x1000 gave " + nowhere.describe());
   r.check_ok(live.reset(), kDouble, "mem_close of the live mapping after the refusals");
   r.barrier("consumer-done");
 }
@@ -53,27 +56,35 @@ void leak_consumer(Role& r, HandleKind kind, int iterations) {
   ReceivedTarget t = receive_target(r, "handle");
   // Two rounds first: a runtime's one-time set-up (caches, pools) is not a leak per open.
   for (int i = 0; i < 2; ++i) {
+    SetupSteps setup(r);
     Opened o = open_target(r, kind, t.handle.bytes, t.handle.fd.get());
     r.skip_if_unsupported(o.outcome, std::string(kind_name(kind)) + " open");
     r.require_ok(o.outcome, kLeak, "warm-up open");
   }
+  Evidence by = Evidence::tally();
   const ResourceCount before = count_resources();
   int failures = 0, wrong = 0;
   std::string first;
   for (int i = 0; i < iterations; ++i) {
     Opened o = open_target(r, kind, t.handle.bytes, t.handle.fd.get());
+    by.with(o.outcome);
     if (!o.outcome.ok()) {
       if (!failures++) first = "open #" + std::to_string(i) + ": " + o.outcome.describe();
       continue;
     }
-    if (i % 16 == 0 && !is_target(r, kind, o.object.get(), t.bytes, kSeed)) ++wrong;
+    if (i % 16 == 0) {
+      const Seen right = is_target(r, kind, o.object.get(), t.bytes, kSeed);
+      by.with(right.by);
+      if (!right) ++wrong;
+    }
     const Outcome c = o.object.reset();
+    by.with(c);
     if (!c.ok() && !failures++) first = "close #" + std::to_string(i) + ": " + c.describe();
   }
-  r.check(failures == 0, kLeak,
+  r.check(failures == 0, by, kLeak,
           std::to_string(iterations) + " opens and closes, " + std::to_string(failures) + " failed" +
               (first.empty() ? "" : " (first: " + first + ")"));
-  r.check(wrong == 0, kLeak, std::to_string(wrong) + " sampled opens mapped something other than the export");
+  r.check(wrong == 0, by, kLeak, std::to_string(wrong) + " sampled opens mapped something other than the export");
   check_no_growth(r, before, count_resources(), kLeak,
                   "after " + std::to_string(iterations) + " " + kind_name(kind) + " opens and closes");
   r.barrier("consumer-done");

@@ -34,21 +34,26 @@ void consumer(Role& r) {
   // All at once: each round opens, checks this consumer's page and closes.
   int failures = 0, wrong = 0;
   std::string first;
+  Evidence by = Evidence::tally();
   for (int round = 0; round < kRounds; ++round) {
     auto res = r.adapter().mem_open(h.bytes, h.fd.get(), 0);
+    by.with(res.outcome);
     if (!res.ok()) {
       if (!failures++) first = "open #" + std::to_string(round) + ": " + res.outcome.describe();
       continue;
     }
     Owned mapped = Owned::mapping(r.adapter(), res.value);
-    if (!holds(r, mapped.get() + me * kPage, kPage, kSeed, me * kPage)) ++wrong;
+    const Seen right = holds(r, mapped.get() + me * kPage, kPage, kSeed, me * kPage);
+    by.with(right.by);
+    if (!right) ++wrong;
     const Outcome c = mapped.reset();
+    by.with(c);
     if (!c.ok() && !failures++) first = "close #" + std::to_string(round) + ": " + c.describe();
   }
-  r.check(failures == 0, kClause,
+  r.check(failures == 0, by, kClause,
           std::to_string(kRounds) + " concurrent opens and closes, " + std::to_string(failures) + " failed" +
               (first.empty() ? "" : " (first: " + first + ")"));
-  r.check(wrong == 0, kClause, std::to_string(wrong) + " of " + std::to_string(kRounds) + " mappings read wrong data");
+  r.check(wrong == 0, by, kClause, std::to_string(wrong) + " of " + std::to_string(kRounds) + " mappings read wrong data");
   Owned mapped = open_received(r, h, kClause, "mem_open for the write");
   r.barrier("looped");
   fill(r, mapped.get() + me * kPage, kPage, kSeed + 1 + me, kClause, "write this consumer's page");

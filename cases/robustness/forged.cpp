@@ -38,12 +38,15 @@ void deputy_consumer(Role& r) {
   const Record a = decode_record(r, target.handle.bytes, kDeputy);
   const Record d = decode_record(r, decoy.handle.bytes, kDeputy);
   // Both real handles open what they name: the objects the forgeries aim at are live.
-  for (auto* t : {&target, &decoy}) {
+  {
+    SetupSteps setup(r);
+    for (auto* t : {&target, &decoy}) {
     Opened o = open_target(r, HandleKind::memory, t->handle.bytes, t->handle.fd.get());
     r.require_ok(o.outcome, kDeputy, "open of a real handle");
     const std::uint64_t seed = t == &target ? kTargetSeed : kDecoySeed;
     r.require(is_target(r, HandleKind::memory, o.object.get(), t->bytes, seed), kDeputy,
               "a real handle maps the memory exported under it");
+    }
   }
 
   std::vector<Forgery> forgeries;
@@ -77,9 +80,11 @@ void deputy_consumer(Role& r) {
   const ResourceCount before = count_resources();
   std::size_t refused = 0;
   std::map<std::string, std::size_t> codes;
+  Evidence by = Evidence::tally();
   for (const auto& g : forgeries) {
     r.note("opening " + g.name);  // a crash's last output line names the forgery
     Opened o = open_target(r, HandleKind::memory, g.bytes, g.fd);
+    by.with(o.outcome);
     if (!o.outcome.ok()) {
       ++refused;
       ++codes[errc_name(o.outcome.code)];
@@ -89,11 +94,11 @@ void deputy_consumer(Role& r) {
     if (is_target(r, HandleKind::memory, o.object.get(), 2 * kPage, kDecoySeed)) what = "the decoy export";
     else if (is_target(r, HandleKind::memory, o.object.get(), 2 * kPage, kHiddenSeed)) what = "memory never exported";
     else if (is_target(r, HandleKind::memory, o.object.get(), 2 * kPage, kTargetSeed)) what = "the export, through a forged record";
-    r.check(false, kDeputy, "forged handle (" + g.name + ") opened and maps " + what);
+    r.check(false, Evidence::of(o.outcome), kDeputy, "forged handle (" + g.name + ") opened and maps " + what);
   }
   std::string tally;
   for (const auto& [c, n] : codes) tally += (tally.empty() ? "" : ", ") + c + " " + std::to_string(n);
-  r.check(refused == forgeries.size(), kDeputy,
+  r.check(refused == forgeries.size(), by, kDeputy,
           std::to_string(refused) + " of " + std::to_string(forgeries.size()) + " forged handles refused (" + tally + ")");
   check_no_growth(r, before, count_resources(), kDeputy, "after the forged opens");
   r.barrier("consumer-done");
@@ -130,8 +135,11 @@ void reuse_consumer(Role& r) {
   r.note("producer ended: " + r.wait_exit("producer"));
   const Record old = decode_record(r, exited.handle.bytes, kReuse);
   const Record live = decode_record(r, bystander.handle.bytes, kReuse);
-  r.require(live.pid == static_cast<std::uint32_t>(r.pid_of("bystander")), kReuse,
-            "the bystander's handle names its pid " + std::to_string(r.pid_of("bystander")));
+  {
+    SetupSteps setup(r);  // ipcheck reading the record it forges from
+    r.require(live.pid == static_cast<std::uint32_t>(r.pid_of("bystander")), kReuse,
+              "the bystander's handle names its pid " + std::to_string(r.pid_of("bystander")));
+  }
 
   // The bystander's own record, but with the exited exporter's identity guard: what a
   // handle of the exited exporter looks like once its pid names the bystander.
@@ -154,13 +162,14 @@ void reuse_consumer(Role& r) {
   for (const auto& g : forgeries) {
     Opened o = open_target(r, HandleKind::memory, g.bytes, -1);
     if (o.outcome.ok()) {
-      const bool reached = is_target(r, HandleKind::memory, o.object.get(), bystander.bytes, kBystanderSeed);
-      r.check(false, kReuse, g.name + " opened" + (reached ? " and maps the bystander's memory" : ""));
+      const bool reached = static_cast<bool>(is_target(r, HandleKind::memory, o.object.get(), bystander.bytes, kBystanderSeed));
+      r.check(false, Evidence::of(o.outcome), kReuse, g.name + " opened" + (reached ? " and maps the bystander's memory" : ""));
       continue;
     }
     r.check_error(o.outcome, Errc::exporter_gone, kReuse, g.name);
   }
   // The bystander is reachable by its real handle: the refusals were the guard's doing.
+  SetupSteps setup(r);
   Opened real = open_target(r, HandleKind::memory, bystander.handle.bytes, bystander.handle.fd.get());
   r.check_ok(real.outcome, kReuse, "open of the bystander's real handle");
   if (real.outcome.ok())

@@ -138,6 +138,7 @@ class Generator {
 };
 
 struct FamilyTally {
+  Evidence by = Evidence::tally();           // who answered each open of the family
   std::size_t tried = 0, opened_target = 0;  // opened the export the bytes identify
   std::vector<std::string> opened;           // the first few of those, by name
   std::map<std::string, std::size_t> codes;
@@ -196,10 +197,12 @@ void consumer(Role& r, HandleKind kind) {
   }
   // The real bytes open (so every refusal below is about the garbage), then the garbage.
   {
+    SetupSteps setup(r);
     Opened good = open_target(r, kind, target.handle.bytes, target.handle.fd.get());
     r.skip_if_unsupported(good.outcome, std::string(kind_name(kind)) + " open");
     r.require_ok(good.outcome, kClause, std::string("open of the real ") + kind_name(kind) + " handle");
   }
+  Evidence all = Evidence::tally();
   const ResourceCount before = count_resources();
   std::map<std::string, FamilyTally> tally;
   std::vector<std::string> order;
@@ -215,6 +218,8 @@ void consumer(Role& r, HandleKind kind) {
     const auto t0 = Clock::now();
     Opened o = open_target(r, kind, v.bytes, target.handle.fd.get());
     const auto took = Clock::now() - t0;
+    t.by.with(o.outcome);
+    all.with(o.outcome);
     if (took > slowest) {
       slowest = took;
       slowest_name = v.family + ": " + v.name;
@@ -246,7 +251,7 @@ void consumer(Role& r, HandleKind kind) {
     }
     std::string wrong;
     for (std::size_t i = 0; i < t.wrong.size() && i < 5; ++i) wrong += (i ? "; " : "") + t.wrong[i];
-    r.check(t.wrong.empty(), kClause,
+    r.check(t.wrong.empty(), t.by, kClause,
             family + ": " + std::to_string(t.tried) + " variants, " + std::to_string(refused) + " refused (" +
                 (codes.empty() ? "none" : codes) + ")" +
                 (t.opened_target ? ", " + std::to_string(t.opened_target) + " opened the export they identify (" +
@@ -254,10 +259,10 @@ void consumer(Role& r, HandleKind kind) {
                                  : "") +
                 (t.wrong.empty() ? "" : "; " + std::to_string(t.wrong.size()) + " opened other memory, first: " + wrong));
   }
-  r.check(slowest < kSlowOpen, kClause, "slowest open took " + ms(slowest) + " (" + slowest_name + ")");
+  r.check(slowest < kSlowOpen, all, kClause, "slowest open took " + ms(slowest) + " (" + slowest_name + ")");
   for (const auto& family : order)
     if (const auto n = tally[family].codes.count("device_lost") ? tally[family].codes["device_lost"] : 0)
-      r.check(false, kClause,
+      r.check(false, tally[family].by, kClause,
               family + ": " + std::to_string(n) + " variants answered device_lost: garbage must be refused with an error "
                                                   "that leaves the process usable, not by losing its context");
   {

@@ -78,32 +78,37 @@ Opened open_target(Role& r, HandleKind kind, std::span<const std::byte> bytes, i
   return o;
 }
 
-bool is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std::uint64_t seed) {
+Seen is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std::uint64_t seed) {
   Adapter& a = r.adapter();
   switch (kind) {
     case HandleKind::memory:
       return holds(r, opened, bytes, seed);
     case HandleKind::physical: {
       auto size = a.phys_size(opened);
-      if (!size.ok() || size.value != bytes) return false;
+      Evidence by = Evidence::of(size.outcome);
+      if (!size.ok() || size.value != bytes) return {false, by};
       auto res = a.vm_reserve(0, bytes);
-      if (!res.ok()) return false;
+      by.with(res.outcome);
+      if (!res.ok()) return {false, by};
       Owned reservation = Owned::reservation(a, res.value, bytes);
-      if (!a.vm_map(res.value, bytes, opened, 0).ok()) return false;
+      const Outcome mapped = a.vm_map(res.value, bytes, opened, 0);
+      by.with(mapped);
+      if (!mapped.ok()) return {false, by};
       Owned mapping = Owned::vm_mapping(a, res.value, bytes);
-      return holds(r, res.value, bytes, seed);
+      const Seen data = holds(r, res.value, bytes, seed);
+      return {data.value, by.with(data.by)};
     }
     case HandleKind::event: {
       // A signal may complete asynchronously (CUDA records it on a stream): wait for it.
       if (seed & 1) {
         auto w = a.event_wait(opened, std::chrono::seconds(1));
-        return w.ok() && w.value;
+        return {w.ok() && w.value, Evidence::of(w.outcome)};
       }
       auto q = a.event_query(opened);
-      return q.ok() && !q.value;
+      return {q.ok() && !q.value, Evidence::of(q.outcome)};
     }
   }
-  return false;
+  return {false, Evidence::harness()};
 }
 
 }  // namespace ipcheck::catalog

@@ -38,7 +38,8 @@ struct Opened {
 };
 Opened open_target(Role& r, HandleKind kind, std::span<const std::byte> bytes, int fd, int device = 0);
 
-// Whether an opened object is the target exported with `seed` (never judging).
-bool is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std::uint64_t seed);
+// Whether an opened object is the target exported with `seed` (never judging), with the
+// evidence of every call that told (a size the adapter keeps makes it the adapter's).
+Seen is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std::uint64_t seed);
 
 }  // namespace ipcheck::catalog

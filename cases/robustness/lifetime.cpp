@@ -30,7 +30,7 @@ void gone_consumer(Role& r, HandleKind kind) {
   r.check_error(o.outcome, Errc::exporter_gone, kExporterGone,
                 std::string(kind_name(kind)) + " open after the exporter ended (" + how + ")" +
                     (t.handle.fd ? ", its descriptor passed along" : ""));
-  r.check(took < kPromptAfterDeath, kExporterGone, "the open returned after " + ms(took));
+  r.check(took < kPromptAfterDeath, Evidence::of(o.outcome), kExporterGone, "the open returned after " + ms(took));
 }
 
 void register_exporter_gone() {
@@ -55,7 +55,10 @@ void freed_producer(Role& r) {
   Exported h;
   Owned exported = export_memory(r, mem.get(), h, kFreed);
   r.send_handle("consumer", "handle", h);
-  r.check_ok(mem.reset(), kFreed, "free while the export is live");
+  {
+    SetupSteps setup(r);
+    r.check_ok(mem.reset(), kFreed, "free while the export is live");
+  }
   // The export's own end after the free: the API may or may not want it; recorded only.
   r.note("mem_put after the free: " + exported.reset().describe());
   send_text(r, "consumer", "freed", "");
@@ -70,11 +73,11 @@ void freed_consumer(Role& r) {
   const auto took = Clock::now() - t0;
   Owned mapped = keep_mapping(r, res);
   if (!res.ok()) r.native_error("mem_open after the free", res.outcome);
-  r.check(!res.ok(), kFreed,
+  r.check(!res.ok(), Evidence::of(res.outcome), kFreed,
           res.ok() ? std::string("mem_open after the exporter freed the allocation succeeded") +
                          (holds(r, mapped.get(), kPage, kSeed) ? ", mapping the freed memory" : "")
                    : "mem_open after the free refused with " + res.outcome.describe());
-  r.check(took < kPromptAfterDeath, kFreed, "the open returned after " + ms(took));
+  r.check(took < kPromptAfterDeath, Evidence::of(res.outcome), kFreed, "the open returned after " + ms(took));
   r.barrier("consumer-done");
 }
 
@@ -103,13 +106,14 @@ void fresh_producer(Role& r) {
 
 void fresh_consumer(Role& r) {
   std::vector<Owned> mappings;  // every mapping stays open while the producer reallocates
+  Evidence pointers = Evidence::tally();
   for (int round = 0; round < kRounds; ++round) {
     Received h = r.receive("round" + std::to_string(round));
-    mappings.push_back(open_received(r, h, kFresh, "mem_open, round " + std::to_string(round)));
+    mappings.push_back(open_received(r, h, kFresh, "mem_open, round " + std::to_string(round), pointers));
     verify(r, mappings.back().get(), kPage, kSeed + 2 * round, kFresh,
            "round " + std::to_string(round) + " maps the new allocation's contents");
     for (int earlier = 0; earlier < round; ++earlier)
-      r.check(mappings[earlier].get() != mappings.back().get(), kFresh,
+      r.check(mappings[earlier].get() != mappings.back().get(), pointers, kFresh,
               "round " + std::to_string(round) + " got a pointer apart from round " + std::to_string(earlier) + "'s");
     send_text(r, "producer", "opened" + std::to_string(round), "");
   }

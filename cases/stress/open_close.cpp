@@ -26,9 +26,13 @@ void producer(Role& r) {
   r.barrier("looped");
   // Each page holds its consumer's last write, made through its last mapping.
   int wrong = 0;
-  for (int i = 0; i < kConsumers; ++i)
-    wrong += !holds(r, mem.get() + i * kPage, kPage, seed_of(i, cycles - 1));
-  r.check(wrong == 0, kClause,
+  Evidence by = Evidence::tally();
+  for (int i = 0; i < kConsumers; ++i) {
+    const Seen held = holds(r, mem.get() + i * kPage, kPage, seed_of(i, cycles - 1));
+    by.with(held.by);
+    wrong += !held.value;
+  }
+  r.check(wrong == 0, by, kClause,
           std::to_string(kConsumers - wrong) + " of " + std::to_string(kConsumers) +
               " pages hold their consumer's write of cycle " + std::to_string(cycles));
   verify(r, mem.get() + kShared * kPage, kPage, kSeed, kClause, "the shared page after every cycle", kShared * kPage);
@@ -43,8 +47,10 @@ void consumer(Role& r) {
   r.barrier("go");
   long failures = 0, wrong = 0;
   std::string first, first_wrong;
+  Evidence by = Evidence::tally();
   for (long k = 0; k < cycles; ++k) {
     auto res = r.adapter().mem_open(h.bytes, h.fd.get(), 0);
+    by.with(res.outcome);
     if (!res.ok()) {
       if (!failures++) first = "open #" + std::to_string(k + 1) + ": " + res.outcome.describe();
       continue;
@@ -52,23 +58,26 @@ void consumer(Role& r) {
     Owned mapped = Owned::mapping(r.adapter(), res.value);
     // The previous cycle's write (or the producer's fill) reached the object; the shared
     // page is intact. Then this cycle's write, through this mapping.
-    const bool mine_ok = k == 0 ? holds(r, mapped.get() + mine, kPage, kSeed, mine)
-                                : holds(r, mapped.get() + mine, kPage, seed_of(me, k - 1));
-    const bool shared_ok = holds(r, mapped.get() + kShared * kPage, kPage, kSeed, kShared * kPage);
+    const Seen mine_seen = k == 0 ? holds(r, mapped.get() + mine, kPage, kSeed, mine)
+                                  : holds(r, mapped.get() + mine, kPage, seed_of(me, k - 1));
+    const Seen shared_seen = holds(r, mapped.get() + kShared * kPage, kPage, kSeed, kShared * kPage);
+    by.with(mine_seen.by).with(shared_seen.by);
+    const bool mine_ok = mine_seen.value, shared_ok = shared_seen.value;
     if ((!mine_ok || !shared_ok) && !wrong++)
       first_wrong = "cycle " + std::to_string(k + 1) + ": " + (mine_ok ? "the shared page" : "this consumer's page") +
                     " reads wrong";
     if (!r.adapter().write(mapped.get() + mine, pattern(seed_of(me, k), kPage)).ok() && !failures++)
       first = "write #" + std::to_string(k + 1);
     const Outcome c = mapped.reset();
+    by.with(c);
     if (!c.ok() && !failures++) first = "close #" + std::to_string(k + 1) + ": " + c.describe();
     if ((k + 1) % 100 == 0) watch.sample("after cycle " + std::to_string(k + 1));
     progress(r, k + 1, cycles, 250, "open/close cycles");
   }
-  r.check(failures == 0, kClause,
+  r.check(failures == 0, by, kClause,
           std::to_string(cycles) + " open/write/close cycles alongside " + std::to_string(kConsumers - 1) +
               " other consumers, " + std::to_string(failures) + " failed" + (first.empty() ? "" : " (first: " + first + ")"));
-  r.check(wrong == 0, kClause,
+  r.check(wrong == 0, by, kClause,
           std::to_string(wrong) + " of " + std::to_string(cycles) + " mappings read wrong data" +
               (first_wrong.empty() ? "" : " (first: " + first_wrong + ")"));
   watch.check(r, kClause, std::to_string(cycles) + " cycles");

@@ -103,7 +103,7 @@ struct Row {
 std::string evidence(const CaseResult& c, const std::string& clause) {
   auto shorter = [](std::string s) { return s.size() > 110 ? s.substr(0, 107) + "..." : s; };
   for (const auto& k : c.checks)
-    if (k.result == "fail" && k.clause == clause)
+    if (k.result == reports::CheckResult::fail && k.clause == clause)
       return c.id + " (" + reports::to_string(c.status) + ": " + shorter(k.message) + ")";
   if (c.status == Status::timeout || c.status == Status::crash || c.status == Status::leak)
     return c.id + " (" + reports::to_string(c.status) + ": " + shorter(c.reason) + ")";

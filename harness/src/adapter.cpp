@@ -75,6 +75,7 @@ Result<bool> Adapter::event_query(ObjectId) { return {missing("event_query")}; }
 Result<bool> Adapter::event_wait(ObjectId, std::chrono::nanoseconds) { return {missing("event_wait")}; }
 Outcome Adapter::event_retain(ObjectId) { return missing("event_retain"); }
 Outcome Adapter::event_release(ObjectId) { return missing("event_release"); }
+Result<std::uint64_t> Adapter::native_identity(ObjectId) { return {missing("native_identity")}; }
 Outcome Adapter::native(const std::string& what, const std::map<std::string, std::string>&) {
   return Outcome::failure(Errc::not_implemented, "adapter '" + adapter_name_ + "' has no native call " + what);
 }

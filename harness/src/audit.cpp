@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <set>
 #include <string_view>
@@ -24,10 +25,13 @@ bool tracked_mapping(std::string_view perms, std::string_view path) {
 }
 
 // The whole of a (proc) file; empty when it cannot be read.
-std::string read_whole(const char* path) {
+std::string read_whole(const char* path, std::string* error = nullptr) {
   std::string out;
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
+  if (fd < 0) {
+    if (error) *error = std::string("cannot open ") + path + ": " + std::strerror(errno);
+    return out;
+  }
   std::size_t used = 0;
   for (;;) {
     out.resize(used + 16384);
@@ -69,10 +73,17 @@ ProcSnapshot take_proc_snapshot() {
       s.fds[fd] = n > 0 ? std::string(target, static_cast<std::size_t>(n)) : "?";
     }
     ::closedir(d);
+  } else {
+    s.error = std::string("cannot open /proc/self/fd: ") + std::strerror(errno);
+    return s;
   }
   // One read loop and string views: a role takes two snapshots, and streams cost more
   // than the kernel's own work here.
-  const std::string maps = read_whole("/proc/self/maps");
+  const std::string maps = read_whole("/proc/self/maps", &s.error);
+  if (!s.error.empty()) {
+    s.fds.clear();
+    return s;
+  }
   std::string_view rest(maps);
   while (!rest.empty()) {
     const auto eol = rest.find('\n');

@@ -18,15 +18,6 @@ std::vector<CaseDef>& case_registry() {
 }
 }  // namespace
 
-const char* level_name(Level l) noexcept {
-  switch (l) {
-    case Level::must: return "must";
-    case Level::should: return "should";
-    case Level::observe: return "observe";
-  }
-  return "unknown";
-}
-
 void register_clause(Clause c) {
   if (find_clause(c.id)) throw std::logic_error("clause " + c.id + " is registered twice");
   clause_registry().push_back(std::move(c));
@@ -143,20 +134,54 @@ Case& Case::hidden() {
 
 // ---- Role helpers shared by every role implementation
 
+Evidence Evidence::of(const Outcome& o) {
+  Evidence e(o.from_runtime() ? reports::Decider::runtime : reports::Decider::adapter);
+  if (o.from_runtime()) {
+    e.call = o.call;
+    e.native = o.native;
+    e.native_name = o.native_name;
+  }
+  return e;
+}
+
+namespace {
+// Weaker is larger: runtime < adapter < harness < unknown.
+int weakness(reports::Decider d) { return static_cast<int>(d); }
+}  // namespace
+
+Evidence& Evidence::with(const Evidence& e) {
+  if (weakness(e.by) > weakness(by)) {
+    by = e.by;
+    call.clear();
+    native = 0;
+    native_name.clear();
+  } else if (by == reports::Decider::runtime && call.empty()) {
+    call = e.call;
+  }
+  return *this;
+}
+
+Evidence& Evidence::with(const Outcome& o) { return with(of(o)); }
+
 bool Role::check_ok(const Outcome& o, std::string_view clause, const std::string& what, Where w) {
   if (!o.ok()) native_error(what, o);
-  return check(o.ok(), clause, o.ok() ? what + " succeeded" : what + " failed: " + o.describe(), w);
+  return check(o.ok(), Evidence::of(o), clause, o.ok() ? what + " succeeded" : what + " failed: " + o.describe(), w);
 }
 
 bool Role::check_error(const Outcome& o, Errc expected, std::string_view clause, const std::string& what, Where w) {
   if (!o.ok()) native_error(what, o);
-  if (o.code == expected) return check(true, clause, what + " gave " + errc_name(expected) + " as required", w);
+  if (o.code == expected)
+    return check(true, Evidence::of(o), clause, what + " gave " + errc_name(expected) + " as required", w);
   const std::string got = o.ok() ? std::string("success") : o.describe();
-  return check(false, clause, what + " gave " + got + ", expected " + errc_name(expected), w);
+  return check(false, Evidence::of(o), clause, what + " gave " + got + ", expected " + errc_name(expected), w);
 }
 
 void Role::require(bool ok, std::string_view clause, const std::string& message, Where w) {
   if (!check(ok, clause, message, w)) throw RoleAbort{message};
+}
+
+void Role::require(bool ok, const Evidence& by, std::string_view clause, const std::string& message, Where w) {
+  if (!check(ok, by, clause, message, w)) throw RoleAbort{message};
 }
 
 void Role::require_ok(const Outcome& o, std::string_view clause, const std::string& what, Where w) {

@@ -29,6 +29,7 @@ const char* msg_type_name(MsgType t) noexcept {
     case MsgType::peer_exit: return "peer_exit";
     case MsgType::kill_peer: return "kill_peer";
     case MsgType::done: return "done";
+    case MsgType::harness_error: return "harness_error";
   }
   return "unknown";
 }

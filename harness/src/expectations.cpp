@@ -2,7 +2,9 @@
 
 #include <fnmatch.h>
 
+#include <cctype>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -12,35 +14,233 @@ bool glob_match(const std::string& pattern, const std::string& text) {
   return ::fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
 }
 
+std::string ExpectationMatch::describe() const {
+  std::string s;
+  auto add = [&](const char* key, const std::string& v) {
+    if (!v.empty()) s += (s.empty() ? "" : " ") + std::string(key) + "=" + v;
+  };
+  add("check", check);
+  add("clause", clause);
+  add("native", native);
+  add("role", role);
+  add("leak", leak);
+  add("signal", signal);
+  add("reason", reason);
+  return s;
+}
+
+std::string Expectation::explain() const {
+  std::string s = reason;
+  if (!link.empty()) s += (s.empty() ? "" : " ") + std::string("(") + link + ")";
+  return s;
+}
+
+namespace {
+
+// Dotted versions part by part: numbers as numbers, anything else as text.
+int compare_versions(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    const auto ea = a.find_first_of(".-+ ", i), eb = b.find_first_of(".-+ ", j);
+    const std::string pa = i < a.size() ? a.substr(i, ea == std::string::npos ? std::string::npos : ea - i) : "0";
+    const std::string pb = j < b.size() ? b.substr(j, eb == std::string::npos ? std::string::npos : eb - j) : "0";
+    const bool na = !pa.empty() && pa.find_first_not_of("0123456789") == std::string::npos;
+    const bool nb = !pb.empty() && pb.find_first_not_of("0123456789") == std::string::npos;
+    if (na && nb) {
+      const auto x = std::stoull(pa.size() > 18 ? pa.substr(0, 18) : pa);
+      const auto y = std::stoull(pb.size() > 18 ? pb.substr(0, 18) : pb);
+      if (x != y) return x < y ? -1 : 1;
+    } else if (pa != pb) {
+      return pa < pb ? -1 : 1;
+    }
+    i = ea == std::string::npos ? a.size() : ea + 1;
+    j = eb == std::string::npos ? b.size() : eb + 1;
+  }
+  return 0;
+}
+
+struct Bound {
+  std::string op;  // >=, >, <=, <, =
+  std::string version;
+};
+
+std::vector<Bound> parse_range(const std::string& range) {
+  std::vector<Bound> out;
+  std::istringstream words(range);
+  for (std::string w; words >> w;) {
+    Bound b;
+    for (const char* op : {">=", "<=", ">", "<", "="})
+      if (w.rfind(op, 0) == 0) {
+        b.op = op;
+        break;
+      }
+    b.version = w.substr(b.op.size());
+    if (b.op.empty()) b.op = "=";
+    if (b.version.empty() || !std::isdigit(static_cast<unsigned char>(b.version[0])))
+      throw std::invalid_argument("driver range bound '" + w + "' is not an operator (>=, >, <=, <, =) and a version "
+                                  "starting with a digit; write for example \">=580 <590\"");
+    out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace
+
+void check_version_range(const std::string& range) { (void)parse_range(range); }
+
+bool version_in_range(const std::string& version, const std::string& range) {
+  for (const auto& b : parse_range(range)) {
+    const int c = compare_versions(version, b.version);
+    const bool ok = b.op == ">=" ? c >= 0 : b.op == ">" ? c > 0 : b.op == "<=" ? c <= 0 : b.op == "<" ? c < 0 : c == 0;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+namespace {
+
+constexpr const char* kKeys = "check, clause, native, role, leak, signal, reason, driver";
+
+// Splits off the next word; a word may be "double quoted" to hold spaces (after key=).
+bool next_token(const std::string& line, std::size_t& at, std::string& out) {
+  while (at < line.size() && std::isspace(static_cast<unsigned char>(line[at]))) ++at;
+  if (at >= line.size()) return false;
+  out.clear();
+  bool quoted = false;
+  for (; at < line.size(); ++at) {
+    const char ch = line[at];
+    if (ch == '"') {
+      quoted = !quoted;
+      continue;
+    }
+    if (!quoted && std::isspace(static_cast<unsigned char>(ch))) break;
+    out += ch;
+  }
+  return true;
+}
+
+// "key=value" with an identifier key; nullopt for anything else.
+std::optional<std::pair<std::string, std::string>> key_value(const std::string& token) {
+  const auto eq = token.find('=');
+  if (eq == std::string::npos || eq == 0) return std::nullopt;
+  const std::string key = token.substr(0, eq);
+  for (char ch : key)
+    if (!std::islower(static_cast<unsigned char>(ch)) && ch != '_') return std::nullopt;
+  return std::make_pair(key, token.substr(eq + 1));
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+}  // namespace
+
 Expectations Expectations::parse(const std::string& text, const std::string& where) {
   Expectations e;
   e.path = where;
   std::istringstream in(text);
   std::string line;
+  struct Block {
+    bool open = false;
+    std::string name, reason, link, driver, at;
+  } block;
   for (int n = 1; std::getline(in, line); ++n) {
-    const auto hash = line.find('#');
-    const std::string body = line.substr(0, hash);
-    std::istringstream words(body);
-    Expectation x;
-    std::string status;
-    if (!(words >> x.pattern)) continue;  // blank or comment
     const std::string at = where + ":" + std::to_string(n);
-    if (!(words >> status))
-      throw std::runtime_error(at + ": '" + x.pattern + "' has no status; write: <case or clause> <status> <reason>");
+    const std::string body = trim(line);
+    if (body.empty() || body[0] == '#') continue;
+    if (body[0] == '@') {
+      const auto sp = body.find_first_of(" \t");
+      const std::string directive = body.substr(0, sp);
+      const std::string value = sp == std::string::npos ? "" : trim(body.substr(sp));
+      if (directive == "@block") {
+        if (block.open) throw std::runtime_error(at + ": @block inside the block opened at " + block.at + "; close it with @end first");
+        block = Block{true, value, "", "", "", at};
+      } else if (directive == "@end") {
+        if (!block.open) throw std::runtime_error(at + ": @end without an @block");
+        block = Block{};
+      } else if (directive == "@reason" || directive == "@link" || directive == "@driver") {
+        if (!block.open) throw std::runtime_error(at + ": " + directive + " outside a block; start one with @block");
+        if (value.empty()) throw std::runtime_error(at + ": " + directive + " has no value");
+        if (directive == "@reason") block.reason += (block.reason.empty() ? "" : " ") + value;
+        if (directive == "@link") block.link = value;
+        if (directive == "@driver") {
+          try {
+            check_version_range(value);
+          } catch (const std::invalid_argument& x) {
+            throw std::runtime_error(at + ": " + x.what());
+          }
+          block.driver = value;
+        }
+      } else {
+        throw std::runtime_error(at + ": unknown directive '" + directive + "'; known: @block, @reason, @link, @driver, @end");
+      }
+      continue;
+    }
+    Expectation x;
+    std::size_t pos = 0;
+    std::string status, token;
+    next_token(body, pos, x.pattern);
+    if (!next_token(body, pos, status))
+      throw std::runtime_error(at + ": '" + x.pattern + "' has no status; write: <case or clause> <status> [key=value ...] <reason>");
     auto s = reports::parse_status(status);
     if (!s || *s == reports::Status::pass || *s == reports::Status::xfail || *s == reports::Status::skip ||
-        *s == reports::Status::incomplete)
+        *s == reports::Status::incomplete || *s == reports::Status::error)
       throw std::runtime_error(at + ": status '" + status + "' cannot be expected; use fail, leak, timeout or crash");
     x.status = *s;
-    std::getline(words, x.reason);
-    x.reason.erase(0, x.reason.find_first_not_of(" \t"));
-    // The reason may continue after a '#' (a link with an anchor): keep the whole tail.
-    if (hash != std::string::npos && !x.reason.empty()) x.reason += line.substr(hash);
+    // Matchers, then the reason (the rest of the line).
+    std::size_t reason_at = pos;
+    while (true) {
+      std::size_t probe = pos;
+      if (!next_token(body, probe, token)) {
+        reason_at = body.size();
+        break;
+      }
+      const auto kv = key_value(token);
+      if (!kv) {
+        reason_at = pos;
+        break;
+      }
+      const auto& [key, value] = *kv;
+      if (value.empty()) throw std::runtime_error(at + ": '" + key + "=' has no value");
+      if (key == "check") x.match.check = value;
+      else if (key == "clause") x.match.clause = value;
+      else if (key == "native") x.match.native = value;
+      else if (key == "role") x.match.role = value;
+      else if (key == "leak") x.match.leak = value;
+      else if (key == "signal") x.match.signal = value;
+      else if (key == "reason") x.match.reason = value;
+      else if (key == "driver") {
+        try {
+          check_version_range(value);
+        } catch (const std::invalid_argument& err) {
+          throw std::runtime_error(at + ": " + err.what());
+        }
+        x.driver = value;
+      } else {
+        throw std::runtime_error(at + ": unknown key '" + key + "'; known: " + kKeys +
+                                 " (the reason comes after them)");
+      }
+      pos = probe;
+    }
+    if ((!x.match.leak.empty() && x.status != reports::Status::leak) ||
+        (!x.match.signal.empty() && x.status != reports::Status::crash))
+      throw std::runtime_error(at + ": leak= goes with status leak and signal= with status crash");
+    x.reason = trim(body.substr(std::min(reason_at, body.size())));
+    if (block.open) {
+      x.block = block.name;
+      x.reason = block.reason + (x.reason.empty() ? "" : (block.reason.empty() ? "" : "; ") + x.reason);
+      x.link = block.link;
+      if (x.driver.empty()) x.driver = block.driver;
+    }
     if (x.reason.empty())
-      throw std::runtime_error(at + ": '" + x.pattern + "' has no reason; say why the deviation is known, with a link");
+      throw std::runtime_error(at + ": '" + x.pattern + "' has no reason; say why the deviation is known, with a link " +
+                               "(or put the line in an @block with @reason and @link)");
     x.where = at;
     e.entries_.push_back(std::move(x));
   }
+  if (block.open) throw std::runtime_error(block.at + ": @block is never closed; end it with @end");
   return e;
 }
 
@@ -50,17 +250,6 @@ Expectations Expectations::load(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return parse(s.str(), path);
-}
-
-const Expectation* Expectations::match(const reports::CaseResult& c) const {
-  for (const auto& e : entries_)
-    if (e.status == c.status && glob_match(e.pattern, c.id)) return &e;
-  for (const auto& e : entries_) {
-    if (e.status != c.status) continue;
-    for (const auto& k : c.checks)
-      if (k.result == "fail" && glob_match(e.pattern, k.clause)) return &e;
-  }
-  return nullptr;
 }
 
 }  // namespace ipcheck

@@ -2,6 +2,7 @@
 // takes the audit baseline, runs the case's body for its role, audits again, reports.
 #include "ipcheck/role_main.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "ipcheck/case.hpp"
 #include "ipcheck/reports/results.hpp"
 #include "ipcheck/tracing_adapter.hpp"
+#include "ipcheck/verdict.hpp"
 
 namespace ipcheck {
 
@@ -20,6 +22,7 @@ using nlohmann::json;
 namespace {
 
 struct RoleSkip {};
+struct RoleHarnessError {};
 
 class RoleImpl final : public Role {
  public:
@@ -31,6 +34,9 @@ class RoleImpl final : public Role {
     if (const auto& i = start_.value("inject", json()); i.is_object())
       inject_ = InjectPoint{i.value("role", ""), i.value("step", "")};
   }
+
+  using Role::check;
+  using Role::require;
 
   Adapter& adapter() override { return adapter_; }
   const std::string& name() const override { return name_; }
@@ -97,12 +103,24 @@ class RoleImpl final : public Role {
 
   const InjectPoint& injection() const override { return inject_; }
 
-  bool check(bool ok, std::string_view clause, const std::string& message, Where w) override {
-    json j = {{"clause", clause}, {"ok", ok}, {"message", message}, {"where", where(w)}};
-    ch_.send(MsgType::check, {j.dump()});
+  bool check(bool ok, const Evidence& by, std::string_view clause, const std::string& message, Where w) override {
+    const auto report = verdict::CheckReport::from(ok, by, clause, message, where(w), setup_);
+    ch_.send(MsgType::check, {report.to_json().dump()});
     if (!ok) std::fprintf(stderr, "[%s] FAILED %.*s: %s (%s)\n", name_.c_str(), static_cast<int>(clause.size()),
                           clause.data(), message.c_str(), where(w).c_str());
     return ok;
+  }
+
+  bool set_setup(bool on) override {
+    const bool was = setup_;
+    setup_ = on;
+    return was;
+  }
+
+  [[noreturn]] void harness_error(const std::string& cause) override {
+    ch_.send(MsgType::harness_error, {cause});
+    std::fprintf(stderr, "[%s] harness error: %s\n", name_.c_str(), cause.c_str());
+    throw RoleHarnessError{};
   }
 
   void observe(const std::string& name, const std::string& value, std::string_view clause) override {
@@ -184,6 +202,7 @@ class RoleImpl final : public Role {
   std::string adapter_name_;
   json start_;
   bool steps_ = false;
+  bool setup_ = false;
   InjectPoint inject_;
   std::deque<Message> pending_;
   std::map<std::string, std::string> exited_;
@@ -212,6 +231,19 @@ RoleArgs parse_role_args(const std::vector<std::string>& args) {
 }
 
 }  // namespace
+
+std::string limits_too_low() {
+  rlimit files{}, procs{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY && files.rlim_cur < kMinDescriptors)
+    return "the descriptor limit (ulimit -n) is " + std::to_string(files.rlim_cur) + "; ipcheck's processes need at least " +
+           std::to_string(kMinDescriptors) + ": raise it (ulimit -n 1024) and run again";
+  if (::getrlimit(RLIMIT_NPROC, &procs) == 0 && procs.rlim_cur != RLIM_INFINITY && procs.rlim_cur < kMinProcesses &&
+      ::geteuid() != 0)  // root is not held to RLIMIT_NPROC
+    return "the process limit (ulimit -u) is " + std::to_string(procs.rlim_cur) + "; ipcheck needs at least " +
+           std::to_string(kMinProcesses) + " processes and threads for its roles and the drivers' threads: raise it "
+           "(ulimit -u 4096) and run again";
+  return {};
+}
 
 int role_main(const std::vector<std::string>& args) {
   const RoleArgs a = parse_role_args(args);
@@ -242,17 +274,25 @@ int role_main(const std::vector<std::string>& args) {
     std::fprintf(stderr, "role: unknown adapter '%s'\n", a.adapter.c_str());
     return 2;
   }
+  // A machine whose limits leave no room for the roles and their drivers: nothing it does
+  // could be judged, so nothing is started (the case is `error`, naming the limit).
+  const std::string limits = limits_too_low();
   TracingAdapter adapter(desc->create());
   AdapterConfig config;
   config.transport = start.value("transport", "auto");
   config.runner_pid = start.value("runner_pid", 0);
   for (const auto& [k, v] : start["adapter_options"].items()) config.options[k] = v.get<std::string>();
-  const Outcome init = adapter.init(config);
 
   if (a.case_id == kInfoCase) {
-    json info = init.ok() ? info_json(adapter.info())
-                          : json{{"error", "adapter '" + a.adapter + "' is not available: " + init.describe()},
-                                 {"errc", errc_name(init.code)}};
+    json info;
+    if (!limits.empty()) {
+      info = {{"harness_error", limits}};
+    } else {
+      const Outcome init = adapter.init(config);
+      info = init.ok() ? info_json(adapter.info())
+                       : json{{"error", "adapter '" + a.adapter + "' is not available: " + init.describe()},
+                              {"errc", errc_name(init.code)}};
+    }
     ch.send(MsgType::info, {info.dump()});
     done("ok", "");
     return 0;
@@ -267,6 +307,18 @@ int role_main(const std::vector<std::string>& args) {
     return 2;
   }
   RoleImpl role(ch, adapter, a.role, rd->name, index, a.adapter, start);
+  auto fault = [&](const std::string& cause) {
+    try {
+      role.harness_error(cause);
+    } catch (const RoleHarnessError&) {
+    }
+    done("aborted", "harness error");
+    return 0;
+  };
+  if (!limits.empty()) return fault(limits);
+  const Outcome init = adapter.init(config);
+  if (!init.ok() && init.code == Errc::exhausted)
+    return fault("the machine ran out of resources while adapter '" + a.adapter + "' initialised: " + init.describe());
   if (!init.ok()) {
     if (init.code == Errc::not_implemented || init.code == Errc::feature_not_supported ||
         init.code == Errc::device_lost) {
@@ -287,7 +339,10 @@ int role_main(const std::vector<std::string>& args) {
   const std::string method = start.value("audit", "proc");
   const bool self_audit = method == "proc";
   ProcSnapshot before;
-  if (self_audit) before = take_proc_snapshot();
+  if (self_audit) {
+    before = take_proc_snapshot();
+    if (!before.error.empty()) return fault("the role's audit cannot read /proc: " + before.error);
+  }
   const char* how = "ok";
   std::string message;
   mark_phase(in_body);
@@ -300,6 +355,9 @@ int role_main(const std::vector<std::string>& args) {
   } catch (const RoleSkip&) {
     how = "ok";
     message = "skipped";
+  } catch (const RoleHarnessError&) {
+    how = "aborted";
+    message = "harness error";
   } catch (const std::exception& e) {
     role.check(false, "harness.role", std::string("uncaught exception: ") + e.what(), Where::current());
     how = "aborted";
@@ -309,6 +367,7 @@ int role_main(const std::vector<std::string>& args) {
   if (method == "bpf") ch.send(MsgType::audit, {json{{"method", "bpf"}, {"verbs", adapter.calls()}}.dump()});
   if (self_audit) {
     const ProcSnapshot after = take_proc_snapshot();
+    if (!after.error.empty()) return fault("the role's audit cannot read /proc after the body: " + after.error);
     json leaks = json::array();
     for (const auto& l : diff_snapshots(before, after)) leaks.push_back({{"kind", l.kind}, {"item", l.item}});
     json doc = {{"method", "proc"},

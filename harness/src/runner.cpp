@@ -8,7 +8,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <system_error>
+#include <tuple>
 #include <ctime>
 #include <deque>
 #include <mutex>
@@ -22,6 +26,7 @@
 #include "ipcheck/leftovers.hpp"
 #include "ipcheck/role_main.hpp"
 #include "ipcheck/spawn.hpp"
+#include "ipcheck/verdict.hpp"
 
 #include "ipcheck_version.h"
 
@@ -82,7 +87,7 @@ struct RoleState {
   RoleProcess proc;
   Channel channel;
   bool started = false;       // spawned
-  std::string spawn_error;
+  std::string spawn_error;    // why it could not be started: a harness error
   bool hello = false;
   bool done = false;
   bool aborted = false;
@@ -154,6 +159,7 @@ class CaseRun {
   void kill_when_blocked();
   void check_leftovers();
   void classify();
+  void harness_fault(std::string cause);
   RoleState* role(const std::string& name);
   bool all_exited() const;
   void broadcast(MsgType t, const std::vector<std::string>& fields, const RoleState* except = nullptr);
@@ -175,6 +181,7 @@ class CaseRun {
   Clock::time_point kill_at_{};
   int checks_ = 0;
   std::string skip_reason_;
+  std::vector<std::string> harness_errors_;  // faults of the harness or the machine, not the adapter's
   // Fault injection: whether the point was reached, the role to kill once it blocks (a
   // step_into), and the IPC objects the case's roles held (looked for after the case).
   bool injected_ = false;
@@ -214,7 +221,13 @@ void CaseRun::spawn_all() {
     r.base = rd ? rd->name : name;
     // An expendable role's death is the case's to observe (wait_exit), not a crash.
     r.expected_death = std::find(def_.expendable.begin(), def_.expendable.end(), r.base) != def_.expendable.end();
-    auto [mine, theirs] = make_channel_pair();
+    unique_fd mine, theirs;
+    try {
+      std::tie(mine, theirs) = make_channel_pair();
+    } catch (const std::exception& e) {
+      r.spawn_error = std::string("no channel for it: ") + e.what();
+      continue;
+    }
     SpawnSpec spec;
     spec.executable = exe;
     spec.args = role_args(opt_, def_.id, name);
@@ -349,45 +362,21 @@ void CaseRun::handle(RoleState& r, Message& m) {
       break;
     case MsgType::check: {
       ++checks_;
-      json j = json::parse(m.field(0));
-      reports::Check c;
-      c.clause = j.value("clause", "");
-      c.role = r.name;
-      c.message = j.value("message", "");
-      c.where = j.value("where", "");
-      const bool ok = j.value("ok", false);
-      const Clause* clause = find_clause(c.clause);
-      const Level level = clause ? clause->level : Level::must;
-      c.level = level_name(level);
-      const auto& claimed = adapter_->profiles;
-      const std::string profile = c.clause.substr(0, c.clause.find('.'));
-      const bool judged = std::find(claimed.begin(), claimed.end(), profile) != claimed.end() || profile == "harness";
-      if (!clause && profile != "harness")
-        result_.warnings.push_back("check names clause '" + c.clause + "', which the catalog lacks");
-      if (ok)
-        c.result = "pass";
-      else if (!judged || level == Level::observe)
-        c.result = "observed";
-      else if (level == Level::should)
-        c.result = "warn";
-      else
-        c.result = "fail";
-      if (c.result == "observed") result_.observations["clause." + c.clause] = "violated: " + c.message;
-      if (c.result == "warn") result_.warnings.push_back(c.clause + ": " + c.message);
-      result_.checks.push_back(std::move(c));
+      auto judged = verdict::judge_check(verdict::CheckReport::from_json(json::parse(m.field(0))), r.name,
+                                         adapter_->profiles);
+      if (!judged.warning.empty()) result_.warnings.push_back(judged.warning);
+      // A violated clause that is not judged here is kept as what was seen.
+      if (judged.check.result == reports::CheckResult::observed && !judged.check.message.empty() &&
+          judged.check.level != reports::Level::observe)
+        reports::add_observation(result_, "clause." + judged.check.clause, "violated: " + judged.check.message);
+      result_.checks.push_back(std::move(judged.check));
       break;
     }
     case MsgType::observe: {
-      result_.observations[m.field(0)] = m.field(1);
+      reports::add_observation(result_, m.field(0), m.field(1));
       if (!m.field(2).empty()) {
         ++checks_;
-        reports::Check c;
-        c.clause = m.field(2);
-        c.role = r.name;
-        c.level = "observe";
-        c.result = "observed";
-        c.message = m.field(0) + " = " + m.field(1);
-        result_.checks.push_back(std::move(c));
+        result_.checks.push_back(verdict::observation_check(r.name, m.field(0), m.field(1), m.field(2)));
       }
       break;
     }
@@ -461,6 +450,9 @@ void CaseRun::handle(RoleState& r, Message& m) {
       break;
     case MsgType::info:
       break;
+    case MsgType::harness_error:
+      harness_fault(r.name + ": " + m.field(0));
+      break;
     default:
       result_.warnings.push_back(r.name + " sent an unexpected " + std::string(msg_type_name(m.type)) + " message");
   }
@@ -493,7 +485,11 @@ void CaseRun::loop() {
     const int wait_ms = static_cast<int>(std::clamp<long long>(
         std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1, 0, kill_when_blocked_ ? 2 : 200));
     const int n = ::poll(fds.data(), fds.size(), wait_ms);
-    if (n < 0 && errno != EINTR) throw std::runtime_error("poll failed");
+    if (n < 0 && errno != EINTR) {
+      harness_fault(std::string("the runner's poll failed: ") + std::strerror(errno));
+      begin_termination("the runner cannot watch the roles", false);
+      continue;
+    }
 
     if (opt_.interrupted && opt_.interrupted->load() && !interrupted_) {
       interrupted_ = true;
@@ -512,7 +508,8 @@ void CaseRun::loop() {
         } catch (const ChannelError&) {
           r->channel = Channel();  // the role closed its end (exiting)
         } catch (const std::exception& e) {
-          result_.warnings.push_back(r->name + ": bad message: " + e.what());
+          // A message the runner cannot read is a fault of the harness's protocol.
+          harness_fault(r->name + " sent a message the runner cannot read: " + e.what());
         }
       } else if (kind == 1) {
         r->proc.read_output();
@@ -625,7 +622,6 @@ void CaseRun::classify() {
     x.output_tail = r.proc.output_tail();
     if (!r.started) {
       x.exit = "could not start: " + r.spawn_error;
-      x.code = 127;
     } else if (r.exit) {
       x.exit = r.exit->describe();
       x.code = r.exit->code;
@@ -647,44 +643,34 @@ void CaseRun::classify() {
   }
   c.audit["method"] = opt_.audit;
 
-  auto set = [&](Status s, std::string reason) {
-    c.status = s;
-    c.reason = std::move(reason);
-  };
-  if (interrupted_) return set(Status::incomplete, "the run was interrupted before this case finished");
-  if (timed_out_) return set(Status::timeout, termination_reason_ + " (" + waiting_where(roles_) + ")");
-  for (const auto& r : roles_)
-    if (!r.started) return set(Status::fail, "role " + r.name + " could not start: " + r.spawn_error);
-  for (const auto& r : roles_)
-    if (r.exit && !r.exit->exited && !r.expected_death) {
-      std::string why = r.name + " died by " + signal_name(r.exit->signal);
-      const std::string last = last_line(r.proc.output_tail());
-      if (!last.empty()) why += " (last output: " + last + ")";
-      return set(Status::crash, why);
-    }
-  if (!c.findings.empty()) {
-    const auto& f = c.findings.front();
-    return set(Status::leak, f.role + " left " + std::to_string(c.findings.size()) + " item(s) behind, first: " + f.kind +
-                                 " " + f.item);
+  verdict::CaseFacts f;
+  f.interrupted = interrupted_;
+  f.timed_out = timed_out_;
+  f.termination_reason = termination_reason_;
+  f.waiting_where = waiting_where(roles_);
+  f.skip_reason = skip_reason_;
+  f.harness_errors = harness_errors_;
+  f.inject = inject_;
+  f.injected = injected_;
+  f.checks = checks_;
+  for (const auto& r : roles_) {
+    verdict::RoleFacts x;
+    x.name = r.name;
+    x.started = r.started;
+    x.start_error = r.spawn_error;
+    x.exit = r.exit;
+    x.done = r.done;
+    x.skipped = r.skipped;
+    x.expected_death = r.expected_death;
+    x.output_tail = r.proc.output_tail();
+    f.roles.push_back(std::move(x));
   }
-  for (const auto& k : c.checks)
-    if (k.result == "fail")
-      return set(Status::fail, "[" + k.role + "] " + k.clause + ": " + k.message + (k.where.empty() ? "" : " (" + k.where + ")"));
-  for (const auto& r : roles_)
-    if (r.exit && r.exit->exited && r.exit->code != 0 && !r.expected_death)
-      return set(Status::fail, r.name + " exited with code " + std::to_string(r.exit->code) +
-                                   (r.done ? "" : " before finishing") + ": " + last_line(r.proc.output_tail()));
-  for (const auto& r : roles_)
-    if (r.exit && !r.done && !r.expected_death && !r.skipped)
-      return set(Status::fail, r.name + " ended (" + r.exit->describe() + ") without finishing its body: " +
-                                   last_line(r.proc.output_tail()));
-  if (!skip_reason_.empty()) return set(Status::skip, skip_reason_);
-  if (inject_ && !injected_)
-    return set(Status::fail, "the injection point " + inject_->describe() + " was never reached: no " + inject_->role +
-                                 " announced step '" + inject_->step + "' (see Case::steps and Role::step)");
-  if (checks_ == 0 && c.observations.empty())
-    return set(Status::fail, "the case made no check and no observation; a case must judge something");
-  set(Status::pass, "");
+  verdict::classify(f, c);
+}
+
+void CaseRun::harness_fault(std::string cause) {
+  if (std::find(harness_errors_.begin(), harness_errors_.end(), cause) == harness_errors_.end())
+    harness_errors_.push_back(std::move(cause));
 }
 
 CaseResult CaseRun::run() {
@@ -743,8 +729,15 @@ AdapterProbe probe_adapter(const RunOptions& o) {
   AdapterProbe p;
   const AdapterDesc* desc = find_adapter(o.adapter);
   p.info.adapter = o.adapter;
-  if (desc) p.info.profiles = desc->profiles;
-  auto [mine, theirs] = make_channel_pair();
+  if (desc) p.info.profiles = verdict::judged_profiles(desc->profiles);
+  unique_fd mine, theirs;
+  try {
+    std::tie(mine, theirs) = make_channel_pair();
+  } catch (const std::exception& e) {
+    p.reason = std::string("cannot make a channel for the adapter probe: ") + e.what();
+    p.broken = true;
+    return p;
+  }
   SpawnSpec spec;
   spec.executable = o.role_executable.empty() ? self_executable() : o.role_executable;
   spec.args = role_args(o, kInfoCase, "info");
@@ -789,6 +782,11 @@ AdapterProbe probe_adapter(const RunOptions& o) {
                last_line(proc.output_tail());
     return p;
   }
+  if (info.contains("harness_error")) {
+    p.broken = true;
+    p.reason = info["harness_error"].get<std::string>();
+    return p;
+  }
   if (info.contains("error")) {
     p.reason = info["error"].get<std::string>();
     return p;
@@ -799,35 +797,6 @@ AdapterProbe probe_adapter(const RunOptions& o) {
   p.info.devices = info.value("devices", json::array());
   p.info.transport = info.value("transport", "");
   return p;
-}
-
-void fill_clause_coverage(reports::Results& r) {
-  r.clauses.clear();
-  for (const auto& k : clauses()) {
-    reports::ClauseInfo ci;
-    ci.id = k.id;
-    ci.profile = k.profile();
-    ci.level = level_name(k.level);
-    ci.source = k.source;
-    ci.statement = k.statement;
-    ci.uncovered_reason = k.uncovered_reason;
-    for (const auto& c : cases())
-      if (!c.hidden && std::find(c.clauses.begin(), c.clauses.end(), k.id) != c.clauses.end()) ci.cases.push_back(c.id);
-    // Verdict: the worst check result for the clause over the run.
-    int worst = -1;
-    static const char* order[] = {"skip", "pass", "observed", "warn", "fail"};
-    for (const auto& c : r.cases) {
-      const bool covers = std::find(c.clauses.begin(), c.clauses.end(), k.id) != c.clauses.end();
-      if (covers && c.status == Status::skip) worst = std::max(worst, 0);
-      for (const auto& ch : c.checks) {
-        if (ch.clause != k.id) continue;
-        for (int i = 0; i < 5; ++i)
-          if (ch.result == order[i]) worst = std::max(worst, i);
-      }
-    }
-    ci.verdict = worst < 0 ? "not_run" : order[worst];
-    r.clauses.push_back(std::move(ci));
-  }
 }
 
 CaseResult run_case(const CaseDef& c, const RunOptions& options, const InjectPoint* inject) {
@@ -877,6 +846,10 @@ reports::Results run_suite(const RunOptions& options) {
   }
   std::optional<Expectations> expectations;
   if (!o.expectations_path.empty()) expectations = Expectations::load(o.expectations_path);
+  std::optional<verdict::ExpectationUse> expected;
+  if (expectations) expected.emplace(*expectations);
+  // Limits that leave no room for roles: nothing is started, every case is an error naming it.
+  const std::string limits = limits_too_low();
 
   // Jobs: each selected case, once per injection point that names one of its steps.
   struct Job {
@@ -905,33 +878,32 @@ reports::Results run_suite(const RunOptions& options) {
       }
       const Job& job = jobs[i];
       CaseResult res;
-      if (!probe.available) {
+      auto not_run = [&](Status st, std::string why) {
         res.id = job.def->id;
         res.description = job.def->description;
         res.area = job.def->area();
         res.clauses = job.def->clauses;
-        res.status = probe.broken ? Status::fail : Status::skip;
-        res.reason = probe.broken ? "the adapter probe failed: " + probe.reason : probe.reason;
+        res.status = st;
+        res.reason = std::move(why);
+      };
+      if (!limits.empty()) {
+        not_run(Status::error, limits);
+      } else if (!probe.available) {
+        // A probe that could not run is the harness's or the machine's fault, not a skip.
+        if (probe.broken) not_run(Status::error, "the adapter probe failed: " + probe.reason);
+        else not_run(Status::skip, probe.reason);
       } else if (o.interrupted && o.interrupted->load()) {
-        res.id = job.def->id;
-        res.description = job.def->description;
-        res.area = job.def->area();
-        res.clauses = job.def->clauses;
-        res.status = Status::incomplete;
-        res.reason = "the run was interrupted before this case started";
+        not_run(Status::incomplete, "the run was interrupted before this case started");
       } else {
-        res = run_case(*job.def, o, job.inject ? &*job.inject : nullptr);
-      }
-      if (job.inject) res.id += "@" + job.inject->describe();
-      if (expectations) {
-        if (const Expectation* e = expectations->match(res)) {
-          e->used = true;
-          res.expectation = e->reason + " (" + e->where + ")";
-          res.reason = "expected " + std::string(reports::to_string(res.status)) + ": " + res.reason;
-          res.status = Status::xfail;
+        try {
+          res = run_case(*job.def, o, job.inject ? &*job.inject : nullptr);
+        } catch (const std::exception& e) {
+          not_run(Status::error, std::string("the runner failed running this case: ") + e.what());
         }
       }
+      if (job.inject) res.id += "@" + job.inject->describe();
       std::lock_guard g(lock);
+      if (expected) expected->apply(res, probe.info.driver_version);
       results.cases[i] = std::move(res);
       ++finished;
       if (o.on_case_done) o.on_case_done(results.cases[i], finished, jobs.size());
@@ -939,24 +911,36 @@ reports::Results run_suite(const RunOptions& options) {
   };
   const int n = std::max(1, std::min<int>(o.jobs, static_cast<int>(jobs.size())));
   std::vector<std::thread> threads;
-  for (int t = 1; t < n; ++t) threads.emplace_back(worker);
+  std::string fewer_workers;
+  for (int t = 1; t < n; ++t) {
+    try {
+      threads.emplace_back(worker);
+    } catch (const std::system_error& e) {
+      // The machine's thread limit: run with the workers there are, and say so.
+      fewer_workers = "ran " + std::to_string(threads.size() + 1) + " of " + std::to_string(n) +
+                      " workers: a thread could not be started (" + e.what() + ")";
+      break;
+    }
+  }
   worker();
   for (auto& t : threads) t.join();
   const std::vector<std::string> orphans = reap_orphans();
   results.run.runner = {{"fds_at_start", fds_at_start}, {"fds_at_end", count_open_fds()}, {"orphans_reaped", orphans}};
 
-  if (expectations)
-    for (const auto& e : expectations->entries())
-      if (!e.used) {
-        // An expected failure that no longer happens: say so, so the line gets removed.
-        for (auto& c : results.cases)
-          if (glob_match(e.pattern, c.id) && c.status == Status::pass)
-            c.warnings.push_back("expectation no longer needed: " + e.where + " expects " + reports::to_string(e.status));
-      }
+  if (!fewer_workers.empty()) results.run.runner["note"] = fewer_workers;
+  if (expected) {
+    // A line that matched nothing while a case it names ran: the deviation is gone or changed.
+    results.run.expectations = expected->report(results.cases, probe.info.driver_version);
+    for (const auto& stale : expected->stale(results.cases, probe.info.driver_version))
+      for (auto& c : results.cases)
+        for (const auto& x : expectations->entries())
+          if (stale.rfind(x.where + ":", 0) == 0 && verdict::names_case(x, c) && reports::is_judged(c.status))
+            c.warnings.push_back("stale expectation " + stale);
+  }
   results.summary = reports::summarize(results.cases);
   results.run.duration_s = seconds_since(t0);
   if (!probe.available) results.run.options["adapter_unavailable"] = probe.reason;
-  fill_clause_coverage(results);
+  verdict::fill_clause_coverage(results);
   return results;
 }
 

@@ -79,6 +79,7 @@ Result<bool> TracingAdapter::event_wait(ObjectId e, std::chrono::nanoseconds t) 
 }
 Outcome TracingAdapter::event_retain(ObjectId e) { IPCHECK_TRACE("event_retain", event_retain(e)); }
 Outcome TracingAdapter::event_release(ObjectId e) { IPCHECK_TRACE("event_release", event_release(e)); }
+Result<std::uint64_t> TracingAdapter::native_identity(ObjectId id) { return inner_->native_identity(id); }
 Outcome TracingAdapter::native(const std::string& what, const std::map<std::string, std::string>& args) {
   IPCHECK_TRACE("native", native(what, args));
 }

@@ -56,37 +56,5 @@ TEST(Options, RepeatedSingleValueIsRefused) {
   EXPECT_THROW(o.parse({"--adapter", "a", "--adapter", "b"}), cli::UsageError);
 }
 
-TEST(Expectations, ParsesAndMatchesByCaseOrFailingClause) {
-  auto e = Expectations::parse(
-      "# comment\n"
-      "memory.open.repeat  fail  CUDA returns the same pointer https://example.invalid/issue#1\n"
-      "sycl.mem.open.size  fail  driver accepts long handles\n",
-      "cuda.txt");
-  ASSERT_EQ(e.entries().size(), 2u);
-  EXPECT_NE(e.entries()[0].reason.find("#1"), std::string::npos) << "links keep their anchors";
-  reports::CaseResult c;
-  c.id = "memory.open.repeat";
-  c.status = reports::Status::fail;
-  EXPECT_NE(e.match(c), nullptr);
-  c.status = reports::Status::crash;
-  EXPECT_EQ(e.match(c), nullptr) << "a crash is not the expected failure";
-  reports::CaseResult d;
-  d.id = "memory.open.size";
-  d.status = reports::Status::fail;
-  d.checks.push_back({"sycl.mem.open.size", "must", "fail", "consumer", "", ""});
-  EXPECT_NE(e.match(d), nullptr);
-}
-
-TEST(Expectations, BadLinesNameFileAndLine) {
-  try {
-    Expectations::parse("a.case\n", "x.txt");
-    FAIL();
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("x.txt:1"), std::string::npos);
-  }
-  EXPECT_THROW(Expectations::parse("a.case pass because\n", "x.txt"), std::runtime_error);
-  EXPECT_THROW(Expectations::parse("a.case fail\n", "x.txt"), std::runtime_error);
-}
-
 }  // namespace
 }  // namespace ipcheck

@@ -101,14 +101,15 @@ TEST_F(RunnerTest, EarlyExitFails) {
   EXPECT_NE(r.reason.find("consumer exited with code 3"), std::string::npos) << r.reason;
 }
 
-TEST_F(RunnerTest, ExecFailureFailsWithTheReason) {
+// A role that cannot be started is the harness's fault: error, never the adapter's fail.
+TEST_F(RunnerTest, ExecFailureIsAHarnessErrorWithTheReason) {
   RunOptions o;
   o.adapter = "ref";
   o.role_executable = "/nonexistent/ipcheck";
   const std::size_t fds = count_open_fds();
   auto r = run_case(*find_case("selftest.pass"), o);
-  EXPECT_EQ(r.status, Status::fail);
-  EXPECT_NE(r.reason.find("could not start"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_NE(r.reason.find("could not be started"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("No such file"), std::string::npos) << r.reason;
   EXPECT_EQ(count_open_fds(), fds);
   EXPECT_TRUE(children_of_self().empty());
@@ -119,7 +120,7 @@ TEST_F(RunnerTest, RoleThatNeverReadsDoesNotBlockTheRunner) {
   EXPECT_EQ(r.status, Status::timeout) << r.reason;
   // The producer finished its 64 MB of sends: the runner kept relaying without blocking.
   bool producer_done = false;
-  for (const auto& c : r.checks) producer_done |= c.role == "producer" && c.result == "pass";
+  for (const auto& c : r.checks) producer_done |= c.role == "producer" && c.result == reports::CheckResult::pass;
   EXPECT_TRUE(producer_done);
 }
 
@@ -154,9 +155,10 @@ TEST_F(RunnerTest, SkipEndsTheCaseAsSkip) {
   EXPECT_EQ(r.reason, "deliberately not supported");
 }
 
-TEST_F(RunnerTest, CaseWithoutChecksFails) {
+// A case that judges nothing is a bug of the catalog, not of the adapter.
+TEST_F(RunnerTest, CaseWithoutChecksIsAnError) {
   auto r = run("selftest.no_checks");
-  EXPECT_EQ(r.status, Status::fail);
+  EXPECT_EQ(r.status, Status::error);
   EXPECT_NE(r.reason.find("no check"), std::string::npos) << r.reason;
 }
 
@@ -219,10 +221,10 @@ TEST_F(RunnerTest, StepIntoKillsTheRoleOnceItIsBlocked) {
   EXPECT_EQ(plain.status, Status::pass) << plain.reason;
 }
 
-TEST_F(RunnerTest, InjectionPointNeverReachedFails) {
+TEST_F(RunnerTest, InjectionPointNeverReachedIsAnError) {
   const InjectPoint at{"producer", "declared"};
   auto r = run("selftest.inject.unreached", 10, &at);
-  EXPECT_EQ(r.status, Status::fail);
+  EXPECT_EQ(r.status, Status::error);
   EXPECT_NE(r.reason.find("producer:declared was never reached"), std::string::npos) << r.reason;
 }
 

@@ -648,6 +648,13 @@ class CudaAdapter final : public Adapter {
     }
   }
 
+  // The CUevent or the CUmemGenericAllocationHandle CUDA returned for the object.
+  Result<std::uint64_t> native_identity(ObjectId id) override {
+    if (Event* e = find_event(id)) return {Outcome::runtime_success("cuEventCreate/cuIpcOpenEventHandle"), reinterpret_cast<std::uint64_t>(e->ev)};
+    if (Phys* p = find_phys(id)) return {Outcome::runtime_success("cuMemCreate/cuMemImportFromShareableHandle"), p->handle};
+    return {unknown("object", id)};
+  }
+
   Outcome event_retain(ObjectId) override {
     return Outcome::failure(Errc::not_implemented, "CUDA events have no reference count to retain");
   }

@@ -613,6 +613,13 @@ class ZeAdapter final : public Adapter {
     return o;
   }
 
+  // The ze_event_handle_t or ze_physical_mem_handle_t Level Zero returned for the object.
+  Result<std::uint64_t> native_identity(ObjectId id) override {
+    if (Ev* e = event(id)) return {Outcome::runtime_success("zeEventCreate"), reinterpret_cast<std::uint64_t>(e->event)};
+    if (Phys* p = phys(id)) return {Outcome::runtime_success("zePhysicalMemCreate"), reinterpret_cast<std::uint64_t>(p->handle)};
+    return {unknown("native_identity", "object", id)};
+  }
+
   // ---------------------------------------------------------------- native calls
 
   Outcome native(const std::string& what, const std::map<std::string, std::string>& args) override {

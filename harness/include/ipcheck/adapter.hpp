@@ -171,6 +171,11 @@ class Adapter {
   virtual Outcome event_retain(ObjectId ev);
   virtual Outcome event_release(ObjectId ev);
 
+  // The runtime's own identity of an object this adapter handed out (physical memory, an
+  // event): the CUevent, the ze_event_handle_t, ipcref's object. Checks that objects are
+  // distinct compare these, never the adapter's ObjectIds (which always differ).
+  virtual Result<std::uint64_t> native_identity(ObjectId id);
+
   // Calls that only some APIs have, by name; cases that need one skip when it answers
   // not_implemented. Names in use (args in parentheses):
   //   "null_argument" (verb = mem_get | mem_open | mem_close | event_get, argument =

@@ -12,6 +12,7 @@ namespace ipcheck {
 struct ProcSnapshot {
   std::map<int, std::string> fds;     // fd -> readlink target
   std::vector<std::string> mappings;  // "start-end perms path" of shared or device mappings
+  std::string error;                  // why /proc could not be read (then the snapshot is empty)
 };
 
 ProcSnapshot take_proc_snapshot();

@@ -18,6 +18,7 @@
 
 #include "ipcheck/adapter.hpp"
 #include "ipcheck/channel.hpp"
+#include "ipcheck/reports/results.hpp"
 
 namespace ipcheck {
 
@@ -123,6 +124,39 @@ class Where {
   unsigned line_;
 };
 
+// What a check rests on, and so who decided it: the runtime under test (an outcome of one
+// of its calls, or bytes read through a mapping it made), the adapter's own code, or
+// ipcheck's bookkeeping (its ids, records, clocks). A check resting on several outcomes is
+// the runtime's only when every one of them is.
+class Evidence {
+ public:
+  static Evidence harness() { return Evidence(reports::Decider::harness); }
+  static Evidence adapter() { return Evidence(reports::Decider::adapter); }
+  static Evidence of(const Outcome& o);
+  // Starts a tally over many answers (a loop of opens): each with() can only weaken it.
+  static Evidence tally() { return Evidence(reports::Decider::runtime); }
+  // Also rests on `o` (or `e`): the weaker attribution wins, the first runtime call is kept.
+  Evidence& with(const Outcome& o);
+  Evidence& with(const Evidence& e);
+
+  reports::Decider by = reports::Decider::harness;
+  std::string call;  // the runtime call that decided it
+  long long native = 0;
+  std::string native_name;
+
+ private:
+  explicit Evidence(reports::Decider d) : by(d) {}
+};
+
+// A judgement with its evidence: a value the runtime (or the adapter) gave, for example
+// whether an event is signaled, with the outcome of the call that said so.
+struct Seen {
+  bool value = false;
+  Evidence by = Evidence::harness();
+  explicit operator bool() const { return value; }
+  Seen operator!() const { return {!value, by}; }
+};
+
 class Role {
  public:
   virtual ~Role() = default;
@@ -163,12 +197,31 @@ class Role {
   bool peer_killed(const std::string& base) const { return injection() && injection().role == base; }
 
   // ---- judging
-  virtual bool check(bool ok, std::string_view clause, const std::string& message, Where w = Where::current()) = 0;
+  // Judges `ok` for `clause`; `by` says who decided it (see Evidence). Without evidence the
+  // check is ipcheck's own (decided by the harness): a case passes the outcome or Seen value
+  // it judged whenever the runtime's answer decides.
+  virtual bool check(bool ok, const Evidence& by, std::string_view clause, const std::string& message,
+                     Where w = Where::current()) = 0;
+  bool check(bool ok, std::string_view clause, const std::string& message, Where w = Where::current()) {
+    return check(ok, Evidence::harness(), clause, message, w);
+  }
+  bool check(const Seen& s, std::string_view clause, const std::string& message, Where w = Where::current()) {
+    return check(s.value, s.by, clause, message, w);
+  }
+  // Checks made while a SetupSteps lives are set-up steps (allocate, export, open the real
+  // handle): their failure fails the case, their pass decides nothing about the clause.
+  // Returns the previous setting.
+  virtual bool set_setup(bool on) = 0;
   bool check_ok(const Outcome& o, std::string_view clause, const std::string& what, Where w = Where::current());
   bool check_error(const Outcome& o, Errc expected, std::string_view clause, const std::string& what,
                    Where w = Where::current());
   // Like check, but ends the role body on failure.
   void require(bool ok, std::string_view clause, const std::string& message, Where w = Where::current());
+  void require(bool ok, const Evidence& by, std::string_view clause, const std::string& message,
+               Where w = Where::current());
+  void require(const Seen& s, std::string_view clause, const std::string& message, Where w = Where::current()) {
+    require(s.value, s.by, clause, message, w);
+  }
   template <class T>
   T require(Result<T> r, std::string_view clause, const std::string& what, Where w = Where::current()) {
     if (!check_ok(r.outcome, clause, what, w)) throw RoleAbort{what + " failed"};
@@ -176,6 +229,9 @@ class Role {
   }
   void require_ok(const Outcome& o, std::string_view clause, const std::string& what, Where w = Where::current());
   virtual void observe(const std::string& name, const std::string& value, std::string_view clause = {}) = 0;
+  // Says the role could not run for a reason of the harness or the machine (a descriptor or
+  // process limit, /proc unreadable): the case is `error`, nothing is charged to the adapter.
+  [[noreturn]] virtual void harness_error(const std::string& cause) = 0;
   // Records a native error seen on the way (also done by check_ok/check_error).
   virtual void native_error(const std::string& verb, const Outcome& o) = 0;
   [[noreturn]] virtual void skip(const std::string& reason) = 0;
@@ -185,6 +241,19 @@ class Role {
   virtual void note(const std::string& text) = 0;
   // Sends a named JSON document to the runner (campaign statistics, benchmark figures).
   virtual void data(const std::string& key, const std::string& json) = 0;
+};
+
+// Marks the checks made during its life as set-up steps (Role::set_setup).
+class SetupSteps {
+ public:
+  explicit SetupSteps(Role& r) : r_(r), was_(r.set_setup(true)) {}
+  ~SetupSteps() { r_.set_setup(was_); }
+  SetupSteps(const SetupSteps&) = delete;
+  SetupSteps& operator=(const SetupSteps&) = delete;
+
+ private:
+  Role& r_;
+  bool was_;
 };
 
 // Deterministic byte patterns that expose wrong offsets and stale data: byte i of the

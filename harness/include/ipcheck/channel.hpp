@@ -37,6 +37,7 @@ enum class MsgType : std::uint16_t {
   peer_exit,     // runner -> role: role name, how it ended
   kill_peer,     // role -> runner: role name, signal number
   done,          // role -> runner: "ok" | "aborted", message
+  harness_error, // role -> runner: cause (a limit of the machine, /proc unreadable): the case is `error`
 };
 const char* msg_type_name(MsgType t) noexcept;
 

@@ -1,15 +1,18 @@
 // Clauses: the normative statements cases check. The catalog of them lives in cases/
-// and registers here; the runner judges a case's checks by their clause's level and
-// by whether the adapter claims the clause's profile.
+// and registers here; the verdict module (verdict.hpp) judges a case's checks by their
+// clause's level and profile: rb and harness clauses on every adapter, the API profiles
+// (sycl, ur, ze, cuda, ...) where the adapter claims them.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "ipcheck/reports/results.hpp"
+
 namespace ipcheck {
 
-enum class Level { must, should, observe };
-const char* level_name(Level l) noexcept;
+using reports::Level;
+inline const char* level_name(Level l) noexcept { return reports::to_string(l); }
 
 struct Clause {
   std::string id;         // "sycl.mem.open.size"; the profile is the part before the first dot

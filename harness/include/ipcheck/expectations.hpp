@@ -1,6 +1,27 @@
-// Expectations files: known deviations of one adapter, one a line:
-//   <case or clause id, globs allowed>  <status>  <reason, with a link>
-// A listed case (or a case failing a listed clause) whose status matches becomes xfail.
+// Expectations files: the known deviations of one adapter, each with its reason and link.
+//
+//   # a comment
+//   <case or clause glob>  <status>  [key=value ...]  <reason, with a link>
+//
+//   @block cuda-event-pool           one reason and link for many lines (optional name)
+//   @reason CUDA keeps the exporter's event pool mapped after cuEventDestroy
+//   @link https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html
+//   @driver >=580 <590               only for these driver versions (optional)
+//   event.open.size      leak  leak=*/dev/shm/cuda.shm.*
+//   event.roundtrip      leak  leak=*/dev/shm/cuda.shm.*
+//   @end
+//
+// Status: fail, leak, timeout or crash (what the deviation makes the case). What must
+// match besides the status (globs; all given must match):
+//   check=   the message of a failed check        clause=  the clause of a failed check
+//   native=  the native code name of a failed check (CUDA_ERROR_INVALID_VALUE)
+//   role=    the role of a failed check, a crashed role or a leak
+//   leak=    the item of each leak finding          signal=  the signal of a crash (SIGSEGV)
+//   reason=  the case's one-line reason (a crash's last output line, a timeout's wait)
+//   driver=  a driver version range (">=580.0 <600"), as @driver for one line
+// A line covers failures, not cases: a case is xfail only when every failed check, every
+// leak, or its crash or timeout is covered; a new, different failure keeps its status.
+// A line that matched nothing while a case it names ran is reported as stale.
 #pragma once
 
 #include <optional>
@@ -11,12 +32,26 @@
 
 namespace ipcheck {
 
+struct ExpectationMatch {
+  std::string check, clause, native, role, leak, signal, reason;
+  bool empty() const {
+    return check.empty() && clause.empty() && native.empty() && role.empty() && leak.empty() && signal.empty() &&
+           reason.empty();
+  }
+  std::string describe() const;  // "check=... leak=..." (empty when nothing beyond the status)
+};
+
 struct Expectation {
-  std::string pattern;
+  std::string pattern;  // case or clause id, globs allowed
   reports::Status status = reports::Status::fail;
+  ExpectationMatch match;
   std::string reason;
-  std::string where;  // file:line
-  mutable bool used = false;
+  std::string link;
+  std::string driver;   // version range, empty: every version
+  std::string block;    // name of the @block it is in, if any
+  std::string where;    // file:line
+  // "<reason> (<link>)", as shown in a report.
+  std::string explain() const;
 };
 
 class Expectations {
@@ -25,8 +60,6 @@ class Expectations {
   static Expectations load(const std::string& path);
   static Expectations parse(const std::string& text, const std::string& where);
 
-  // The entry that covers this case result (by case id, then by failing clause ids).
-  const Expectation* match(const reports::CaseResult& c) const;
   const std::vector<Expectation>& entries() const noexcept { return entries_; }
   std::string path;
 
@@ -35,5 +68,11 @@ class Expectations {
 };
 
 bool glob_match(const std::string& pattern, const std::string& text);
+
+// Whether `version` lies in `range`: space-separated bounds (">=580", "<590.1", "=580.159.04",
+// "580.159.04"); dotted numbers compare part by part as numbers. An empty range holds all.
+bool version_in_range(const std::string& version, const std::string& range);
+// Throws std::invalid_argument naming the bound when `range` is malformed.
+void check_version_range(const std::string& range);
 
 }  // namespace ipcheck

@@ -66,9 +66,6 @@ reports::Results run_suite(const RunOptions& options);
 // options.audit_note. Returns false on the fallback.
 bool prepare_audit(RunOptions& options, std::unique_ptr<Auditor>& holder);
 
-// Fills results.clauses: every clause with its cases and a verdict from this run.
-void fill_clause_coverage(reports::Results& r);
-
 std::string self_executable();
 // The current UTC time as ISO 8601 ("2024-05-01T12:00:00Z").
 std::string iso_now();

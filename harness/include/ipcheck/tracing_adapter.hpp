@@ -77,6 +77,7 @@ class TracingAdapter final : public Adapter {
   Result<bool> event_wait(ObjectId e, std::chrono::nanoseconds t) override;
   Outcome event_retain(ObjectId e) override;
   Outcome event_release(ObjectId e) override;
+  Result<std::uint64_t> native_identity(ObjectId id) override;
   Outcome native(const std::string& what, const std::map<std::string, std::string>& args) override;
 
  private:

@@ -1,0 +1,461 @@
+#include "ipcheck/verdict.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace ipcheck::verdict {
+
+using nlohmann::json;
+using reports::CaseResult;
+using reports::Check;
+using reports::CheckResult;
+using reports::ClauseVerdict;
+using reports::Decider;
+using reports::Status;
+
+namespace {
+constexpr const char* kUniversal[] = {"harness", "rb"};
+
+std::string last_line(const std::string& text) {
+  auto end = text.find_last_not_of("\n ");
+  if (end == std::string::npos) return {};
+  auto begin = text.rfind('\n', end);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  return text.substr(begin, end - begin + 1);
+}
+
+std::string profile_of(const std::string& clause) { return clause.substr(0, clause.find('.')); }
+}  // namespace
+
+bool judged_on(const std::string& profile, const std::vector<std::string>& claimed) {
+  return std::find(std::begin(kUniversal), std::end(kUniversal), profile) != std::end(kUniversal) ||
+         std::find(claimed.begin(), claimed.end(), profile) != claimed.end();
+}
+
+std::vector<std::string> judged_profiles(const std::vector<std::string>& claimed) {
+  std::set<std::string> all(claimed.begin(), claimed.end());
+  all.insert(std::begin(kUniversal), std::end(kUniversal));
+  all.erase("harness");  // judged everywhere, but not a profile a reader looks for
+  return {all.begin(), all.end()};
+}
+
+// ---------------------------------------------------------------- checks
+
+CheckReport CheckReport::from(bool ok, const Evidence& e, std::string_view clause, std::string message,
+                              std::string where, bool setup) {
+  CheckReport r;
+  r.clause = std::string(clause);
+  r.ok = ok;
+  r.message = std::move(message);
+  r.where = std::move(where);
+  r.by = e.by;
+  r.call = e.call;
+  r.native = e.native;
+  r.native_name = e.native_name;
+  r.setup = setup;
+  return r;
+}
+
+json CheckReport::to_json() const {
+  json j = {{"clause", clause}, {"ok", ok}, {"message", message}, {"where", where}, {"by", reports::to_string(by)}};
+  if (!call.empty()) j["call"] = call;
+  if (native != 0 || !native_name.empty()) {
+    j["native"] = native;
+    j["native_name"] = native_name;
+  }
+  if (setup) j["setup"] = true;
+  return j;
+}
+
+CheckReport CheckReport::from_json(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("a check report is not a JSON object");
+  CheckReport r;
+  auto text = [&](const char* key, std::string& out, bool required) {
+    auto it = j.find(key);
+    if (it == j.end()) {
+      if (required) throw std::invalid_argument(std::string("a check report has no \"") + key + "\"");
+      return;
+    }
+    if (!it->is_string()) throw std::invalid_argument(std::string("a check report's \"") + key + "\" is not text");
+    out = it->get<std::string>();
+  };
+  text("clause", r.clause, true);
+  text("message", r.message, false);
+  text("where", r.where, false);
+  text("call", r.call, false);
+  text("native_name", r.native_name, false);
+  if (auto it = j.find("ok"); it == j.end() || !it->is_boolean())
+    throw std::invalid_argument("a check report's \"ok\" is missing or not true/false");
+  else
+    r.ok = it->get<bool>();
+  std::string by = "harness";
+  text("by", by, false);
+  const auto d = reports::parse_decider(by);
+  if (!d) throw std::invalid_argument("a check report's \"by\" is \"" + by + "\", not runtime, adapter or harness");
+  r.by = *d;
+  if (auto it = j.find("native"); it != j.end() && it->is_number_integer()) r.native = it->get<long long>();
+  if (auto it = j.find("setup"); it != j.end() && it->is_boolean()) r.setup = it->get<bool>();
+  return r;
+}
+
+JudgedCheck judge_check(const CheckReport& r, const std::string& role, const std::vector<std::string>& claimed) {
+  JudgedCheck out;
+  Check& c = out.check;
+  c.clause = r.clause;
+  c.role = role;
+  c.message = r.message;
+  c.where = r.where;
+  c.decided_by = r.by;
+  c.call = r.call;
+  c.native = r.native;
+  c.native_name = r.native_name;
+  c.setup = r.setup;
+  const std::string profile = profile_of(r.clause);
+  const Clause* clause = find_clause(r.clause);
+  if (!clause && profile != "harness")
+    out.warning = "check names clause '" + r.clause + "', which the catalog lacks";
+  c.level = clause ? clause->level : reports::Level::must;
+  // An observe-level clause records what was seen, whichever way it went.
+  if (c.level == reports::Level::observe)
+    c.result = CheckResult::observed;
+  else if (r.ok)
+    c.result = CheckResult::pass;
+  else if (!judged_on(profile, claimed))
+    c.result = CheckResult::observed;
+  else if (c.level == reports::Level::should)
+    c.result = CheckResult::warn;
+  else
+    c.result = CheckResult::fail;
+  if (c.result == CheckResult::warn) out.warning = r.clause + ": " + r.message;
+  return out;
+}
+
+reports::Check observation_check(const std::string& role, const std::string& name, const std::string& value,
+                                 const std::string& clause) {
+  Check c;
+  c.clause = clause;
+  c.role = role;
+  c.level = reports::Level::observe;
+  c.result = CheckResult::observed;
+  c.decided_by = Decider::harness;
+  c.message = name + " = " + value;
+  return c;
+}
+
+// ---------------------------------------------------------------- cases
+
+void classify(const CaseFacts& f, CaseResult& c) {
+  auto set = [&](Status s, std::string reason) {
+    c.status = s;
+    c.reason = std::move(reason);
+  };
+  if (f.interrupted) return set(Status::incomplete, "the run was interrupted before this case finished");
+  // Faults of the harness or the machine first: whatever the roles did after one is not the adapter's.
+  for (const auto& r : f.roles)
+    if (!r.started) return set(Status::error, "role " + r.name + " could not be started: " + r.start_error);
+  if (!f.harness_errors.empty()) return set(Status::error, f.harness_errors.front());
+  if (f.timed_out) return set(Status::timeout, f.termination_reason + " (" + f.waiting_where + ")");
+  for (const auto& r : f.roles)
+    if (r.exit && !r.exit->exited && !r.expected_death) {
+      std::string why = r.name + " died by " + signal_name(r.exit->signal);
+      const std::string last = last_line(r.output_tail);
+      if (!last.empty()) why += " (last output: " + last + ")";
+      return set(Status::crash, why);
+    }
+  if (!c.findings.empty()) {
+    const auto& x = c.findings.front();
+    return set(Status::leak, x.role + " left " + std::to_string(c.findings.size()) + " item(s) behind, first: " + x.kind +
+                                 " " + x.item);
+  }
+  for (const auto& k : c.checks)
+    if (k.result == CheckResult::fail)
+      return set(Status::fail,
+                 "[" + k.role + "] " + k.clause + ": " + k.message + (k.where.empty() ? "" : " (" + k.where + ")"));
+  for (const auto& r : f.roles)
+    if (r.exit && r.exit->exited && r.exit->code != 0 && !r.expected_death)
+      return set(Status::fail, r.name + " exited with code " + std::to_string(r.exit->code) +
+                                   (r.done ? "" : " before finishing") + ": " + last_line(r.output_tail));
+  for (const auto& r : f.roles)
+    if (r.exit && !r.done && !r.expected_death && !r.skipped)
+      return set(Status::fail,
+                 r.name + " ended (" + r.exit->describe() + ") without finishing its body: " + last_line(r.output_tail));
+  if (!f.skip_reason.empty()) return set(Status::skip, f.skip_reason);
+  // A catalog that cannot do what it declares is ipcheck's fault, not the adapter's.
+  if (f.inject && !f.injected)
+    return set(Status::error, "the injection point " + f.inject->describe() + " was never reached: no " + f.inject->role +
+                                  " announced step '" + f.inject->step + "' (see Case::steps and Role::step)");
+  if (f.checks == 0 && c.observations.empty())
+    return set(Status::error, "the case made no check and no observation; a case must judge something (a catalog bug)");
+  set(Status::pass, "");
+}
+
+// ---------------------------------------------------------------- expectations
+
+namespace {
+
+bool optional_glob(const std::string& pattern, const std::string& text) {
+  return pattern.empty() || glob_match(pattern, text);
+}
+
+// The line names this case: by its id, or by a clause the case checks.
+bool line_names(const Expectation& x, const CaseResult& c) {
+  if (glob_match(x.pattern, c.id)) return true;
+  // Injected runs ("<case>@role:step") are named by the case id too.
+  if (auto at = c.id.find('@'); at != std::string::npos && glob_match(x.pattern, c.id.substr(0, at))) return true;
+  return std::any_of(c.clauses.begin(), c.clauses.end(), [&](const std::string& k) { return glob_match(x.pattern, k); });
+}
+
+bool covers_check(const Expectation& x, const CaseResult& c, const Check& k) {
+  const bool by_case = glob_match(x.pattern, c.id) ||
+                       (c.id.find('@') != std::string::npos && glob_match(x.pattern, c.id.substr(0, c.id.find('@'))));
+  if (!by_case && !glob_match(x.pattern, k.clause)) return false;
+  return optional_glob(x.match.check, k.message) && optional_glob(x.match.clause, k.clause) &&
+         optional_glob(x.match.native, k.native_name) && optional_glob(x.match.role, k.role) &&
+         optional_glob(x.match.reason, c.reason);
+}
+
+std::string crash_signal(const CaseResult& c, std::string* role) {
+  for (const auto& r : c.roles)
+    if (r.signal != 0 && r.exit.find("(expected)") == std::string::npos) {
+      if (role) *role = r.name;
+      return signal_name(r.signal);
+    }
+  return {};
+}
+
+}  // namespace
+
+bool names_case(const Expectation& x, const CaseResult& c) { return line_names(x, c); }
+
+void ExpectationUse::apply(CaseResult& c, const std::string& driver_version) {
+  if (!reports::is_judged(c.status) || c.status == Status::pass || c.status == Status::xfail) return;
+  std::vector<std::size_t> candidates;
+  const auto& lines = e_->entries();
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].status == c.status && version_in_range(driver_version, lines[i].driver) && line_names(lines[i], c))
+      candidates.push_back(i);
+  if (candidates.empty()) return;
+  std::set<std::size_t> used;
+  bool all = true;
+  std::size_t covered = 0, total = 0;
+  switch (c.status) {
+    case Status::fail: {
+      bool any_failed_check = false;
+      for (auto& k : c.checks) {
+        if (k.result != CheckResult::fail) continue;
+        any_failed_check = true;
+        ++total;
+        bool hit = false;
+        for (std::size_t i : candidates)
+          if (covers_check(lines[i], c, k)) {
+            used.insert(i);
+            hit = true;
+          }
+        k.expected = hit;
+        covered += hit;
+        all &= hit;
+      }
+      if (!any_failed_check) {
+        // A failure without a failed check (a role's exit code): only a line that names the
+        // case and matches its reason covers it.
+        total = 1;
+        for (std::size_t i : candidates)
+          if (glob_match(lines[i].pattern, c.id) && lines[i].match.check.empty() && lines[i].match.clause.empty() &&
+              lines[i].match.native.empty() && optional_glob(lines[i].match.reason, c.reason))
+            used.insert(i);
+        all = !used.empty();
+        covered = all;
+      }
+      break;
+    }
+    case Status::leak:
+      for (const auto& f : c.findings) {
+        ++total;
+        bool hit = false;
+        for (std::size_t i : candidates)
+          if (optional_glob(lines[i].match.leak, f.item) && optional_glob(lines[i].match.role, f.role)) {
+            used.insert(i);
+            hit = true;
+          }
+        covered += hit;
+        all &= hit;
+      }
+      break;
+    case Status::crash:
+    case Status::timeout: {
+      total = 1;
+      std::string role;
+      const std::string sig = crash_signal(c, &role);
+      for (std::size_t i : candidates) {
+        const auto& m = lines[i].match;
+        if (optional_glob(m.reason, c.reason) && (c.status != Status::crash || optional_glob(m.signal, sig)) &&
+            (m.role.empty() || c.status != Status::crash || glob_match(m.role, role)))
+          used.insert(i);
+      }
+      all = !used.empty();
+      covered = all;
+      break;
+    }
+    default:
+      return;
+  }
+  for (std::size_t i : used) ++matched_[i];
+  if (used.empty()) return;
+  if (!all) {
+    // Part of what went wrong is known; the rest is new and keeps the case's status.
+    std::string where;
+    for (std::size_t i : used) where += (where.empty() ? "" : ", ") + lines[i].where;
+    c.warnings.push_back("expectations " + where + " cover " + std::to_string(covered) + " of " + std::to_string(total) +
+                         " " + reports::to_string(c.status) + " findings; the others are new");
+    return;
+  }
+  std::string why, where;
+  for (std::size_t i : used) {
+    const std::string e = lines[i].explain();
+    if (why.find(e) == std::string::npos) why += (why.empty() ? "" : "; ") + e;
+    where += (where.empty() ? "" : ", ") + lines[i].where;
+  }
+  c.expectation = why + " (" + where + ")";
+  c.reason = "expected " + std::string(reports::to_string(c.status)) + ": " + c.reason;
+  c.expected_status = c.status;
+  c.status = Status::xfail;
+}
+
+json ExpectationUse::report(const std::vector<CaseResult>& cases, const std::string& driver_version) const {
+  json lines = json::array();
+  json stale_list = json::array();
+  const auto& entries = e_->entries();
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& x = entries[i];
+    const bool applies = version_in_range(driver_version, x.driver);
+    const bool ran = std::any_of(cases.begin(), cases.end(), [&](const CaseResult& c) {
+      return reports::is_judged(c.status) && line_names(x, c);
+    });
+    json l = {{"where", x.where}, {"pattern", x.pattern}, {"status", reports::to_string(x.status)},
+              {"matched", matched_[i]}, {"applies", applies}};
+    if (!x.match.empty()) l["match"] = x.match.describe();
+    if (!x.driver.empty()) l["driver"] = x.driver;
+    if (!x.block.empty()) l["block"] = x.block;
+    lines.push_back(l);
+    if (applies && ran && matched_[i] == 0) stale_list.push_back(x.where);
+  }
+  return {{"file", e_->path}, {"lines", lines}, {"stale", stale_list}};
+}
+
+std::vector<std::string> ExpectationUse::stale(const std::vector<CaseResult>& cases,
+                                               const std::string& driver_version) const {
+  std::vector<std::string> out;
+  const auto& entries = e_->entries();
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& x = entries[i];
+    if (matched_[i] || !version_in_range(driver_version, x.driver)) continue;
+    const bool ran = std::any_of(cases.begin(), cases.end(), [&](const CaseResult& c) {
+      return reports::is_judged(c.status) && line_names(x, c);
+    });
+    if (ran)
+      out.push_back(x.where + ": " + x.pattern + " " + reports::to_string(x.status) +
+                    (x.match.empty() ? "" : " " + x.match.describe()) +
+                    ": matched nothing in this run (the deviation is gone or changed: update or remove the line)");
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- coverage
+
+namespace {
+
+struct Tally {
+  int runtime = 0, adapter = 0, harness = 0, unknown = 0;
+  int failed = 0, expected_failed = 0, warned = 0, observed = 0;
+  std::set<std::string> ran;
+};
+
+void count_check(Tally& t, const Check& k) {
+  switch (k.result) {
+    case CheckResult::fail:
+      ++t.failed;
+      if (k.expected) ++t.expected_failed;
+      break;
+    case CheckResult::warn: ++t.warned; break;
+    case CheckResult::observed: ++t.observed; break;
+    case CheckResult::pass:
+      if (k.setup) break;  // a step the clause stands on decides nothing about it
+      switch (k.decided_by) {
+        case Decider::runtime: ++t.runtime; break;
+        case Decider::adapter: ++t.adapter; break;
+        case Decider::harness: ++t.harness; break;
+        case Decider::unknown: ++t.unknown; break;
+      }
+      break;
+  }
+}
+
+}  // namespace
+
+void fill_clause_coverage(reports::Results& r) {
+  r.clauses.clear();
+  std::map<std::string, Tally> tallies;
+  for (const auto& c : r.cases) {
+    // A skipped, interrupted or errored case judged nothing, whatever it checked on the way.
+    if (!reports::is_judged(c.status)) continue;
+    const Status underlying = c.status == Status::xfail && c.expected_status ? *c.expected_status : c.status;
+    std::set<std::string> failed_here;
+    for (const auto& k : c.checks) {
+      Tally& t = tallies[k.clause];
+      count_check(t, k);
+      t.ran.insert(c.id);
+      if (k.result == CheckResult::fail) failed_here.insert(k.clause);
+    }
+    // A case that crashed, hung, leaked or failed without naming a check fails every clause
+    // it checks (which one broke cannot be told); expected when the case is xfail.
+    const bool whole_case = underlying == Status::crash || underlying == Status::timeout ||
+                            underlying == Status::leak || (underlying == Status::fail && failed_here.empty());
+    if (whole_case)
+      for (const auto& id : c.clauses) {
+        Tally& t = tallies[id];
+        ++t.failed;
+        if (c.status == Status::xfail) ++t.expected_failed;
+        t.ran.insert(c.id);
+      }
+  }
+  for (const auto& k : clauses()) {
+    reports::ClauseInfo ci;
+    ci.id = k.id;
+    ci.profile = k.profile();
+    ci.level = k.level;
+    ci.source = k.source;
+    ci.statement = k.statement;
+    ci.uncovered_reason = k.uncovered_reason;
+    for (const auto& c : cases())
+      if (!c.hidden && std::find(c.clauses.begin(), c.clauses.end(), k.id) != c.clauses.end()) ci.cases.push_back(c.id);
+    const auto it = tallies.find(k.id);
+    if (it != tallies.end()) {
+      const Tally& t = it->second;
+      ci.by_runtime = t.runtime;
+      ci.by_adapter = t.adapter;
+      ci.by_harness = t.harness;
+      ci.by_unknown = t.unknown;
+      ci.failed = t.failed;
+      ci.ran.assign(t.ran.begin(), t.ran.end());
+      if (t.failed > t.expected_failed)
+        ci.verdict = ClauseVerdict::fail;
+      else if (t.failed > 0)
+        ci.verdict = ClauseVerdict::xfail;
+      else if (t.warned > 0)
+        ci.verdict = ClauseVerdict::warn;
+      else if (t.runtime > 0)
+        ci.verdict = ClauseVerdict::pass;
+      else if (t.adapter + t.harness + t.unknown > 0)
+        ci.verdict = ClauseVerdict::emulated;
+      else if (t.observed > 0)
+        ci.verdict = ClauseVerdict::observed;
+      else
+        ci.verdict = ClauseVerdict::not_run;  // only set-up steps of it ran
+    }
+    r.clauses.push_back(std::move(ci));
+  }
+}
+
+}  // namespace ipcheck::verdict
