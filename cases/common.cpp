@@ -214,6 +214,18 @@ Seen wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view
 
 std::string outcome_word(const Outcome& o) { return o.ok() ? "ok" : errc_name(o.code); }
 
+bool check_clean_refusal(Role& r, const Outcome& o, std::string_view clause, const std::string& what,
+                         const std::string& observe_as, Where w) {
+  if (!o.ok()) r.native_error(what, o);
+  if (!observe_as.empty())
+    r.observe(observe_as, o.ok() ? std::string("opened") : outcome_word(o) + (o.native_name.empty() ? "" : " " + o.native_name));
+  if (o.ok()) return r.check(false, Evidence::of(o), clause, what + " succeeded; it must be refused", w);
+  if (o.code == Errc::device_lost)
+    return r.check(false, Evidence::of(o), clause,
+                   what + " answered " + o.describe() + ": a refusal that loses the process's context is not clean", w);
+  return r.check(true, Evidence::of(o), clause, what + " refused cleanly: " + o.describe(), w);
+}
+
 ResourceCount count_resources() { return {take_proc_snapshot()}; }
 
 bool check_no_growth(Role& r, const ResourceCount& before, const ResourceCount& after, std::string_view clause,
@@ -240,7 +252,8 @@ void check_open_after_death(Role& r, const std::string& what, const std::functio
   const auto t0 = std::chrono::steady_clock::now();
   const Outcome o = open();
   const auto took = std::chrono::steady_clock::now() - t0;
-  r.check_error(o, Errc::exporter_gone, kExporterGone, what + " after the exporter was killed", w);
+  check_clean_refusal(r, o, kExporterGone, what + " after the exporter was killed",
+                      "robustness.open.exporter_gone.killed", w);
   r.check(took < kPromptAfterDeath, Evidence::of(o), kExporterGone, what + " returned after " + ms(took), w);
 }
 

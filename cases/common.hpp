@@ -131,6 +131,13 @@ Seen wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view
 // What a call returned, as an observation value: "ok" or the errc name ("invalid").
 std::string outcome_word(const Outcome& o);
 
+// A clean refusal (rb clauses): an error that leaves the process usable. Success fails, and
+// so does device_lost (the refusal cost the process its context). Which code it was is
+// observed as `observe_as` (when given): the rb clauses name no code, ref answers
+// exporter_gone, CUDA CUDA_ERROR_INVALID_HANDLE.
+bool check_clean_refusal(Role& r, const Outcome& o, std::string_view clause, const std::string& what,
+                         const std::string& observe_as = {}, Where w = Where::current());
+
 // This process's descriptors and tracked (shared or device) mappings, for in-role leak checks.
 struct ResourceCount {
   ProcSnapshot snapshot;

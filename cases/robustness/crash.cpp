@@ -81,8 +81,9 @@ void open_after_death(Role& r, const Received& h, const std::string& who) {
   auto res = r.adapter().mem_open(h.bytes, h.fd.get(), 0);
   const auto took = Clock::now() - t0;
   Owned mapped = keep_mapping(r, res);
-  r.check_error(res.outcome, Errc::exporter_gone, kExporterGone,
-                who + ": mem_open after the exporter was killed" + (h.fd ? ", its descriptor passed along" : ""));
+  check_clean_refusal(r, res.outcome, kExporterGone,
+                      who + ": mem_open after the exporter was killed" + (h.fd ? ", its descriptor passed along" : ""),
+                      "robustness.producer.crash." + who + ".open");
   r.check(took < kPromptAfterDeath, Evidence::of(res.outcome), kExporterGone, who + ": the open returned after " + ms(took));
 }
 

@@ -6,7 +6,10 @@
 #include "ipcheck/case.hpp"
 #include "ipcheck/clause.hpp"
 #include "ipcheck/cli.hpp"
+#include "ipcheck/expectations.hpp"
+#include "ipcheck/reports/results.hpp"
 #include "ipcheck/runner.hpp"
+#include "ipcheck/verdict.hpp"
 
 namespace ipcheck::cli {
 namespace {
@@ -24,6 +27,83 @@ json case_json(const CaseDef& c) {
           {"roles", roles},     {"steps", c.steps},             {"timeout_s", c.timeout_s}};
 }
 
+// --expectations: each line of an adapter's file, what it matches, and whether it is stale:
+// statically (its pattern names no case or clause of the catalog), or, given --results,
+// because it matched nothing in that run while a case it names ran.
+int list_expectations(Options& o, const std::string& format) {
+  if (!o.has("--adapter") && !o.has("--file"))
+    throw UsageError("--expectations needs --adapter NAME (its file in share/ipcheck/expectations) or --file FILE");
+  const std::string path = o.has("--file") ? o.get("--file") : default_expectations_file(o.get("--adapter"));
+  if (path.empty())
+    throw UsageError("adapter '" + o.get("--adapter") + "' has no expectations file next to this ipcheck; give --file FILE");
+  Expectations e;
+  try {
+    e = Expectations::load(path);
+  } catch (const std::runtime_error& x) {
+    throw UsageError(x.what());
+  }
+  std::optional<reports::Results> run;
+  if (o.has("--results")) {
+    try {
+      run = reports::read_results(o.get("--results"));
+    } catch (const reports::SchemaError& x) {
+      throw UsageError(x.what());
+    }
+  }
+  json lines = run ? run->run.expectations.value("lines", json::array()) : json::array();
+  auto matched_in_run = [&](const std::string& where) -> std::optional<int> {
+    for (const auto& l : lines)
+      if (l.value("where", "") == where) return l.value("matched", 0);
+    return std::nullopt;
+  };
+  json out = json::array();
+  int stale = 0;
+  for (const auto& x : e.entries()) {
+    const bool names_something =
+        std::any_of(cases().begin(), cases().end(), [&](const CaseDef& c) { return glob_match(x.pattern, c.id); }) ||
+        std::any_of(clauses().begin(), clauses().end(), [&](const Clause& k) { return glob_match(x.pattern, k.id); });
+    json j = {{"where", x.where}, {"pattern", x.pattern}, {"status", reports::to_string(x.status)},
+              {"reason", x.reason}};
+    if (!x.link.empty()) j["link"] = x.link;
+    if (!x.match.empty()) j["match"] = x.match.describe();
+    if (!x.driver.empty()) j["driver"] = x.driver;
+    if (!x.block.empty()) j["block"] = x.block;
+    std::string why;
+    if (!names_something) why = "its pattern names no case or clause of this catalog";
+    if (run) {
+      const auto m = matched_in_run(x.where);
+      const bool ran = std::any_of(run->cases.begin(), run->cases.end(), [&](const reports::CaseResult& c) {
+        return reports::is_judged(c.status) && verdict::names_case(x, c);
+      });
+      j["matched"] = m ? json(*m) : json();
+      if (why.empty() && ran && version_in_range(run->run.driver_version, x.driver) && m && *m == 0)
+        why = "it matched nothing in " + o.get("--results") + ", where a case it names ran";
+    }
+    if (!why.empty()) {
+      j["stale"] = why;
+      ++stale;
+    }
+    out.push_back(j);
+  }
+  if (format == "json") {
+    std::cout << json{{"file", path}, {"lines", out}, {"stale", stale}}.dump(2) << "\n";
+  } else {
+    std::printf("%s: %zu lines\n", path.c_str(), out.size());
+    for (const auto& j : out) {
+      std::printf("%-34s %-8s %s\n", j["pattern"].get<std::string>().c_str(), j["status"].get<std::string>().c_str(),
+                  j.value("match", "(any)").c_str());
+      std::printf("    %s%s%s\n", j["where"].get<std::string>().c_str(),
+                  j.contains("driver") ? (", driver " + j["driver"].get<std::string>()).c_str() : "",
+                  j.contains("matched") && !j["matched"].is_null()
+                      ? (", matched " + std::to_string(j["matched"].get<int>()) + " in the run").c_str()
+                      : "");
+      if (j.contains("stale")) std::printf("    STALE: %s\n", j["stale"].get<std::string>().c_str());
+    }
+    std::printf("%d stale\n", stale);
+  }
+  return stale ? kFailed : kOk;
+}
+
 int list(const std::vector<std::string>& args) {
   Options o("list", "[--format text|json] [--clauses | --adapters] [--filter GLOB]...",
             "Lists the cases of the catalog (or its clauses, with the cases that check each, or the adapters).\n"
@@ -31,7 +111,11 @@ int list(const std::vector<std::string>& args) {
   o.value("--format", "FORMAT", "text or json", "text")
       .flag("--clauses", "list clauses with their level, source and covering cases")
       .flag("--adapters", "list adapters and the spec profiles they claim")
-      .value("--adapter", "NAME", "mark which clauses this adapter is judged on (with --clauses)")
+      .value("--adapter", "NAME", "mark which clauses this adapter is judged on (with --clauses); the adapter "
+                                  "whose expectations file --expectations lists")
+      .flag("--expectations", "list the adapter's expectations file, line by line, and the stale lines")
+      .value("--file", "FILE", "the expectations file (with --expectations; default: the adapter's)")
+      .value("--results", "FILE", "with --expectations: say which lines matched in that run")
       .multi("--filter", "GLOB", "only case ids matching GLOB")
       .flag("--all", "include the harness's self-test cases");
   return run_command("list", [&] {
@@ -41,6 +125,8 @@ int list(const std::vector<std::string>& args) {
     const AdapterDesc* adapter = nullptr;
     if (o.has("--adapter") && !(adapter = find_adapter(o.get("--adapter"))))
       throw UsageError("unknown adapter '" + o.get("--adapter") + "'; 'ipcheck list --adapters' shows them");
+
+    if (o.has("--expectations")) return list_expectations(o, format);
 
     if (o.has("--adapters")) {
       json out = json::array();
@@ -78,8 +164,7 @@ int list(const std::vector<std::string>& args) {
         json j = {{"id", k.id}, {"profile", k.profile()}, {"level", level_name(k.level)}, {"source", k.source},
                   {"statement", k.statement}, {"cases", ids}};
         if (!k.uncovered_reason.empty()) j["uncovered_reason"] = k.uncovered_reason;
-        if (adapter)
-          j["judged"] = std::find(adapter->profiles.begin(), adapter->profiles.end(), k.profile()) != adapter->profiles.end();
+        if (adapter) j["judged"] = verdict::judged_on(k.profile(), adapter->profiles);
         out.push_back(j);
       }
       if (format == "json") {

@@ -21,15 +21,6 @@ void on_interrupt(int) {
   ::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends ipcheck at once
 }
 
-// Expectations travel with the binary: <bin>/../share/ipcheck/expectations/<adapter>.txt.
-std::string default_expectations(const std::string& adapter) {
-  namespace fs = std::filesystem;
-  const fs::path p = fs::path(self_executable()).parent_path() / ".." / "share" / "ipcheck" / "expectations" /
-                     (adapter + ".txt");
-  std::error_code ec;
-  return fs::exists(p, ec) ? fs::weakly_canonical(p, ec).string() : std::string();
-}
-
 std::vector<InjectPoint> parse_inject(const std::vector<std::string>& specs) {
   std::vector<InjectPoint> out;
   for (const auto& s : specs) {
@@ -99,7 +90,7 @@ int run(const std::vector<std::string>& args) {
       if (!r.expectations_path.empty() && !std::filesystem::exists(r.expectations_path))
         throw UsageError("--expectations file '" + e + "' does not exist");
     } else {
-      r.expectations_path = default_expectations(r.adapter);
+      r.expectations_path = default_expectations_file(r.adapter);
     }
     try {
       validate_selection(r);
@@ -136,10 +127,22 @@ int run(const std::vector<std::string>& args) {
       if (v) counts += (counts.empty() ? "" : ", ") + std::to_string(v) + " " + k;
     std::printf("\n%s: %d cases: %s; %.1f s (%s %s)\n", r.adapter.c_str(), s.total, counts.c_str(),
                 results.run.duration_s, results.run.driver_name.c_str(), results.run.driver_version.c_str());
-    if (r.expectations_path.size()) std::printf("expectations: %s\n", r.expectations_path.c_str());
+    if (r.expectations_path.size()) {
+      std::printf("expectations: %s\n", r.expectations_path.c_str());
+      // Lines that matched nothing while a case they name ran: the deviation is gone or changed.
+      for (const auto& w : results.run.expectations.value("stale", nlohmann::json::array()))
+        std::printf("stale expectation: %s matched nothing in this run; update or remove it "
+                    "(ipcheck list --expectations --results %s/results.json)\n",
+                    w.get<std::string>().c_str(), out.c_str());
+    }
+    if (s.errors)
+      std::printf("%d case%s not judged: harness errors (not the adapter's); see each reason\n", s.errors,
+                  s.errors == 1 ? "" : "s");
     // Part of the summary, also under --quiet: why every case skipped (CTest shows it).
     if (const auto& opts = results.run.options; opts.contains("adapter_unavailable"))
       std::printf("skipped: %s\n", opts["adapter_unavailable"].get<std::string>().c_str());
+    if (const auto& opts = results.run.options; opts.contains("harness_error"))
+      std::printf("not run: %s\n", opts["harness_error"].get<std::string>().c_str());
     for (const auto& p : paths) std::printf("wrote %s\n", p.c_str());
     if (g_interrupted) return kFailed;
     if (o.has("--skip-exit-code") && s.total > 0 && s.counts.at("skip") == s.total)

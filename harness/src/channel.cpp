@@ -1,4 +1,5 @@
 #include "ipcheck/channel.hpp"
+#include "ipcheck/spawn.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -153,7 +154,7 @@ std::optional<Message> Channel::receive(int timeout_ms) {
 std::pair<unique_fd, unique_fd> make_channel_pair() {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
-    throw ChannelError(std::string("socketpair failed: ") + std::strerror(errno));
+    throw ChannelError(limit_error("socketpair", errno));
   return {unique_fd(sv[0]), unique_fd(sv[1])};
 }
 

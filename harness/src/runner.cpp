@@ -15,6 +15,7 @@
 #include <tuple>
 #include <ctime>
 #include <deque>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -41,6 +42,14 @@ std::string self_executable() {
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("/proc/self/exe");
+}
+
+std::string default_expectations_file(const std::string& adapter) {
+  namespace fs = std::filesystem;
+  const fs::path p = fs::path(self_executable()).parent_path() / ".." / "share" / "ipcheck" / "expectations" /
+                     (adapter + ".txt");
+  std::error_code ec;
+  return fs::exists(p, ec) ? fs::weakly_canonical(p, ec).string() : std::string();
 }
 
 std::string iso_now() {
@@ -824,7 +833,16 @@ reports::Results run_suite(const RunOptions& options) {
   const std::size_t fds_at_start = count_open_fds();
   reports::Results results;
   const auto t0 = Clock::now();
-  AdapterProbe probe = probe_adapter(o);
+  // Limits that leave no room for roles: nothing is started, every case is an error naming it.
+  const std::string limits = limits_too_low();
+  AdapterProbe probe;
+  if (limits.empty()) {
+    probe = probe_adapter(o);
+  } else {
+    probe.broken = true;
+    probe.reason = limits;
+    probe.info.adapter = o.adapter;
+  }
   results.run = probe.info;
   results.run.start = iso_now();
   results.run.adapter = o.adapter;
@@ -848,8 +866,6 @@ reports::Results run_suite(const RunOptions& options) {
   if (!o.expectations_path.empty()) expectations = Expectations::load(o.expectations_path);
   std::optional<verdict::ExpectationUse> expected;
   if (expectations) expected.emplace(*expectations);
-  // Limits that leave no room for roles: nothing is started, every case is an error naming it.
-  const std::string limits = limits_too_low();
 
   // Jobs: each selected case, once per injection point that names one of its steps.
   struct Job {
@@ -939,7 +955,7 @@ reports::Results run_suite(const RunOptions& options) {
   }
   results.summary = reports::summarize(results.cases);
   results.run.duration_s = seconds_since(t0);
-  if (!probe.available) results.run.options["adapter_unavailable"] = probe.reason;
+  if (!probe.available) results.run.options[probe.broken ? "harness_error" : "adapter_unavailable"] = probe.reason;
   verdict::fill_clause_coverage(results);
   return results;
 }

@@ -42,6 +42,21 @@ RoleProcess RoleProcess::spawn(const SpawnSpec& spec) {
   return p;
 }
 
+// "fork: Resource temporarily unavailable (EAGAIN: ...)": the call, the error, and for the
+// errors a machine's limits cause, which limit and the fix.
+std::string limit_error(const char* call, int err) {
+  std::string s = std::string(call) + ": " + std::strerror(err);
+  switch (err) {
+    case EAGAIN:
+      return s + " (EAGAIN: the process limit, ulimit -u, or the system's pid limit was reached; raise it or run "
+                 "fewer jobs)";
+    case EMFILE: return s + " (EMFILE: the descriptor limit, ulimit -n, was reached; raise it or run fewer jobs)";
+    case ENFILE: return s + " (ENFILE: the system's open-file table is full)";
+    case ENOMEM: return s + " (ENOMEM: the machine is out of memory)";
+    default: return s;
+  }
+}
+
 RoleProcess RoleProcess::start(const SpawnSpec& spec) {
   // Everything the child needs is built before fork: between fork and exec it may only
   // make async-signal-safe calls (the runner has other threads).
@@ -65,17 +80,17 @@ RoleProcess RoleProcess::start(const SpawnSpec& spec) {
   envp.push_back(nullptr);
 
   int out[2], st[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) throw SpawnError(std::string("pipe2: ") + std::strerror(errno), errno);
+  if (::pipe2(out, O_CLOEXEC) != 0) throw SpawnError(limit_error("pipe2", errno), errno);
   unique_fd out_r(out[0]), out_w(out[1]);
-  if (::pipe2(st, O_CLOEXEC) != 0) throw SpawnError(std::string("pipe2: ") + std::strerror(errno), errno);
+  if (::pipe2(st, O_CLOEXEC) != 0) throw SpawnError(limit_error("pipe2", errno), errno);
   unique_fd st_r(st[0]), st_w(st[1]);
   unique_fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!devnull) throw SpawnError(std::string("/dev/null: ") + std::strerror(errno), errno);
+  if (!devnull) throw SpawnError(limit_error("open /dev/null", errno), errno);
 
   const pid_t parent = ::getpid();
   const int channel = spec.channel_fd;
   const pid_t pid = ::fork();
-  if (pid < 0) throw SpawnError(std::string("fork: ") + std::strerror(errno), errno);
+  if (pid < 0) throw SpawnError(limit_error("fork", errno), errno);
   if (pid == 0) {
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -231,84 +231,59 @@ bool names_case(const Expectation& x, const CaseResult& c) { return line_names(x
 
 void ExpectationUse::apply(CaseResult& c, const std::string& driver_version) {
   if (!reports::is_judged(c.status) || c.status == Status::pass || c.status == Status::xfail) return;
-  std::vector<std::size_t> candidates;
   const auto& lines = e_->entries();
+  // Lines naming the case (by id, or a clause it checks) whose driver range holds.
+  std::vector<std::size_t> candidates;
   for (std::size_t i = 0; i < lines.size(); ++i)
-    if (lines[i].status == c.status && version_in_range(driver_version, lines[i].driver) && line_names(lines[i], c))
-      candidates.push_back(i);
+    if (version_in_range(driver_version, lines[i].driver) && line_names(lines[i], c)) candidates.push_back(i);
   if (candidates.empty()) return;
+  // Every problem of the case must be covered, each by a line of its own kind: failed checks
+  // by fail lines, leak findings by leak lines, a crash or a timeout by such a line. A case
+  // with a leak and a failed check needs both covered; what no line covers stays.
   std::set<std::size_t> used;
-  bool all = true;
   std::size_t covered = 0, total = 0;
-  switch (c.status) {
-    case Status::fail: {
-      bool any_failed_check = false;
-      for (auto& k : c.checks) {
-        if (k.result != CheckResult::fail) continue;
-        any_failed_check = true;
-        ++total;
-        bool hit = false;
-        for (std::size_t i : candidates)
-          if (covers_check(lines[i], c, k)) {
-            used.insert(i);
-            hit = true;
-          }
-        k.expected = hit;
-        covered += hit;
-        all &= hit;
+  auto cover = [&](Status kind, const auto& matches) {
+    ++total;
+    bool hit = false;
+    for (std::size_t i : candidates)
+      if (lines[i].status == kind && matches(lines[i])) {
+        used.insert(i);
+        hit = true;
       }
-      if (!any_failed_check) {
-        // A failure without a failed check (a role's exit code): only a line that names the
-        // case and matches its reason covers it.
-        total = 1;
-        for (std::size_t i : candidates)
-          if (glob_match(lines[i].pattern, c.id) && lines[i].match.check.empty() && lines[i].match.clause.empty() &&
-              lines[i].match.native.empty() && optional_glob(lines[i].match.reason, c.reason))
-            used.insert(i);
-        all = !used.empty();
-        covered = all;
-      }
-      break;
-    }
-    case Status::leak:
-      for (const auto& f : c.findings) {
-        ++total;
-        bool hit = false;
-        for (std::size_t i : candidates)
-          if (optional_glob(lines[i].match.leak, f.item) && optional_glob(lines[i].match.role, f.role)) {
-            used.insert(i);
-            hit = true;
-          }
-        covered += hit;
-        all &= hit;
-      }
-      break;
-    case Status::crash:
-    case Status::timeout: {
-      total = 1;
-      std::string role;
-      const std::string sig = crash_signal(c, &role);
-      for (std::size_t i : candidates) {
-        const auto& m = lines[i].match;
-        if (optional_glob(m.reason, c.reason) && (c.status != Status::crash || optional_glob(m.signal, sig)) &&
-            (m.role.empty() || c.status != Status::crash || glob_match(m.role, role)))
-          used.insert(i);
-      }
-      all = !used.empty();
-      covered = all;
-      break;
-    }
-    default:
-      return;
+    covered += hit;
+    return hit;
+  };
+  bool any_failed_check = false;
+  for (auto& k : c.checks) {
+    if (k.result != CheckResult::fail) continue;
+    any_failed_check = true;
+    k.expected = cover(Status::fail, [&](const Expectation& x) { return covers_check(x, c, k); });
+  }
+  for (const auto& f : c.findings)
+    cover(Status::leak, [&](const Expectation& x) {
+      return optional_glob(x.match.leak, f.item) && optional_glob(x.match.role, f.role);
+    });
+  if (c.status == Status::crash || c.status == Status::timeout) {
+    std::string role;
+    const std::string sig = crash_signal(c, &role);
+    cover(c.status, [&](const Expectation& x) {
+      return optional_glob(x.match.reason, c.reason) &&
+             (c.status != Status::crash || (optional_glob(x.match.signal, sig) && optional_glob(x.match.role, role)));
+    });
+  } else if (c.status == Status::fail && !any_failed_check) {
+    // A failure without a failed check (a role's exit code): a line naming the case and its reason.
+    cover(Status::fail, [&](const Expectation& x) {
+      return glob_match(x.pattern, c.id) && x.match.check.empty() && x.match.clause.empty() && x.match.native.empty() &&
+             optional_glob(x.match.reason, c.reason);
+    });
   }
   for (std::size_t i : used) ++matched_[i];
   if (used.empty()) return;
-  if (!all) {
-    // Part of what went wrong is known; the rest is new and keeps the case's status.
+  if (covered < total) {
     std::string where;
     for (std::size_t i : used) where += (where.empty() ? "" : ", ") + lines[i].where;
     c.warnings.push_back("expectations " + where + " cover " + std::to_string(covered) + " of " + std::to_string(total) +
-                         " " + reports::to_string(c.status) + " findings; the others are new");
+                         " problems of this case; the others are new");
     return;
   }
   std::string why, where;

@@ -262,6 +262,28 @@ TEST(Expectations, LeaksSignalsDriverRangesAndStaleLines) {
   EXPECT_EQ(report["lines"][2]["applies"], false);
 }
 
+TEST(Expectations, ALeakLineNeverHidesAFailedCheckOfTheSameCase) {
+  auto e = Expectations::parse("event.bidirectional leak leak=*cuda.shm* pool https://example.invalid\n", "x.txt");
+  verdict::ExpectationUse use(e);
+  CaseResult c;
+  c.id = "event.bidirectional";
+  c.status = Status::leak;  // classify puts leak before fail
+  c.findings = {{"consumer", "mapping", "7f-7f rw-s /dev/shm/cuda.shm.0.1.1", "", ""}};
+  c.checks = {check("sycl.verdict_test.api", CheckResult::fail, Decider::runtime, false, "not signaled before any signal")};
+  use.apply(c, "1");
+  EXPECT_EQ(c.status, Status::leak) << "the failed check is a problem no line covers";
+  auto both = Expectations::parse(
+      "event.bidirectional leak leak=*cuda.shm* pool https://example.invalid\n"
+      "event.bidirectional fail check=\"*before any signal*\" never recorded https://example.invalid\n",
+      "y.txt");
+  verdict::ExpectationUse use2(both);
+  c.warnings.clear();
+  use2.apply(c, "1");
+  EXPECT_EQ(c.status, Status::xfail);
+  EXPECT_EQ(c.expected_status, Status::leak);
+  EXPECT_NE(c.expectation.find("y.txt:1, y.txt:2"), std::string::npos) << c.expectation;
+}
+
 const reports::ClauseInfo& clause_of(const reports::Results& r, const std::string& id) {
   for (const auto& k : r.clauses)
     if (k.id == id) return k;

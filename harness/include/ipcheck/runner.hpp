@@ -67,6 +67,9 @@ reports::Results run_suite(const RunOptions& options);
 bool prepare_audit(RunOptions& options, std::unique_ptr<Auditor>& holder);
 
 std::string self_executable();
+// The adapter's expectations file that travels with the binary
+// (<bin>/../share/ipcheck/expectations/<adapter>.txt); empty when there is none.
+std::string default_expectations_file(const std::string& adapter);
 // The current UTC time as ISO 8601 ("2024-05-01T12:00:00Z").
 std::string iso_now();
 // The last line of `text` that holds more than spaces, without its trailing spaces ("" if none).

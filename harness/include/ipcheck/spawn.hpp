@@ -97,5 +97,8 @@ void become_subreaper();
 std::vector<std::string> reap_orphans(const std::vector<pid_t>& keep = {});
 
 std::string signal_name(int sig);
+// A system call that failed with `err`, and for limit errors (EAGAIN, EMFILE, ENFILE,
+// ENOMEM) which limit of the machine it was and the fix.
+std::string limit_error(const char* call, int err);
 
 }  // namespace ipcheck
