@@ -213,13 +213,16 @@ class VkAdapter final : public Adapter {
       else if (k == "staging") staging_ = v == "1" || v == "on";
       else if (k == "dedicated") force_dedicated_ = v == "1" || v == "on";
       else if (k == "validation") validation_requested_ = v == "1" || v == "on";
+      else if (k == "identity") check_identity_ = !(v == "0" || v == "off");
       else
         return Outcome::failure(Errc::invalid, "vk: unknown adapter option '" + k +
-                                                   "'; vk knows: loader, device, staging, dedicated, validation");
+                                                   "'; vk knows: loader, device, staging, dedicated, validation, identity");
     }
     validation_requested_ = validation_requested_ || env_on("IPCHECK_VK_VALIDATION");
     if (const char* l = std::getenv("IPCHECK_VK_LOADER"); l && *l && library.empty()) library = l;
-    scm_ = config.transport == "scm";
+    // Descriptors travel by SCM_RIGHTS unless the run asks for pidfd_getfd: that is how Vulkan
+    // applications share them, and a record then names no descriptor number to take.
+    scm_ = config.transport != "pidfd";
 
     if (std::string why = api_.open(library); !why.empty())
       return Outcome::failure(Errc::not_implemented, "no Vulkan loader: " + why);
@@ -265,6 +268,8 @@ class VkAdapter final : public Adapter {
     i.extra["timeline_semaphore"] = d0.timeline ? "yes" : "no";
     i.extra["opaque_fd_buffer_features"] = feature_text(d0.buffer_features);
     if (!d0.semaphore_ok) i.extra["events"] = d0.semaphore_why;
+    i.extra["descriptor_identity"] = check_identity_ ? "checked (inode and device of the exported file)"
+                                                     : "off: any descriptor reaches the driver";
     i.extra["staging"] = staging_ ? "on (every read and write through vkCmdCopyBuffer)" : "where not host visible";
     i.extra["phys"] = "not implemented: Vulkan has no virtual address reservation to map physical memory into";
     return i;
@@ -374,6 +379,7 @@ class VkAdapter final : public Adapter {
     rec.flags = m->dedicated ? static_cast<std::uint32_t>(FdRecord::dedicated) : 0u;
     rec.device = static_cast<std::uint32_t>(m->device);
     rec.buffer_size = m->buffer_size;
+    identity(fd.get(), rec);
     Exported e;
     e.id = next_id_++;
     e.bytes = rec.encode();
@@ -404,9 +410,7 @@ class VkAdapter final : public Adapter {
     if (!rec) return {Outcome::failure(Errc::invalid, "mem_open: " + why)};
     if (rec->kind != FdRecord::memory)
       return {Outcome::failure(Errc::invalid, "mem_open: the record is a semaphore export, not memory")};
-    if (rec->offset >= rec->size && rec->size != 0)
-      return {Outcome::failure(Errc::invalid, "mem_open: the record's offset " + std::to_string(rec->offset) +
-                                                  " lies outside its allocation of " + std::to_string(rec->size) + " bytes")};
+    if (Outcome o = importable(*d, *rec); !o.ok()) return {o};
     if (!d->memory_ok)
       return {Outcome::failure(Errc::feature_not_supported, "mem_open: device " + std::to_string(device) +
                                                                 " cannot import memory: " + d->memory_why)};
@@ -418,7 +422,6 @@ class VkAdapter final : public Adapter {
     im.handle_type = rec->handle_type;
     im.dedicated = rec->flags & FdRecord::dedicated;
     im.buffer_size = rec->buffer_size;
-    im.offset = rec->offset;
     return import_memory(*d, device, im, local);
   }
 
@@ -477,6 +480,7 @@ class VkAdapter final : public Adapter {
     rec.handle_type = kSemHandle;
     rec.flags = FdRecord::timeline;
     rec.device = static_cast<std::uint32_t>(e->device);
+    identity(fd.get(), rec);
     Exported x;
     x.id = next_id_++;
     x.bytes = rec.encode();
@@ -627,7 +631,7 @@ class VkAdapter final : public Adapter {
     int refs = 1;
   };
   struct Import {
-    std::uint64_t size = 0, offset = 0, buffer_size = 0;
+    std::uint64_t size = 0, buffer_size = 0;
     std::uint32_t memory_type = 0, handle_type = 0;
     bool dedicated = false;
   };
@@ -998,7 +1002,9 @@ class VkAdapter final : public Adapter {
       }
     }
     if (Outcome f = finish_memory(d, m, "mem_open"); !f.ok()) return {f};
-    m.opened_at = m.base + im.offset;
+    // The whole allocation, as CUDA does for an interior pointer: the record's offset is not
+    // bound to the export (no token), so the importer never moves by it.
+    m.opened_at = m.base;
     const DevPtr p = m.opened_at;
     mems_.emplace(m.base, std::move(m));
     return {Outcome::runtime_success("vkAllocateMemory"), p};
@@ -1112,6 +1118,24 @@ class VkAdapter final : public Adapter {
   // A descriptor of the export in this process: a duplicate of the one received by
   // SCM_RIGHTS, or the exporter's taken with pidfd_getfd (dup in the exporter itself).
   Outcome take_descriptor(const FdRecord& rec, int received, unique_fd& out) {
+    if (Outcome o = fetch_descriptor(rec, received, out); !o.ok()) return o;
+    if (!check_identity_) return Outcome::success();  // identity=off: any descriptor reaches the driver
+    struct stat st{};
+    if (::fstat(out.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_ino) != rec.ino ||
+        static_cast<std::uint64_t>(st.st_dev) != rec.dev) {
+      out.reset();
+      return Outcome::failure(Errc::invalid, "the descriptor " + std::string(received >= 0 ? "received" : "taken") +
+                                                 " is not the exported file the record names (inode " +
+                                                 std::to_string(rec.ino) + "); nothing was imported",
+                              EBADF, "EBADF");
+    }
+    return Outcome::success();
+  }
+
+  Outcome fetch_descriptor(const FdRecord& rec, int received, unique_fd& out) {
+    if (received < 0 && scm_)
+      return Outcome::failure(Errc::invalid, "no descriptor came with the bytes: with --transport scm (the vk "
+                                             "default) the export's descriptor travels by SCM_RIGHTS");
     if (received >= 0) {
       out.reset(::fcntl(received, F_DUPFD_CLOEXEC, 0));
       if (!out)
@@ -1153,6 +1177,48 @@ class VkAdapter final : public Adapter {
                               err, strerrorname_np(err) ? strerrorname_np(err) : "errno");
     }
     return Outcome::success();
+  }
+
+  static void identity(int fd, FdRecord& rec) {
+    struct stat st{};
+    if (::fstat(fd, &st) == 0) {
+      rec.ino = static_cast<std::uint64_t>(st.st_ino);
+      rec.dev = static_cast<std::uint64_t>(st.st_dev);
+    }
+  }
+
+  // What the importer can check itself before the driver sees a record: Vulkan makes these
+  // the application's duty (valid usage), and the record is input from another process.
+  Outcome importable(const Dev& d, const FdRecord& rec) {
+    if (rec.size == 0)
+      return Outcome::failure(Errc::invalid, "the record's allocation size is 0 (VUID-VkMemoryAllocateInfo-allocationSize-00638: "
+                                             "greater than 0); nothing was imported");
+    if (rec.memory_type >= d.mem.memoryTypeCount)
+      return Outcome::failure(Errc::invalid, "the record's memory type " + std::to_string(rec.memory_type) + " is not one of the " +
+                                                 std::to_string(d.mem.memoryTypeCount) +
+                                                 " types of this device (VUID-vkAllocateMemory-pAllocateInfo-01714); "
+                                                 "nothing was imported");
+    if (!import_supported(d, rec.handle_type))
+      return Outcome::failure(Errc::invalid, "the record's handle type " + hex(rec.handle_type) +
+                                                 " is not importable for buffers on this device "
+                                                 "(VUID-VkImportMemoryFdInfoKHR-handleType-00667); nothing was imported");
+    if ((rec.flags & FdRecord::dedicated) && (rec.buffer_size == 0 || rec.buffer_size > rec.size))
+      return Outcome::failure(Errc::invalid, "the record's dedicated buffer of " + std::to_string(rec.buffer_size) +
+                                                 " bytes does not fit its allocation of " + std::to_string(rec.size) +
+                                                 "; nothing was imported");
+    return Outcome::success();
+  }
+
+  bool import_supported(const Dev& d, std::uint32_t handle_type) {
+    if (handle_type == 0 || (handle_type & (handle_type - 1)) != 0) return false;  // one bit
+    if (handle_type != VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT &&
+        !(handle_type == VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT && d.ext_dma_buf))
+      return false;
+    VkPhysicalDeviceExternalBufferInfo bi{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO, nullptr, 0,
+                                          kBufferUsage, static_cast<VkExternalMemoryHandleTypeFlagBits>(handle_type)};
+    VkExternalBufferProperties bp{VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES};
+    api_.vkGetPhysicalDeviceExternalBufferProperties(d.phys, &bi, &bp);
+    return bp.externalMemoryProperties.externalMemoryFeatures & VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT;
   }
 
   // Moves an exported descriptor to a number never used for one before (a put record then
@@ -1249,8 +1315,11 @@ class VkAdapter final : public Adapter {
       im.size = s[0] == '+' ? im.size + v : s[0] == '-' ? im.size - std::min(v, im.size) : v;
     }
     if (const std::string t = arg("memory_type"); t == "other") {
-      // Another type the record's allocation could not have: the next index there is, else one past the end.
-      im.memory_type = d->mem.memoryTypeCount > 1 ? (rec->memory_type + 1) % d->mem.memoryTypeCount : d->mem.memoryTypeCount;
+      // Another valid type than the export's (a mismatch the importer cannot see).
+      if (d->mem.memoryTypeCount < 2)
+        return Outcome::failure(Errc::not_implemented, "mem_import: '" + d->name + "' has one memory type: no other "
+                                                       "type to import with");
+      im.memory_type = (rec->memory_type + 1) % d->mem.memoryTypeCount;
     } else if (t == "out_of_range") {
       im.memory_type = d->mem.memoryTypeCount;
     } else if (!t.empty()) {
@@ -1329,7 +1398,7 @@ class VkAdapter final : public Adapter {
   ValidationLog log_;
   bool validation_ = false, validation_requested_ = false;
   std::string validation_layer_version_;
-  bool scm_ = false, staging_ = false, force_dedicated_ = false;
+  bool scm_ = false, staging_ = false, force_dedicated_ = false, check_identity_ = true;
   int device_option_ = -1;
   std::vector<Dev> devs_;
   std::map<DevPtr, Mem> mems_;  // by base pointer

@@ -9,7 +9,7 @@ namespace {
 // Layout (little-endian host order; both ends run on one machine):
 //   0 magic[8]  8 version u32  12 kind u32  16 pid u32  20 fd i32  24 start_time u64
 //  32 size u64  40 offset u64  48 memory_type u32  52 handle_type u32  56 flags u32
-//  60 device u32  64 buffer_size u64  72 checksum u64 (FNV-1a of bytes 0..71)
+//  60 device u32  64 buffer_size u64  72 ino u64  80 dev u64  88 checksum u64 (FNV-1a of 0..87)
 std::uint64_t fnv1a(std::span<const std::byte> bytes) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   for (std::byte b : bytes) {
@@ -48,6 +48,8 @@ std::vector<std::byte> FdRecord::encode() const {
   put(out, 56, flags);
   put(out, 60, device);
   put(out, 64, buffer_size);
+  put(out, 72, ino);
+  put(out, 80, dev);
   put(out, kChecksumAt, fnv1a(std::span<const std::byte>(out).first(kChecksumAt)));
   return out;
 }
@@ -81,6 +83,8 @@ std::optional<FdRecord> FdRecord::decode(std::span<const std::byte> bytes, std::
   r.flags = get<std::uint32_t>(bytes, 56);
   r.device = get<std::uint32_t>(bytes, 60);
   r.buffer_size = get<std::uint64_t>(bytes, 64);
+  r.ino = get<std::uint64_t>(bytes, 72);
+  r.dev = get<std::uint64_t>(bytes, 80);
   if (r.kind != memory && r.kind != semaphore) {
     why = "record kind is " + std::to_string(r.kind) + ", expected 1 (memory) or 2 (semaphore)";
     return std::nullopt;

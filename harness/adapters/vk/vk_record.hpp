@@ -5,7 +5,9 @@
 // handle type, and whether the allocation was dedicated to a buffer (and that buffer's
 // size). The record carries them, with where to take the descriptor (exporter pid, its
 // start time against pid reuse, the descriptor number) for pidfd_getfd, or to match the
-// copy that came by SCM_RIGHTS. Layout name for fuzz/: "vk-fd/1".
+// copy that came by SCM_RIGHTS, and the identity of the exported file (inode and device of
+// the descriptor), which the importer checks before the driver sees the descriptor: a
+// record names one export, never another allocation's descriptor. Layout name for fuzz/: "vk-fd/1".
 #pragma once
 
 #include <cstddef>
@@ -20,8 +22,8 @@ namespace ipcheck::vk {
 struct FdRecord {
   static constexpr char kMagic[8] = {'I', 'P', 'C', 'K', 'V', 'K', 'F', 'D'};
   static constexpr std::uint32_t kVersion = 1;
-  static constexpr std::size_t kSize = 80;  // encoded bytes
-  static constexpr std::size_t kChecksumAt = 72;
+  static constexpr std::size_t kSize = 96;  // encoded bytes
+  static constexpr std::size_t kChecksumAt = 88;
   static constexpr const char* kLayout = "vk-fd/1";
 
   enum Kind : std::uint32_t { memory = 1, semaphore = 2 };
@@ -38,6 +40,8 @@ struct FdRecord {
   std::uint32_t flags = 0;        // Flags
   std::uint32_t device = 0;       // physical device index in the exporter
   std::uint64_t buffer_size = 0;  // size of the buffer a dedicated allocation was made for
+  std::uint64_t ino = 0;          // st_ino of the exported descriptor
+  std::uint64_t dev = 0;          // st_dev of the exported descriptor
 
   std::vector<std::byte> encode() const;
   // The record in `bytes`, or nullopt with `why` naming the first thing wrong.
