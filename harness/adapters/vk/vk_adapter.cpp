@@ -364,8 +364,9 @@ class VkAdapter final : public Adapter {
     const int fl = ::fcntl(raw, F_GETFD);
     x.cloexec = fl >= 0 && (fl & FD_CLOEXEC);
     x.fresh = true;
+    // A new descriptor is none of the earlier exports' (still open, at their relocated numbers).
     for (const auto& [id, other] : mem_exports_)
-      if (other.driver_fd == raw) x.fresh = false;  // cannot happen while the earlier one is open
+      if (other.fd.get() == raw) x.fresh = false;
     if (Outcome o = relocate(fd, x.cloexec); !o.ok()) return {o};
     FdRecord rec;
     rec.kind = FdRecord::memory;
