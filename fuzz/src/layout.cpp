@@ -76,6 +76,34 @@ HandleLayout make_intel_opaque() {
   return l;
 }
 
+// The vk adapter's record (harness/adapters/vk/vk_record.hpp): the descriptor comes by
+// SCM_RIGHTS or from the exporter by pid + fd; what the import needs travels beside it.
+void reseal_vk_fd(std::span<std::byte> data) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (std::size_t i = 0; i < 88; ++i) {
+    h ^= static_cast<std::uint8_t>(data[i]);
+    h *= 0x100000001b3ull;
+  }
+  store_le(data.data() + 88, 8, h);
+}
+
+HandleLayout make_vk_fd() {
+  HandleLayout l;
+  l.name = "vk-fd/1";
+  l.knowledge = "exact";
+  l.size = 96;
+  l.fields = {{"magic", 0, 8, FieldRole::magic},         {"version", 8, 4, FieldRole::version},
+              {"kind", 12, 4, FieldRole::kind},           {"pid", 16, 4, FieldRole::pid},
+              {"fd", 20, 4, FieldRole::fd},               {"start_time", 24, 8, FieldRole::guard},
+              {"size", 32, 8, FieldRole::size},           {"offset", 40, 8, FieldRole::offset},
+              {"memory_type", 48, 4, FieldRole::slot},    {"handle_type", 52, 4, FieldRole::type},
+              {"flags", 56, 4, FieldRole::opaque},    {"device", 60, 4, FieldRole::device},
+              {"buffer_size", 64, 8, FieldRole::size},    {"ino", 72, 8, FieldRole::token},
+              {"st_dev", 80, 8, FieldRole::opaque},       {"checksum", 88, 8, FieldRole::checksum}};
+  l.reseal_fn = reseal_vk_fd;
+  return l;
+}
+
 HandleLayout make_opaque(std::size_t bytes) {
   HandleLayout l;
   l.name = "opaque/" + std::to_string(bytes);
@@ -95,6 +123,7 @@ struct Registry {
     layouts.push_back(make_ze_fd());
     layouts.push_back(make_intel_fd());
     layouts.push_back(make_intel_opaque());
+    layouts.push_back(make_vk_fd());
   }
 };
 

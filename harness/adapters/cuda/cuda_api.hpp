@@ -132,6 +132,33 @@ struct CUmemAccessDesc {
   CUmemAccess_flags flags;
 };
 
+// External memory (Vulkan interop: the vk adapter's cuda_import).
+struct CUextMemory_st;
+using CUexternalMemory = CUextMemory_st*;
+enum CUexternalMemoryHandleType : int { kExternalMemoryHandleTypeOpaqueFd = 1 };
+inline constexpr unsigned kExternalMemoryDedicated = 0x1;  // CUDA_EXTERNAL_MEMORY_DEDICATED
+struct CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+  CUexternalMemoryHandleType type;
+  union {
+    int fd;
+    struct {
+      void* handle;
+      const void* name;
+    } win32;
+    const void* nvSciBufObject;
+  } handle;
+  unsigned long long size;
+  unsigned flags;
+  unsigned reserved[16];
+};
+struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
+  unsigned long long offset;
+  unsigned long long size;
+  unsigned flags;
+  unsigned reserved[16];
+};
+static_assert(sizeof(CUDA_EXTERNAL_MEMORY_HANDLE_DESC) == 104 && sizeof(CUDA_EXTERNAL_MEMORY_BUFFER_DESC) == 88);
+
 static_assert(sizeof(CUipcMemHandle) == 64 && sizeof(CUipcEventHandle) == 64);
 static_assert(sizeof(CUmemAllocationProp) == 32, "CUmemAllocationProp is 32 bytes on LP64");
 static_assert(sizeof(CUmemAccessDesc) == 12);
@@ -189,5 +216,10 @@ using PFN_cuMemMap = CUresult (*)(CUdeviceptr ptr, std::size_t bytes, std::size_
 using PFN_cuMemUnmap = CUresult (*)(CUdeviceptr ptr, std::size_t bytes);
 using PFN_cuMemSetAccess = CUresult (*)(CUdeviceptr ptr, std::size_t bytes, const CUmemAccessDesc* desc,
                                         std::size_t count);
+
+using PFN_cuImportExternalMemory = CUresult (*)(CUexternalMemory* out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* desc);
+using PFN_cuExternalMemoryGetMappedBuffer = CUresult (*)(CUdeviceptr* ptr, CUexternalMemory mem,
+                                                         const CUDA_EXTERNAL_MEMORY_BUFFER_DESC* desc);
+using PFN_cuDestroyExternalMemory = CUresult (*)(CUexternalMemory mem);
 
 }  // namespace ipcheck::cuda_api

@@ -58,7 +58,10 @@ namespace ipcheck::cuda_api {
   X(cuMemAddressFree, "cuMemAddressFree")                                        \
   X(cuMemMap, "cuMemMap")                                                        \
   X(cuMemUnmap, "cuMemUnmap")                                                    \
-  X(cuMemSetAccess, "cuMemSetAccess")
+  X(cuMemSetAccess, "cuMemSetAccess")                                            \
+  X(cuImportExternalMemory, "cuImportExternalMemory")                            \
+  X(cuExternalMemoryGetMappedBuffer, "cuExternalMemoryGetMappedBuffer")          \
+  X(cuDestroyExternalMemory, "cuDestroyExternalMemory")
 
 class Driver {
  public:

@@ -11,6 +11,11 @@
 //   ze-intel-opaque/1    partial compute-runtime IpcOpaqueMemoryData (packed): u64 handle (fd),
 //                                u64 pool offset, u32 process id, u8 type, u8 memory type,
 //                                reserved bytes; the rest opaque
+//   vk-fd/1              exact   the vk adapter's record (harness/adapters/vk/vk_record.hpp):
+//                                exporter pid + start time + fd, allocation size, offset,
+//                                memory type, handle type, dedicated flag, device, dedicated
+//                                buffer size, the exported file's inode and device, FNV-1a
+//                                checksum
 //   anything else        opaque  8-byte chunks with no meaning (CUDA's cudaIpcMemHandle_t is
 //                                64 undocumented bytes)
 #pragma once
