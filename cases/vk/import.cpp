@@ -63,9 +63,10 @@ IPCHECK_CASE(Case("vk.import.distinct", "Two imports of one payload are two memo
                  .role("consumer", [](Role& r) {
                    only_vk(r);
                    Received h = r.receive("handle");
-                   Owned a = open_received(r, h, "vk.mem.import.distinct", "first import");
-                   Owned b = open_received(r, h, "vk.mem.import.distinct", "second import");
-                   r.check(a.get() != b.get(), "vk.mem.import.distinct",
+                   Evidence by = Evidence::tally();  // the mappings are what vkMapMemory returned
+                   Owned a = open_received(r, h, "vk.mem.import.distinct", "first import", by);
+                   Owned b = open_received(r, h, "vk.mem.import.distinct", "second import", by);
+                   r.check(a.get() != b.get(), by, "vk.mem.import.distinct",
                            "the imports are distinct objects (mappings at different addresses)");
                    verify(r, a.get(), 2 * kPage, kSeed, "vk.mem.import.distinct", "first import");
                    fill(r, a.get(), kPage, kSeed + 1, "vk.mem.import.distinct", "write through the first import");
@@ -88,6 +89,7 @@ IPCHECK_CASE(Case("vk.import.payload_reference", "An import keeps the payload af
                          Owned exported = export_memory(r, mem.get(), h, c);
                          r.send_handle("consumer", "handle", h);
                          r.barrier("imported");
+                         SetupSteps setup(r);  // the exporter letting go; the import's reads decide
                          r.check_ok(exported.reset(), c, "close the exported descriptor (mem_put)");
                          r.check_ok(mem.reset(), c, "vkFreeMemory of the exported memory");
                          r.barrier("freed");
@@ -120,7 +122,8 @@ IPCHECK_CASE(Case("vk.import.consumes_fd", "A successful import owns its descrip
                    r.skip_if_unsupported(o, "mem_import");
                    r.check_ok(o, c, "import of a descriptor, then vkFreeMemory");
                    if (o.ok()) {
-                     r.check(!is_open(fd), c, "descriptor " + std::to_string(fd) + " is closed after the import was freed");
+                     r.check(!is_open(fd), Evidence::of(o), c,
+                             "descriptor " + std::to_string(fd) + " is closed after the import was freed");
                    } else if (is_open(fd)) {
                      ::close(fd);  // a failed import left it to us
                    }
@@ -137,8 +140,11 @@ IPCHECK_CASE(Case("vk.import.invalid_handle", "A descriptor that is not this dri
                    const std::string record = hex_bytes(h.bytes);
                    // A memfd of the export's size: a file, but no Vulkan export.
                    unique_fd memfd(::memfd_create("ipcheck-not-an-export", MFD_CLOEXEC));
-                   r.require(memfd.get() >= 0 && ::ftruncate(memfd.get(), 1 << 20) == 0, "vk.mem.import.invalid_handle",
-                             "memfd_create and ftruncate of a 1 MiB file");
+                   {
+                     SetupSteps setup(r);
+                     r.require(memfd.get() >= 0 && ::ftruncate(memfd.get(), 1 << 20) == 0,
+                               "vk.mem.import.invalid_handle", "memfd_create and ftruncate of a 1 MiB file");
+                   }
                    struct Try {
                      const char* name;
                      int fd;
@@ -156,13 +162,14 @@ IPCHECK_CASE(Case("vk.import.invalid_handle", "A descriptor that is not this dri
                        ::close(t.fd);
                        continue;
                      }
-                     r.check(!o.ok() && o.native_name == "VK_ERROR_INVALID_EXTERNAL_HANDLE", "vk.mem.import.invalid_handle",
+                     r.check(!o.ok() && o.native_name == "VK_ERROR_INVALID_EXTERNAL_HANDLE", Evidence::of(o),
+                             "vk.mem.import.invalid_handle",
                              std::string(t.name) + ": " + (o.ok() ? "imported" : o.describe()));
                      r.observe(std::string("vk.import.invalid_handle.") + t.handle_type, o.ok() ? "imported" : o.native_name,
                                "vk.mem.import.invalid_handle");
                      if (o.ok()) continue;  // the import owns it
                      const bool kept = is_open(t.fd);
-                     r.check(kept, "vk.mem.import.failed_keeps_fd",
+                     r.check(kept, Evidence::of(o), "vk.mem.import.failed_keeps_fd",
                              std::string(t.name) + ": the descriptor is " +
                                  (kept ? "still open after the failed import" : "closed by the driver although the import failed"));
                      if (kept) ::close(t.fd);

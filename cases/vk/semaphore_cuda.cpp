@@ -25,7 +25,7 @@ IPCHECK_CASE(Case("vk.semaphore.shared", "A timeline semaphore exported by fd: h
                          r.barrier("opened");
                          r.barrier("consumer-signaled");
                          auto w = r.adapter().event_wait(event.get(), kLongWait);
-                         r.check(w.ok() && w.value, c, "the consumer's signal is seen by the producer's wait");
+                         r.check(w.ok() && w.value, Evidence::of(w.outcome), c, "the consumer's signal is seen by the producer's wait");
                          r.check_ok(r.adapter().event_reset(event.get()), c, "reset on the producer");
                          r.barrier("reset");
                          r.barrier("done");
@@ -40,7 +40,7 @@ IPCHECK_CASE(Case("vk.semaphore.shared", "A timeline semaphore exported by fd: h
                    r.barrier("consumer-signaled");
                    r.barrier("reset");
                    auto q = r.adapter().event_query(ev.get());
-                   r.check(q.ok() && !q.value, c, "the producer's reset is seen by the consumer's query");
+                   r.check(q.ok() && !q.value, Evidence::of(q.outcome), c, "the producer's reset is seen by the consumer's query");
                    r.check_ok(ev.reset(), c, "release of the opened semaphore");
                    r.barrier("done");
                  }));
