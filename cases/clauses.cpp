@@ -107,6 +107,17 @@ const ClauseRegistration catalog{{
      "many consumers opening and closing one handle at once: correct data, no leak", ""},
     {"rb.put.revokes", Level::must, "ipcheck robustness profile",
      "after put the same bytes no longer open (reference implementation; others observe)", ""},
+    // Added 2026-11-23: holes an independent check of the catalog found.
+    {"rb.open.cross_kind", Level::must, "ipcheck robustness profile",
+     "a handle of one kind (memory, physical, event) presented to another kind's open is refused with invalid; it never opens", ""},
+    {"rb.open.forged_range", Level::must, "ipcheck robustness profile",
+     "a handle whose identity is still live but whose offset, size, device or kind field was changed (checksums made valid again where the layout has them) is refused, or maps exactly the exported range: never a byte outside the export", ""},
+    {"rb.open.interior", Level::must, "ipcheck robustness profile",
+     "opening an export made from a pointer inside an allocation maps either the bytes at that pointer or the allocation's base (which one is sycl.mem.get.interior, observed); any other bytes are a wrong mapping", ""},
+    {"rb.put.one_export", Level::must, "ipcheck robustness profile",
+     "with two exports (two gets) of one allocation, putting one leaves the other openable and puttable (reference-counted gets included)", ""},
+    {"sycl.phys.map.offset", Level::must, "SYCL sycl_ext_oneapi_inter_process_communication, ipc::physical_memory (with the virtual memory extension's map at an offset)",
+     "mapping an opened physical object at a non-zero offset within it shows the producer's bytes at that offset", ""},
     // The harness's own checks: a role that cannot start its adapter or throws.
     {"harness.adapter_init", Level::must, "ipcheck harness", "the adapter initialises in a role process",
      "checked by the harness in every role of every case (role_main), not by a case of its own"},

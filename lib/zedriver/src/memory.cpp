@@ -268,7 +268,21 @@ ze_result_t ZE_APICALL MemOpenIpcHandle(ze_context_handle_t hContext, ze_device_
       fail(ZE_RESULT_ERROR_INVALID_ENUMERATION,
            cat(fn, ": flags 0x", std::hex, flags, " has bits beyond ZE_IPC_MEMORY_FLAG_BIAS_CACHED | _BIAS_UNCACHED (0x3)"));
     const DecodedHandle h = decode_handle(std::as_bytes(std::span(handle.data)), fn);
-    *pptr = ipcref::ipc::memory::open(h.record, *c->ctx, dev->dev, {h.descriptor});
+    void* p = ipcref::ipc::memory::open(h.record, *c->ctx, dev->dev, {h.descriptor});
+    // An event pool's IPC handle names the allocation that holds the pool: it is no memory
+    // handle (rb.open.cross_kind), and mapping it would hand the importer the pool's event
+    // states to scribble over. Pools begin with their header (handle_layout.hpp).
+    if (ipcref::record::decode(h.record).size >= ze_ipcheck::kEventSlotsOffset) {
+      ze_ipcheck::EventPoolHeader hdr;
+      std::memcpy(&hdr, p, sizeof hdr);
+      if (hdr.magic == ze_ipcheck::kEventPoolMagic && hdr.version == ze_ipcheck::kEventPoolVersion) {
+        ipcref::ipc::memory::close(p, *c->ctx);
+        fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+             cat(fn, ": the handle names an event pool (zeEventPoolGetIpcHandle), not memory; open it with "
+                     "zeEventPoolOpenIpcHandle"));
+      }
+    }
+    *pptr = p;
     return ZE_RESULT_SUCCESS;
   });
 }
