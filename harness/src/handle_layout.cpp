@@ -144,20 +144,23 @@ HandleLayout make_ze_adapter_physical() {
   return l;
 }
 
-// CUDA's 64-byte CUipcMemHandle as far as the fuzzer learned it on driver 580.159.04 (H100
-// campaigns, reports/baselines/cuda-580.159.04-h100.json): bytes 16..23 change the size that
-// maps (a smaller value maps fewer bytes), bytes 28..31 the offset into the allocation
-// (0x10 there mapped the export 16 bytes in); the rest is unknown. NVIDIA documents none of it.
+// CUDA's 64-byte CUipcMemHandle as far as ipcheck learned it on driver 580.159.04 (H100):
+// from the fuzzer's findings (reports/baselines/cuda-580.159.04-h100.json) and from handles
+// of known allocations compared side by side. Small cuMemAlloc allocations are carved from a
+// 2 MiB chunk, and the handle names the chunk: bytes 40..55 identify it, 28..31 hold the
+// allocation's offset in it, 16..23 its size; 8..11 hold the exporter's pid; 0..7 and 24..27
+// are the same in every handle of a process. An interior pointer exports its allocation
+// (the base's offset and size). NVIDIA documents none of it.
 HandleLayout make_cuda_ipc_mem() {
   HandleLayout l;
   l.name = "cuda-ipc-mem/learned";
   l.knowledge = "partial";
   l.size = 64;
-  l.fields = {{"bytes@0", 0, 8, FieldRole::opaque},  {"bytes@8", 8, 8, FieldRole::opaque},
-              {"size", 16, 8, FieldRole::size},      {"bytes@24", 24, 4, FieldRole::opaque},
-              {"offset", 28, 4, FieldRole::offset},  {"bytes@32", 32, 8, FieldRole::opaque},
-              {"bytes@40", 40, 8, FieldRole::opaque}, {"bytes@48", 48, 8, FieldRole::opaque},
-              {"bytes@56", 56, 8, FieldRole::opaque}};
+  l.fields = {{"bytes@0", 0, 8, FieldRole::opaque},   {"pid", 8, 4, FieldRole::pid},
+              {"bytes@12", 12, 4, FieldRole::opaque}, {"size", 16, 8, FieldRole::size},
+              {"bytes@24", 24, 4, FieldRole::opaque}, {"offset", 28, 4, FieldRole::offset},
+              {"bytes@32", 32, 8, FieldRole::opaque}, {"chunk", 40, 8, FieldRole::slot},
+              {"chunk_handle", 48, 8, FieldRole::token}, {"bytes@56", 56, 8, FieldRole::opaque}};
   return l;
 }
 

@@ -18,8 +18,9 @@
 //                                checksum
 //   cuda-fd-record/1     exact   the cuda adapter's physical-memory record (fd_record.hpp)
 //   ze-adapter-physical/1 exact  the ze adapter's physical-memory record (no checksum)
-//   cuda-ipc-mem/learned partial CUipcMemHandle as the fuzzer learned it on driver 580.159.04:
-//                                bytes 16..23 the mapped size, 28..31 the offset; the rest opaque
+//   cuda-ipc-mem/learned partial CUipcMemHandle as learned on driver 580.159.04: pid at 8, the
+//                                allocation's size at 16 and offset in its 2 MiB chunk at 28,
+//                                the chunk at 40..55; the rest opaque
 //   anything else        opaque  8-byte chunks with no meaning (CUDA's event handle)
 #pragma once
 
