@@ -28,13 +28,70 @@ void deputy_producer(Role& r) {
   Owned hidden = alloc_filled(r, 2 * kPage, kHiddenSeed, kDeputy);
   send_target(r, "consumer", "handle", target);
   send_target(r, "consumer", "decoy", decoy);
+  // Where the decoy and the hidden allocation lie from the export, for layouts whose handle
+  // names a range of a larger object (CUDA's: an offset into a 2 MiB chunk).
+  const auto delta = [&](DevPtr p) { return std::to_string(static_cast<long long>(p - target.object.get())); };
+  send_text(r, "consumer", "deltas", delta(decoy.object.get()) + " " + delta(hidden.get()));
   r.barrier("consumer-done");
 }
 
+// Layouts with an offset field but no ipcref record (CUDA's memory handle as learned): the
+// export's handle with its offset moved onto the decoy export and onto memory never
+// exported, as the fuzzer's confused-deputy findings did.
+void deputy_by_offset(Role& r, const ReceivedTarget& target, const HandleLayout& l, long long to_decoy,
+                      long long to_hidden) {
+  const std::uint64_t offset = field_value(l, target.handle.bytes, FieldRole::offset);
+  struct Aim {
+    const char* name;
+    long long delta;
+    std::uint64_t seed;
+  };
+  std::size_t refused = 0, wrong = 0;
+  Evidence by = Evidence::tally();
+  for (const Aim& aim : {Aim{"the decoy export", to_decoy, kDecoySeed}, Aim{"memory never exported", to_hidden, kHiddenSeed}}) {
+    std::vector<std::byte> b = target.handle.bytes;
+    if (!forge_field(l, b, FieldRole::offset, offset + static_cast<std::uint64_t>(aim.delta))) continue;
+    r.note(std::string("opening the export's handle with its offset moved onto ") + aim.name);
+    Opened o = open_target(r, HandleKind::memory, b, target.handle.fd.get());
+    by.with(o.outcome);
+    if (!o.outcome.ok()) {
+      ++refused;
+      if (o.outcome.code == Errc::device_lost) {
+        ++wrong;
+        r.check(false, Evidence::of(o.outcome), kDeputy,
+                std::string("offset moved onto ") + aim.name + ": refused with " + o.outcome.describe() +
+                    ", which loses the process's context");
+      }
+      continue;
+    }
+    const Seen reached = is_target(r, HandleKind::memory, o.object.get(), 2 * kPage, aim.seed);
+    by.with(reached.by);
+    if (reached) {
+      ++wrong;
+      r.check(false, reached.by, kDeputy,
+              std::string("the export's handle with its offset moved onto ") + aim.name + " (layout " + l.name +
+                  ") opened and maps it");
+    }
+  }
+  r.check(wrong == 0, by, kDeputy,
+          "2 offset forgeries (layout " + l.name + "): " + std::to_string(refused) + " refused, " +
+              std::to_string(wrong) + " reached another object");
+}
+
 void deputy_consumer(Role& r) {
-  need_forgeable(r);
   ReceivedTarget target = receive_target(r, "handle");
   ReceivedTarget decoy = receive_target(r, "decoy");
+  const std::string deltas = receive_text(r, "deltas");
+  if (!forgeable(r)) {
+    const HandleLayout* l = known_layout(r, "memory", target.handle.bytes.size());
+    if (!l || l->find(FieldRole::offset) < 0)
+      r.skip("handle layout '" + r.adapter().info().handle_layout +
+             "' is neither an ipcref record nor a layout with a known offset field: cannot forge");
+    const auto space = deltas.find(' ');
+    deputy_by_offset(r, target, *l, std::stoll(deltas.substr(0, space)), std::stoll(deltas.substr(space + 1)));
+    r.barrier("consumer-done");
+    return;
+  }
   const Record a = decode_record(r, target.handle.bytes, kDeputy);
   const Record d = decode_record(r, decoy.handle.bytes, kDeputy);
   // Both real handles open what they name: the objects the forgeries aim at are live.
