@@ -107,6 +107,8 @@ const ClauseRegistration catalog{{
      "many consumers opening and closing one handle at once: correct data, no leak", ""},
     {"rb.put.revokes", Level::must, "ipcheck robustness profile",
      "after put the same bytes no longer open (reference implementation; others observe)", ""},
+    {"rb.revoke.tamper", Level::must, "ipcheck robustness profile",
+     "nothing an importer can write (including every page of what it was handed) makes a put or freed export open again", ""},
     // The harness's own checks: a role that cannot start its adapter or throws.
     {"harness.adapter_init", Level::must, "ipcheck harness", "the adapter initialises in a role process",
      "checked by the harness in every role of every case (role_main), not by a case of its own"},

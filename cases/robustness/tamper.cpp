@@ -1,0 +1,206 @@
+// rb.revoke.tamper: nothing an importer can write makes a put or freed export open again.
+// The consumer is the hostile importer, with nothing but what it was handed: it snapshots
+// every page of it (its mapping, as wide as the kernel made it, through the adapter's read;
+// the whole content of a descriptor that came with the handle), the producer puts the
+// export, the consumer writes every snapshot back (the adapter's write; pwrite) and opens
+// the stale bytes; then the producer frees the object, and the consumer does it all again.
+// Nothing the consumer was handed may reach the producer's memory beyond the exported
+// object: a decoy allocation it never exported must be nowhere in sight.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <unordered_set>
+#include <utility>
+
+#include "kinds.hpp"
+
+namespace ipcheck::catalog {
+namespace {
+
+constexpr const char* kTamper = "rb.revoke.tamper";
+constexpr std::uint64_t kSeed = 0x7a3e;  // even: a clear event
+constexpr std::uint64_t kDecoySeed = 0xdec0;
+constexpr std::size_t kBytes = 2 * kPage;
+constexpr std::size_t kDecoyBytes = 2 * kPage;
+constexpr std::size_t kLargestDescriptor = 64ull << 20;  // what the consumer reads of a descriptor, at most
+
+std::uintptr_t page_down(std::uintptr_t v) { return v / kPage * kPage; }
+std::uintptr_t page_up(std::uintptr_t v) { return (v + kPage - 1) / kPage * kPage; }
+
+// [start, end) of this process's shared file mapping that holds `p` (/proc/self/maps), or
+// {0, 0} when `p` is in none (device memory, say).
+std::pair<std::uintptr_t, std::uintptr_t> shared_mapping_around(std::uintptr_t p) {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    unsigned long long start = 0, end = 0;
+    char perms[8] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %*s %*s %*s %n", &start, &end, perms, &path_at) < 3) continue;
+    if (p < start || p >= end) continue;
+    const bool file = path_at > 0 && static_cast<std::size_t>(path_at) < line.size();
+    if (perms[3] == 's' && file) return {start, end};
+    return {0, 0};
+  }
+  return {0, 0};
+}
+
+// Whether an aligned word of `bytes` is a word of the decoy's pattern.
+bool holds_decoy(std::span<const std::byte> bytes) {
+  static const std::unordered_set<std::uint64_t> words = [] {
+    std::unordered_set<std::uint64_t> w;
+    const auto decoy = pattern(kDecoySeed, kDecoyBytes);
+    for (std::size_t i = 0; i + 8 <= decoy.size(); i += 8) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, decoy.data() + i, 8);
+      w.insert(v);
+    }
+    return w;
+  }();
+  for (std::size_t i = 0; i + 8 <= bytes.size(); i += 8) {
+    std::uint64_t v = 0;
+    std::memcpy(&v, bytes.data() + i, 8);
+    if (words.count(v)) return true;
+  }
+  return false;
+}
+
+void tamper_producer(Role& r, HandleKind kind) {
+  // Never exported: none of its bytes may reach the consumer.
+  Owned decoy = alloc_filled(r, kDecoyBytes, kDecoySeed, kTamper);
+  Target t = export_target(r, kind, kSeed, kTamper, kBytes);
+  send_target(r, "consumer", "handle", t);
+  receive_text(r, "snapshots-taken");
+  put_or_skip(r, t.exported, kTamper, "put");
+  send_text(r, "consumer", "put", "");
+  receive_text(r, "checked-after-put");
+  r.check_ok(t.object.reset(), kTamper, std::string("free the exported ") + kind_name(kind) + " object");
+  send_text(r, "consumer", "freed", "");
+  r.barrier("consumer-done");
+}
+
+// What the consumer was handed, page by page, and how to write it back.
+struct Handed {
+  DevPtr region = 0;  // the mapping, as wide as the kernel made it
+  std::vector<std::byte> region_copy;
+  std::vector<std::byte> descriptor_copy;
+  bool event_signaled = false;
+};
+
+void write_back(Role& r, const Handed& h, int fd, ObjectId event, const std::string& after) {
+  if (h.region) r.require_ok(r.adapter().write(h.region, h.region_copy), kTamper, "write the mapping's snapshot back after " + after);
+  if (fd >= 0) {
+    const ssize_t n = ::pwrite(fd, h.descriptor_copy.data(), h.descriptor_copy.size(), 0);
+    r.note("pwrite of the descriptor's snapshot after " + after + ": " +
+           (n == static_cast<ssize_t>(h.descriptor_copy.size()) ? std::string("written")
+                                                                : "refused (" + std::string(std::strerror(errno)) + ")"));
+  }
+  if (event) {
+    // An importer writes its event's shared state: signal, then back to the snapshot's.
+    r.require_ok(r.adapter().event_signal(event), kTamper, "signal the opened event after " + after);
+    if (!h.event_signaled) r.require_ok(r.adapter().event_reset(event), kTamper, "reset the opened event after " + after);
+  }
+}
+
+void expect_refused(Role& r, HandleKind kind, const ReceivedTarget& t, const std::string& after) {
+  Opened o = open_target(r, kind, t.handle.bytes, t.handle.fd.get());
+  const std::string what = std::string(kind_name(kind)) + " open of the stale handle after " + after +
+                           " and every snapshot written back" + (t.handle.fd ? " (its descriptor passed along)" : "");
+  if (o.outcome.ok() && kind != HandleKind::event)
+    r.observe("reopened_" + after + "_is_target",
+              is_target(r, kind, o.object.get(), t.bytes, kSeed) ? "yes" : "no", kTamper);
+  r.check_error(o.outcome, Errc::invalid, kTamper, what);
+}
+
+void tamper_consumer(Role& r, HandleKind kind) {
+  ReceivedTarget t = receive_target(r, "handle");
+  Opened opened = open_target(r, kind, t.handle.bytes, t.handle.fd.get());
+  r.skip_if_unsupported(opened.outcome, std::string(kind_name(kind)) + " open");
+  r.require_ok(opened.outcome, kTamper, std::string(kind_name(kind)) + " open of the export");
+
+  // The export as this process sees it: a mapping of `bytes` at `ptr` (none for events).
+  PhysicalView view;
+  DevPtr ptr = 0;
+  if (kind == HandleKind::memory) ptr = opened.object.get();
+  if (kind == HandleKind::physical) {
+    view = map_physical(r, opened.object.get(), t.bytes, kTamper);
+    ptr = view.ptr();
+  }
+  const ObjectId event = kind == HandleKind::event ? opened.object.get() : 0;
+
+  Handed h;
+  std::string handed;
+  if (ptr) {
+    // Every page of the mapping: the kernel's extent where it is a shared file mapping,
+    // else the export's pages.
+    std::uintptr_t lo = page_down(ptr), hi = page_up(ptr + t.bytes);
+    const auto [start, end] = shared_mapping_around(ptr);
+    if (start) {
+      r.check(start >= lo && end <= hi, kTamper,
+              "the open mapped [" + hex(start) + ", " + hex(end) + "), " + size_name(end - start) + " around the " +
+                  size_name(t.bytes) + " export at " + hex(ptr) + ": " +
+                  (start >= lo && end <= hi ? "its pages only" : "beyond the export"));
+      lo = std::min<std::uintptr_t>(lo, start);
+      hi = std::max<std::uintptr_t>(hi, end);
+    }
+    h.region = lo;
+    h.region_copy.resize(hi - lo);
+    r.require_ok(r.adapter().read(h.region, h.region_copy), kTamper, "snapshot the mapping (" + size_name(hi - lo) + ")");
+    r.check(!holds_decoy(h.region_copy), kTamper, "the mapping holds no byte of the producer's unexported decoy");
+    handed += "mapping " + size_name(hi - lo);
+  }
+  const int fd = t.handle.fd.get();
+  if (fd >= 0) {
+    struct stat st{};
+    r.require(::fstat(fd, &st) == 0, kTamper, "fstat of the descriptor that came with the handle");
+    const std::size_t size = static_cast<std::size_t>(st.st_size);
+    if (kind != HandleKind::event)
+      r.check(size <= page_up(t.bytes), kTamper,
+              "the descriptor that came with the handle holds " + size_name(size) + " for a " + size_name(t.bytes) +
+                  " export" + (size <= page_up(t.bytes) ? "" : ": it reaches beyond the exported object"));
+    h.descriptor_copy.resize(std::min(size, kLargestDescriptor));
+    const ssize_t n = ::pread(fd, h.descriptor_copy.data(), h.descriptor_copy.size(), 0);
+    h.descriptor_copy.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    r.check(!holds_decoy(h.descriptor_copy), kTamper,
+            "the descriptor holds no byte of the producer's unexported decoy");
+    handed += std::string(handed.empty() ? "" : ", ") + "descriptor " + size_name(h.descriptor_copy.size());
+  }
+  if (event) {
+    h.event_signaled = query(r, event, kTamper, "query the opened event");
+    handed += std::string(handed.empty() ? "" : ", ") + "event state";
+  }
+  r.observe("handed", handed.empty() ? "nothing" : handed, kTamper);
+  send_text(r, "producer", "snapshots-taken", "");
+
+  receive_text(r, "put");
+  write_back(r, h, fd, event, "put");
+  expect_refused(r, kind, t, "put");
+  send_text(r, "producer", "checked-after-put", "");
+
+  receive_text(r, "freed");
+  write_back(r, h, fd, event, "free");
+  expect_refused(r, kind, t, "free");
+  r.barrier("consumer-done");
+}
+
+void register_tamper() {
+  for (HandleKind kind : {HandleKind::memory, HandleKind::physical, HandleKind::event}) {
+    const std::string name = kind_name(kind);
+    register_case(Case("robustness.revoke.tamper." + name,
+                       std::string(kind == HandleKind::event ? "An" : "A") + " " + name +
+                           " export's consumer writes back every page it was handed (mapping, descriptor) after put "
+                           "and after free: the stale handle stays refused, and nothing beyond the object was in reach")
+                      .clause(kTamper)
+                      .role("producer", [kind](Role& r) { tamper_producer(r, kind); })
+                      .role("consumer", [kind](Role& r) { tamper_consumer(r, kind); })
+                      .def);
+  }
+}
+
+IPCHECK_CASE(register_tamper);
+
+}  // namespace
+}  // namespace ipcheck::catalog
