@@ -483,16 +483,13 @@ export_view read_own(const struct stat& data, const record::fields& rec, record:
   return v;
 }
 
-// Seeded defect importer_writes_liveness: the copy of the export table in the data
-// object's first page decides (an importer can write it).
-export_view read_mirror(int fd, const record::fields& rec, record::kind kind, const char* verb) {
-  export_view v;
-  if (::pread(fd, &v.header, sizeof v.header, 0) != static_cast<ssize_t>(sizeof v.header)) not_an_object(rec, kind, verb);
+// Seeded defect importer_writes_liveness: the slot's copy in the data object's first page,
+// which an importer can write, decides whether the export is live.
+slot_fields read_mirrored_slot(int fd, const record::fields& rec) {
+  slot_fields s;
   if (rec.slot < slots_per_object())
-    (void)::pread(fd, &v.slot, sizeof v.slot,
-                  static_cast<off_t>(offsetof(control_header, slots) + rec.slot * sizeof(export_slot)));
-  v.header.data_dev = v.header.data_ino = 0;  // the mirror names nothing: its data object is itself
-  return v;
+    (void)::pread(fd, &s, sizeof s, static_cast<off_t>(offsetof(control_header, slots) + rec.slot * sizeof(export_slot)));
+  return s;
 }
 
 // Checks the object behind `fd` is the one `rec` exported and that the export is live,
@@ -501,11 +498,8 @@ void prove_object(int fd, const record::fields& rec, record::kind kind, const ch
                   std::uint64_t& payload_size, std::uint32_t& flags) {
   struct stat st{};
   if (::fstat(fd, &st) != 0) not_an_object(rec, kind, verb);
-  const bool mirror = defects::is(defects::id::importer_writes_liveness);
   export_view v;
-  if (mirror) {
-    v = read_mirror(fd, rec, kind, verb);
-  } else if (rec.pid == static_cast<std::uint32_t>(self().pid) && opts.control_descriptor < 0) {
+  if (rec.pid == static_cast<std::uint32_t>(self().pid) && opts.control_descriptor < 0) {
     v = read_own(st, rec, kind, verb);
   } else {
     const std::uint64_t control_ino = control_inode_of(fd, st);
@@ -513,10 +507,10 @@ void prove_object(int fd, const record::fields& rec, record::kind kind, const ch
     v = opts.control_descriptor >= 0 ? read_from_descriptor(opts.control_descriptor, st, control_ino, rec, verb)
                                      : read_from_exporter(rec, st, control_ino, verb);
   }
+  if (defects::is(defects::id::importer_writes_liveness)) v.slot = read_mirrored_slot(fd, rec);
   const control_fields& h = v.header;
   if (h.magic != kControlMagic || h.kind != static_cast<std::uint32_t>(kind) ||
-      (!mirror && (h.data_dev != static_cast<std::uint64_t>(st.st_dev) ||
-                   h.data_ino != static_cast<std::uint64_t>(st.st_ino))))
+      h.data_dev != static_cast<std::uint64_t>(st.st_dev) || h.data_ino != static_cast<std::uint64_t>(st.st_ino))
     not_an_object(rec, kind, verb);
   if (rec.slot >= h.slot_count || rec.slot >= slots_per_object())
     sys::fail(errc::invalid, cat(verb, ": handle names export slot ", rec.slot, ", objects have ",
