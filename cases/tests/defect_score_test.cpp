@@ -33,21 +33,24 @@ const std::vector<std::string> kOpenMemory = {
     "memory.open.*", "memory.get.non_device", "memory.get.interior", "memory.put.keeps_open", "memory.roundtrip.*",
     "robustness.close.double", "robustness.concurrent.open", "robustness.consumer.crash", "robustness.producer.crash",
     "robustness.open.confused_deputy", "robustness.open.pid_reuse", "robustness.open.garbage.memory",
-    "robustness.realloc.fresh", "robustness.put.revokes.memory"};
+    "robustness.realloc.fresh", "robustness.put.revokes.memory", "robustness.revoke.tamper.memory"};
 
 const std::map<std::string, Collateral>& collateral() {
   static const std::map<std::string, Collateral> c = {
       {"close_keeps_mapping", {kOpenMemory, "every case that closes an opened mapping keeps it: its role audit finds it"}},
       {"leak_fd_per_open", {kOpenMemory, "every case that opens memory leaks a descriptor: its role audit finds it"}},
       {"skip_token_check",
-       {{"robustness.put.revokes.*", "physical.open.stale", "robustness.open.garbage.*"},
+       {{"robustness.put.revokes.*", "physical.open.stale", "robustness.open.garbage.*", "robustness.revoke.tamper.*"},
         "put and forged-field refusal rest on the token: put handles and resealed field variants open again"}},
       {"skip_size_check",
        {{"physical.open.size", "event.open.size"}, "ipcref checks the handle size in one place for every kind"}},
-      {"put_keeps_export", {{"physical.open.stale"}, "ur.phys.open.stale is the same statement for physical memory"}},
+      {"put_keeps_export",
+       {{"physical.open.stale", "robustness.revoke.tamper.*"},
+        "ur.phys.open.stale is the same statement for physical memory; rb.revoke.tamper's cases open the put "
+        "handle after writing back what they hold, and a put that revokes nothing leaves it open"}},
       {"opened_phys_size_zero",
        {{"physical.close.refcount", "physical.roundtrip.*", "robustness.close.no_leak.physical",
-         "robustness.open.garbage.physical", "robustness.put.revokes.physical"},
+         "robustness.open.garbage.physical", "robustness.put.revokes.physical", "robustness.revoke.tamper.physical"},
         "cases that map or identify an opened physical object use its size: a 0-byte object maps nothing"}},
       {"crash_on_truncated",
        {{"memory.open.size", "physical.open.size", "event.open.size"}, "the size cases open a handle one byte short"}},
