@@ -356,31 +356,33 @@ std::uintptr_t find_control_page(const record::fields& rec, const struct stat& d
     if (err == EACCES || err == EPERM) table_refused(rec, verb, err);
     sys::fail(errc::invalid, cat(verb, ": cannot read ", path, ": ", sys::errno_text(err)));
   }
-  std::string maps;
-  for (;;) {
-    const std::size_t used = maps.size();
-    maps.resize(used + 65536);
-    const ssize_t n = ::read(fd.get(), maps.data() + used, 65536);
-    if (n < 0 && errno == EINTR) {
-      maps.resize(used);
-      continue;
-    }
-    maps.resize(used + static_cast<std::size_t>(n > 0 ? n : 0));
-    if (n <= 0) break;
-  }
+  // Line by line through a buffer on the stack: no allocation, whatever the map's size.
   const unsigned want_major = major(data.st_dev), want_minor = minor(data.st_dev);
-  std::istringstream lines(maps);
-  for (std::string line; std::getline(lines, line);) {
-    // start-end perms offset major:minor inode [path]
-    unsigned long long start = 0, end = 0, offset = 0, inode = 0;
-    unsigned maj = 0, min = 0;
-    char perms[8] = {};
-    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu", &start, &end, perms, &offset, &maj, &min,
-                    &inode) != 7)
-      continue;
-    if (inode == control_ino && maj == want_major && min == want_minor && offset == 0 &&
-        std::string_view(perms) == "rw-s" && end - start == sys::page_size())
-      return static_cast<std::uintptr_t>(start);
+  char buf[8192];
+  std::size_t held = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf + held, sizeof buf - 1 - held);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    held += static_cast<std::size_t>(n);
+    buf[held] = '\0';
+    char* line = buf;
+    for (char* eol; (eol = static_cast<char*>(std::memchr(line, '\n', held - static_cast<std::size_t>(line - buf))));
+         line = eol + 1) {
+      *eol = '\0';
+      // start-end perms offset major:minor inode [path]
+      unsigned long long start = 0, end = 0, offset = 0, inode = 0;
+      unsigned maj = 0, min = 0;
+      char perms[8] = {};
+      if (std::sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &start, &end, perms, &offset, &maj, &min, &inode) == 7 &&
+          inode == control_ino && maj == want_major && min == want_minor && offset == 0 &&
+          std::string_view(perms) == "rw-s" && end - start == sys::page_size())
+        return static_cast<std::uintptr_t>(start);
+    }
+    // Keep the partial last line; a line longer than the buffer (a huge path) is no control page.
+    held -= static_cast<std::size_t>(line - buf);
+    if (held == sizeof buf - 1) held = 0;
+    std::memmove(buf, line, held);
   }
   return 0;
 }
