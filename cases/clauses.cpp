@@ -107,6 +107,8 @@ const ClauseRegistration catalog{{
      "many consumers opening and closing one handle at once: correct data, no leak", ""},
     {"rb.put.revokes", Level::must, "ipcheck robustness profile",
      "after put the same bytes no longer open (reference implementation; others observe)", ""},
+    {"rb.revoke.tamper", Level::must, "ipcheck robustness profile",
+     "nothing an importer can write (including every page of what it was handed) makes a put or freed export open again", ""},
     // Added 2026-11-23: holes an independent check of the catalog found.
     {"rb.open.cross_kind", Level::must, "ipcheck robustness profile",
      "a handle of one kind (memory, physical, event) presented to another kind's open is refused with invalid; it never opens", ""},

@@ -42,17 +42,19 @@ const std::vector<std::string> kOpenMemory = {
     "robustness.close.double", "robustness.concurrent.open", "robustness.consumer.crash", "robustness.producer.crash",
     "robustness.open.confused_deputy", "robustness.open.pid_reuse", "robustness.open.garbage.memory",
     "robustness.realloc.fresh", "robustness.put.revokes.memory", "robustness.open.cross_device.memory",
-    "robustness.open.cross_kind", "robustness.open.forged_range.memory", "robustness.put.one_export.memory"};
+    "robustness.open.cross_kind", "robustness.open.forged_range.memory", "robustness.put.one_export.memory",
+    "robustness.revoke.tamper.memory"};
 // On ze an event is an event pool: an ipcref memory allocation the driver opens and maps.
 const std::vector<std::string> kOpenPoolsOnZe = {"event.*", "robustness.close.double.event",
                                                  "robustness.open.cross_device.event", "robustness.open.garbage.event",
-                                                 "robustness.put.revokes.event", "robustness.put.one_export.event",
+                                                 "robustness.put.revokes.event", "robustness.put.one_export.event", "robustness.revoke.tamper.event",
                                                  "robustness.close.no_leak.event"};
 // Every case that opens a physical object and maps or identifies it by its size.
 const std::vector<std::string> kOpenPhysical = {
     "physical.*", "robustness.close.no_leak.physical", "robustness.open.garbage.physical",
     "robustness.put.revokes.physical", "robustness.close.double.physical", "robustness.open.cross_device.physical",
-    "robustness.open.forged_range.physical", "robustness.put.one_export.physical", "robustness.open.cross_kind"};
+    "robustness.open.forged_range.physical", "robustness.put.one_export.physical", "robustness.open.cross_kind",
+    "robustness.revoke.tamper.physical"};
 
 const std::map<std::string, Collateral>& collateral() {
   static const std::map<std::string, Collateral> c = {
@@ -64,12 +66,15 @@ const std::map<std::string, Collateral>& collateral() {
        {kOpenMemory, "every case that opens memory leaks a descriptor: its role audit finds it", kOpenPoolsOnZe}},
       {"skip_token_check",
        {{"robustness.put.revokes.*", "physical.open.stale", "robustness.open.garbage.*",
-         "robustness.open.forged_range.*", "robustness.open.after_free"},
+         "robustness.open.forged_range.*", "robustness.open.after_free", "robustness.revoke.tamper.*"},
         "put, forged-field and range refusal rest on the token proof (the range is checked with it): put handles, "
         "resealed field variants and forged ranges open again"}},
       {"skip_size_check",
        {{"physical.open.size", "event.open.size"}, "ipcref checks the handle size in one place for every kind"}},
-      {"put_keeps_export", {{"physical.open.stale"}, "ur.phys.open.stale is the same statement for physical memory"}},
+      {"put_keeps_export",
+       {{"physical.open.stale", "robustness.revoke.tamper.*"},
+        "ur.phys.open.stale is the same statement for physical memory; rb.revoke.tamper's cases open the put "
+        "handle after writing back what they hold, and a put that revokes nothing leaves it open"}},
       {"opened_phys_size_zero",
        {kOpenPhysical, "cases that map or identify an opened physical object use its size: a 0-byte object maps nothing"}},
       {"crash_on_truncated",
