@@ -13,7 +13,6 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -24,6 +23,7 @@
 #include "ipcheck/fuzz/layout.hpp"
 #include "ipcheck/fuzz/oracle.hpp"
 #include "ipcheck/fuzz/symbolic.hpp"
+#include "ipcheck/reports/files.hpp"
 #include "ipcheck/reports/report_set.hpp"
 #include "ipcheck/runner.hpp"
 #include "ipcheck/spawn.hpp"
@@ -649,11 +649,7 @@ std::string safe_id(std::string s) {
   return s;
 }
 
-void write_json(const fs::path& p, const json& j) {
-  std::ofstream out(p);
-  out << j.dump(2) << '\n';
-  if (!out) throw std::runtime_error("cannot write " + p.string());
-}
+void write_json(const fs::path& p, const json& j) { reports::write_file_atomic(p.string(), j.dump(2) + '\n'); }
 
 std::string env_defect() {
   const char* d = std::getenv("IPCREF_DEFECT");
@@ -815,7 +811,7 @@ void Campaign::minimise_and_write(const std::string& out_dir) {
     for (const char* k : {"errc", "native_name", "message", "exit"})
       if (!entry["result"].contains(k)) entry["result"][k] = "";
     if (!entry["result"].contains("native")) entry["result"]["native"] = 0;
-    fs::create_directories(dir);
+    reports::prepare_output_dir(dir.string());
     json description = entry;
     description["schema"] = "ipcheck.fuzz-finding/1";
     description["adapter"] = o_.adapter;
@@ -851,9 +847,11 @@ void Campaign::load_corpus() {
   std::sort(files.begin(), files.end());
   for (const auto& p : files) {
     try {
-      std::ifstream in(p);
-      const json j = json::parse(in);
-      if (j.value("schema", "") != "ipcheck.fuzz-repro/1" || j.value("adapter", "") != o_.adapter) continue;
+      // A FIFO, a folder or a huge file named *.repro is skipped, saying why, never waited on.
+      const json j = reports::read_json_file(p.string(), "corpus file", reports::kMaxSmallInputBytes);
+      if (!j.is_object() || j.value("schema", json()) != "ipcheck.fuzz-repro/1" || j.value("adapter", json()) != o_.adapter)
+        continue;
+      if (!j.contains("input")) throw std::invalid_argument("it has no \"input\"");
       (void)symbolic_from_json(j.at("input"));  // well-formed
       corpus_seeds_.push_back(j.at("input"));
     } catch (const std::exception& e) {
@@ -863,8 +861,7 @@ void Campaign::load_corpus() {
 }
 
 void Campaign::save_corpus() {
-  if (o_.corpus_dir.empty() || corpus_found_.empty()) return;
-  fs::create_directories(o_.corpus_dir);
+  if (o_.corpus_dir.empty() || corpus_found_.empty()) return;  // the command line checked the folder
   for (const auto& c : corpus_found_) {
     if (corpus_added_ >= 256) break;
     const Symbolic s = symbolize(*c.ctx, c.input);
@@ -1011,30 +1008,51 @@ reports::Results run_campaign(const CampaignOptions& o, const std::string& out_d
 ReplayReport replay_reproducer(const std::string& path, const CampaignOptions& base) {
   ReplayReport r;
   json doc;
-  {
-    std::ifstream in(path);
-    if (!in) throw std::invalid_argument("cannot read reproducer '" + path + "'");
-    try {
-      doc = json::parse(in);
-    } catch (const std::exception& e) {
-      throw std::invalid_argument("reproducer '" + path + "' is not JSON: " + e.what());
-    }
+  try {
+    doc = reports::read_json_file(path, "reproducer", reports::kMaxSmallInputBytes);
+  } catch (const reports::FileError& e) {
+    throw std::invalid_argument(e.what());
   }
-  if (doc.value("schema", "") != "ipcheck.fuzz-repro/1")
-    throw std::invalid_argument("'" + path + "' is not an ipcheck reproducer (schema \"" + doc.value("schema", "") +
+  // Every field this reads is checked for its shape, and a wrong one is named.
+  auto shape = [&](const std::string& what) {
+    return std::invalid_argument("reproducer '" + path + "': " + what + "; give a findings/<id>.repro that ipcheck fuzz wrote");
+  };
+  if (!doc.is_object()) throw shape(std::string("the document is ") + doc.type_name() + ", not an object");
+  auto text = [&](const char* key, const std::string& fallback) {
+    auto it = doc.find(key);
+    if (it == doc.end() || it->is_null()) return fallback;
+    if (!it->is_string()) throw shape(std::string("field \"") + key + "\" is " + it->type_name() + ", not text");
+    return it->get<std::string>();
+  };
+  if (text("schema", "") != "ipcheck.fuzz-repro/1")
+    throw std::invalid_argument("'" + path + "' is not an ipcheck reproducer (schema \"" + text("schema", "") +
                                 "\", expected \"ipcheck.fuzz-repro/1\")");
-  if (doc.value("setup", "") != detail::kSetup)
-    throw std::invalid_argument("reproducer '" + path + "' was made with set-up \"" + doc.value("setup", "") +
+  if (text("setup", "") != detail::kSetup)
+    throw std::invalid_argument("reproducer '" + path + "' was made with set-up \"" + text("setup", "") +
                                 "\"; this ipcheck builds \"" + detail::kSetup + "\": replay it with the ipcheck that found it");
   CampaignOptions o = base;
-  o.adapter = doc.value("adapter", o.adapter);
-  o.transport = doc.value("transport", o.transport);
-  if (auto it = doc.find("adapter_options"); it != doc.end() && it->is_object())
-    for (const auto& [k, v] : it->items()) o.adapter_options.try_emplace(k, v.get<std::string>());
+  o.adapter = text("adapter", o.adapter);
+  if (!find_adapter(o.adapter)) throw shape("field \"adapter\" is '" + o.adapter + "', no adapter of this ipcheck");
+  o.transport = text("transport", o.transport);
+  if (o.transport != "pidfd" && o.transport != "scm" && o.transport != "auto")
+    throw shape("field \"transport\" is '" + o.transport + "', not pidfd, scm or auto");
+  if (auto it = doc.find("adapter_options"); it != doc.end() && !it->is_null()) {
+    if (!it->is_object()) throw shape(std::string("field \"adapter_options\" is ") + it->type_name() + ", not an object");
+    for (const auto& [k, v] : it->items()) {
+      if (!v.is_string()) throw shape("field \"adapter_options." + k + "\" is " + v.type_name() + ", not text");
+      o.adapter_options.try_emplace(k, v.get<std::string>());
+    }
+  }
   o.jobs = 0;
   o.progress = false;
-  r.expected = doc.value("expect", "");
-  const Symbolic s = symbolic_from_json(doc.at("input"));
+  r.expected = text("expect", "");
+  if (!doc.contains("input")) throw shape("it has no \"input\"");
+  Symbolic s;
+  try {
+    s = symbolic_from_json(doc.at("input"));
+  } catch (const std::invalid_argument& e) {
+    throw shape(e.what());
+  }
   Campaign c(o);
   try {
     c.start_dead_pid();

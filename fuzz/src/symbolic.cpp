@@ -1,6 +1,8 @@
 #include "ipcheck/fuzz/symbolic.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <stdexcept>
 
 namespace ipcheck::fuzz {
@@ -240,19 +242,53 @@ nlohmann::json to_json(const Symbolic& s) {
 }
 
 Symbolic symbolic_from_json(const nlohmann::json& j) {
+  // A reproducer is input from anyone: every field is checked, and a wrong one is named.
+  auto bad = [](const std::string& field, const std::string& why) {
+    return std::invalid_argument("input." + field + " " + why);
+  };
+  auto text = [&](const nlohmann::json& o, const char* key, bool required) -> std::string {
+    auto it = o.find(key);
+    if (it == o.end() || it->is_null()) {
+      if (required) throw bad(key, "is missing");
+      return "";
+    }
+    if (!it->is_string()) throw bad(key, std::string("is ") + it->type_name() + ", not text");
+    return it->get<std::string>();
+  };
+  if (!j.is_object()) throw std::invalid_argument(std::string("input is ") + j.type_name() + ", not an object");
   Symbolic s;
-  s.base = j.at("base").get<std::string>();
-  for (const auto& c : j.at("changes")) {
+  s.base = text(j, "base", true);
+  auto changes = j.find("changes");
+  if (changes == j.end() || !changes->is_array()) throw bad("changes", "is not an array");
+  for (std::size_t i = 0; i < changes->size(); ++i) {
+    const auto& c = (*changes)[i];
+    const std::string at = "changes[" + std::to_string(i) + "]";
+    if (!c.is_object()) throw bad(at, "is not an object");
     FieldChange fc;
-    fc.field = c.at("field").get<std::string>();
-    fc.value = std::stoull(c.at("value").get<std::string>(), nullptr, 0);
-    fc.source = c.value("from", "");
+    fc.field = text(c, "field", true);
+    const std::string v = text(c, "value", true);
+    const bool hex = v.size() > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X');
+    const std::string digits = hex ? v.substr(2) : v;
+    std::uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, hex ? 16 : 10);
+    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
+      throw bad(at + ".value", "is '" + v + "', not a whole number from 0 to 2^64-1 (decimal or 0x hex)");
+    fc.value = value;
+    fc.source = text(c, "from", false);
     s.changes.push_back(fc);
   }
-  s.resealed = j.value("checksum", "as_changed") == "resealed";
-  s.length = j.at("length").get<std::size_t>();
-  s.tail = from_hex(j.value("tail", ""));
-  s.descriptor = j.value("descriptor", "");
+  s.resealed = j.contains("checksum") ? text(j, "checksum", false) == "resealed" : false;
+  auto length = j.find("length");
+  if (length == j.end() || !length->is_number_unsigned() || length->get<std::uint64_t>() > kMaxSymbolicLength)
+    throw bad("length", (length == j.end() ? std::string("is missing") : "is " + length->dump()) +
+                            ", not a byte count from 0 to " + std::to_string(kMaxSymbolicLength));
+  s.length = static_cast<std::size_t>(length->get<std::uint64_t>());
+  try {
+    s.tail = from_hex(text(j, "tail", false));
+  } catch (const std::invalid_argument& e) {
+    throw bad("tail", e.what());
+  }
+  s.descriptor = text(j, "descriptor", false);
   return s;
 }
 

@@ -1,13 +1,13 @@
 // `ipcheck report`: renders, compares and summarises results.json files (render, diff,
 // history, baseline). Everything is computed from the files alone; nothing is run.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <stdexcept>
 
 #include "ipcheck/cli.hpp"
 #include "ipcheck/reports/diff.hpp"
+#include "ipcheck/reports/files.hpp"
 #include "ipcheck/reports/history.hpp"
 #include "ipcheck/reports/render.hpp"
 #include "ipcheck/reports/stable.hpp"
@@ -17,10 +17,7 @@ namespace {
 
 // A file that cannot be read or written: reported like a usage error (exit 2), never as
 // a regression (exit 1), so that CI tells the two apart.
-class FileError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+using reports::FileError;
 
 reports::Results load(const std::string& path) {
   try {
@@ -41,11 +38,10 @@ void emit(const Options& o, const std::string& content) {
   if (out.empty() || out == "-") {
     std::cout << content;
     std::cout.flush();
+    if (!std::cout) throw FileError("cannot write to standard output (a full disk, a closed pipe?); give -o FILE");
     return;
   }
-  std::ofstream f(out, std::ios::binary);
-  f << content;
-  if (!f) throw FileError("cannot write '" + out + "': check that its folder exists and is writable");
+  reports::write_file_atomic(out, content);
 }
 
 std::string format_of(const Options& o, std::initializer_list<const char*> allowed) {

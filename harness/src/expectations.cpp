@@ -3,10 +3,11 @@
 #include <fnmatch.h>
 
 #include <cctype>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
+
+#include "ipcheck/reports/files.hpp"
 
 namespace ipcheck {
 
@@ -245,11 +246,13 @@ Expectations Expectations::parse(const std::string& text, const std::string& whe
 }
 
 Expectations Expectations::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot read the expectations file");
-  std::stringstream s;
-  s << in.rdbuf();
-  return parse(s.str(), path);
+  std::string text;
+  try {
+    text = reports::read_regular_file(path, "expectations file", reports::kMaxSmallInputBytes);
+  } catch (const reports::FileError& e) {
+    throw std::runtime_error(e.what());
+  }
+  return parse(text, path);
 }
 
 }  // namespace ipcheck

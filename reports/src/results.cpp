@@ -1,9 +1,13 @@
 #include "ipcheck/reports/results.hpp"
 
 #include <algorithm>
-#include <fstream>
+#include <cstdint>
+#include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
+#include <type_traits>
+#include <utility>
 
 #include "ipcheck/reports/report_set.hpp"
 
@@ -46,9 +50,48 @@ void get_enum(const json& j, const char* key, const char* const (&names)[N], E& 
   out = *e;
 }
 
+// A field read into `out`; a missing or null field keeps `out`. A value of the wrong kind,
+// or a number `out` cannot hold, is a SchemaError naming the field.
 template <class T>
 void get_to(const json& j, const char* key, T& out) {
-  if (auto it = j.find(key); it != j.end() && !it->is_null()) it->get_to(out);
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!it->is_boolean()) throw SchemaError(std::string("field \"") + key + "\" is " + it->type_name() + ", not true or false");
+  } else if constexpr (std::is_integral_v<T>) {
+    bool fits = false;
+    if (it->is_number_integer() && !it->is_number_unsigned()) {
+      const auto v = it->get<std::int64_t>();
+      fits = std::in_range<T>(v);
+    } else if (it->is_number_unsigned()) {
+      fits = std::in_range<T>(it->get<std::uint64_t>());
+    }
+    if (!fits)
+      throw SchemaError(std::string("field \"") + key + "\" is " + (it->is_number() ? it->dump() : it->type_name()) +
+                        ", not a whole number from " + std::to_string(std::numeric_limits<T>::min()) + " to " +
+                        std::to_string(std::numeric_limits<T>::max()));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!it->is_number()) throw SchemaError(std::string("field \"") + key + "\" is " + it->type_name() + ", not a number");
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!it->is_string()) throw SchemaError(std::string("field \"") + key + "\" is " + it->type_name() + ", not text");
+  }
+  try {
+    it->get_to(out);
+  } catch (const json::exception& e) {
+    throw SchemaError(std::string("field \"") + key + "\" has the wrong shape (" + e.what() + ")");
+  }
+}
+
+// The array `key` of `j` (empty when missing); anything else there is a SchemaError.
+const json& array_field(const json& j, const char* key) {
+  static const json empty = json::array();
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return empty;
+  if (!it->is_array()) throw SchemaError(std::string("field \"") + key + "\" is " + it->type_name() + ", not an array");
+  for (const auto& x : *it)
+    if (!x.is_object())
+      throw SchemaError(std::string("field \"") + key + "\" holds " + x.type_name() + " items; each must be an object");
+  return *it;
 }
 
 json check_json(const Check& c) {
@@ -137,10 +180,9 @@ CaseResult case_from(const json& j) {
   get_to(j, "observations", c.observations);
   get_to(j, "duration_s", c.duration_s);
   get_to(j, "warnings", c.warnings);
-  if (auto it = j.find("checks"); it != j.end())
-    for (const auto& k : *it) c.checks.push_back(check_from(k, c.id));
-  if (auto it = j.find("native_errors"); it != j.end())
-    for (const auto& e : *it) {
+  for (const auto& k : array_field(j, "checks")) c.checks.push_back(check_from(k, c.id));
+  {
+    for (const auto& e : array_field(j, "native_errors")) {
       NativeError n;
       get_to(e, "role", n.role);
       get_to(e, "verb", n.verb);
@@ -150,8 +192,9 @@ CaseResult case_from(const json& j) {
       get_to(e, "message", n.message);
       c.native_errors.push_back(n);
     }
-  if (auto it = j.find("roles"); it != j.end())
-    for (const auto& r : *it) {
+  }
+  {
+    for (const auto& r : array_field(j, "roles")) {
       RoleExit x;
       get_to(r, "name", x.name);
       get_to(r, "pid", x.pid);
@@ -162,10 +205,11 @@ CaseResult case_from(const json& j) {
       get_to(r, "output_tail", x.output_tail);
       c.roles.push_back(x);
     }
+  }
   if (auto it = j.find("audit"); it != j.end() && it->is_object()) {
     c.audit = *it;
-    if (auto f = it->find("findings"); f != it->end())
-      for (const auto& x : *f) {
+    {
+      for (const auto& x : array_field(*it, "findings")) {
         AuditFinding a;
         get_to(x, "role", a.role);
         get_to(x, "kind", a.kind);
@@ -174,6 +218,7 @@ CaseResult case_from(const json& j) {
         get_to(x, "detail", a.detail);
         c.findings.push_back(a);
       }
+    }
     c.audit.erase("findings");
   }
   return c;
@@ -346,28 +391,49 @@ Results from_json(const json& j) {
   // clause verdict "skip" is "not_run"); what is written again is this version.
   r.schema = std::string(kSchema);
   const json& run = j.at("run");
-  get_to(run, "adapter", r.run.adapter);
-  if (auto d = run.find("driver"); d != run.end()) {
-    get_to(*d, "name", r.run.driver_name);
-    get_to(*d, "version", r.run.driver_version);
+  try {
+    get_to(run, "adapter", r.run.adapter);
+    if (auto d = run.find("driver"); d != run.end() && d->is_object()) {
+      get_to(*d, "name", r.run.driver_name);
+      get_to(*d, "version", r.run.driver_version);
+    }
+    get_to(run, "devices", r.run.devices);
+    get_to(run, "kernel", r.run.kernel);
+    get_to(run, "hostname", r.run.hostname);
+    get_to(run, "ipcheck_version", r.run.ipcheck_version);
+    get_to(run, "options", r.run.options);
+    get_to(run, "profiles", r.run.profiles);
+    get_to(run, "start", r.run.start);
+    get_to(run, "duration_s", r.run.duration_s);
+    get_to(run, "audit", r.run.audit);
+    get_to(run, "audit_note", r.run.audit_note);
+    get_to(run, "transport", r.run.transport);
+    get_to(run, "runner", r.run.runner);
+    get_to(run, "expectations", r.run.expectations);
+  } catch (const SchemaError& e) {
+    throw SchemaError(std::string("results: run: ") + e.what());
   }
-  get_to(run, "devices", r.run.devices);
-  get_to(run, "kernel", r.run.kernel);
-  get_to(run, "hostname", r.run.hostname);
-  get_to(run, "ipcheck_version", r.run.ipcheck_version);
-  get_to(run, "options", r.run.options);
-  get_to(run, "profiles", r.run.profiles);
-  get_to(run, "start", r.run.start);
-  get_to(run, "duration_s", r.run.duration_s);
-  get_to(run, "audit", r.run.audit);
-  get_to(run, "audit_note", r.run.audit_note);
-  get_to(run, "transport", r.run.transport);
-  get_to(run, "runner", r.run.runner);
-  get_to(run, "expectations", r.run.expectations);
-  if (auto it = j.find("cases"); it != j.end())
-    for (const auto& c : *it) r.cases.push_back(case_from(c));
-  if (auto it = j.find("clauses"); it != j.end())
-    for (const auto& c : *it) {
+  {
+    // Each id once: with two, a reader would pick one and a regression could hide behind it.
+    std::map<std::string, std::size_t> seen;
+    const json& cases = array_field(j, "cases");
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      try {
+        r.cases.push_back(case_from(cases[i]));
+      } catch (const SchemaError& e) {
+        const std::string m = e.what();
+        throw SchemaError("results: cases[" + std::to_string(i) + "]: " +
+                          (m.rfind("results: ", 0) == 0 ? m.substr(9) : m));
+      }
+      const auto [at, fresh] = seen.emplace(r.cases.back().id, i);
+      if (!fresh)
+        throw SchemaError("results: case id \"" + r.cases.back().id + "\" appears twice (cases[" +
+                          std::to_string(at->second) + "] and cases[" + std::to_string(i) +
+                          "]); a results file holds each case once: merge runs with their own tools, not by hand");
+    }
+  }
+  {
+    for (const auto& c : array_field(j, "clauses")) {
       ClauseInfo k;
       get_to(c, "id", k.id);
       const std::string where = "clause " + k.id;
@@ -391,6 +457,10 @@ Results from_json(const json& j) {
       get_to(c, "ran", k.ran);
       r.clauses.push_back(k);
     }
+  }
+  for (const char* section : {"fuzz", "bench"})
+    if (auto it = j.find(section); it != j.end() && !it->is_null() && !it->is_object())
+      throw SchemaError(std::string("results: field \"") + section + "\" is " + it->type_name() + ", not an object");
   if (auto it = j.find("fuzz"); it != j.end()) r.fuzz = *it;
   if (auto it = j.find("bench"); it != j.end()) r.bench = *it;
   r.summary = summarize(r.cases);
@@ -402,13 +472,11 @@ void write_results(const std::string& path, const Results& r) {
 }
 
 Results read_results(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw SchemaError(path + ": cannot read the file; give the path of a results.json");
   json j;
   try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw SchemaError(path + ": not valid JSON (" + e.what() + ")");
+    j = read_json_file(path, "results file", kMaxResultsBytes);
+  } catch (const FileError& e) {
+    throw SchemaError(e.what());
   }
   try {
     return from_json(j);

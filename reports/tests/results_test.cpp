@@ -1,12 +1,15 @@
 // The results model and its schema: a file reads back as written, and a file of another
 // schema version or another kind says so, naming the file and the way out.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "golden.hpp"
+#include "ipcheck/reports/files.hpp"
 #include "ipcheck/reports/results.hpp"
 
 namespace ipcheck::reports {
@@ -143,12 +146,98 @@ TEST(Schema, UnknownStatusNamesTheCase) {
 }
 
 TEST(Schema, UnreadableAndBrokenFilesNameThePath) {
-  EXPECT_NE(error_of("/nonexistent/results.json").find("/nonexistent/results.json: cannot read"), std::string::npos);
+  EXPECT_NE(error_of("/nonexistent/results.json").find("cannot read results file '/nonexistent/results.json'"),
+            std::string::npos)
+      << error_of("/nonexistent/results.json");
   const std::string broken = temp_file("broken.json", "{\"schema\": \"ipcheck.results/1\", \"run\": {");
   const std::string e = error_of(broken);
-  EXPECT_NE(e.find(broken + ": not valid JSON"), std::string::npos) << e;
+  EXPECT_NE(e.find("results file '" + broken + "' is not valid JSON"), std::string::npos) << e;
   const std::string typed = temp_file("typed.json", R"({"schema": "ipcheck.results/1", "run": {"adapter": 7}})");
-  EXPECT_NE(error_of(typed).find("malformed results"), std::string::npos) << error_of(typed);
+  EXPECT_NE(error_of(typed).find(typed + ": results: run: field \"adapter\" is number, not text"), std::string::npos)
+      << error_of(typed);
+}
+
+// Inputs are regular files of bounded size; a FIFO is refused at once, never waited on.
+TEST(Files, OnlyRegularFilesAreRead) {
+  const std::string dir = ::testing::TempDir() + "files-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string fifo = dir + "/fifo.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    (void)read_regular_file(fifo, "results file", 1024);
+    ADD_FAILURE() << "a FIFO was read";
+  } catch (const FileError& e) {
+    EXPECT_STREQ(e.what(), ("results file '" + fifo + "' is a FIFO (named pipe); give a regular file").c_str());
+  }
+  try {
+    (void)read_regular_file(dir, "reproducer", 1024);
+    ADD_FAILURE() << "a folder was read";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a folder"), std::string::npos) << e.what();
+  }
+  const std::string big = temp_file("big.json", std::string(2000, ' '));
+  try {
+    (void)read_regular_file(big, "results file", 1024);
+    ADD_FAILURE() << "a file over the bound was read";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("2000 bytes, more than the 1024"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_regular_file(big, "results file", 4096).size(), 2000u);
+  std::filesystem::remove_all(dir);
+}
+
+// One atomic write: the content in full, nothing left beside it, links never followed,
+// and a failure that names the file and keeps the previous one.
+TEST(Files, AtomicWriteReplacesWholeOrNothing) {
+  namespace fs = std::filesystem;
+  const std::string dir = ::testing::TempDir() + "atomic-test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string target = dir + "/report.md", victim = dir + "/victim";
+  write_file_atomic(victim, "keep me");
+  fs::create_symlink(victim, target + ".tmp");  // the old fixed temporary name
+  write_file_atomic(target, "first");
+  write_file_atomic(target, "second");
+  std::ifstream in(target);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "second");
+  std::ifstream v(victim);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(v), {}), "keep me");
+  std::size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 3u) << "a temporary file was left in " << dir;
+  try {
+    write_file_atomic(dir + "/missing/report.md", "x");
+    ADD_FAILURE() << "a write into a missing folder succeeded";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write '" + dir + "/missing/report.md': creating a temporary file"),
+              std::string::npos)
+        << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+// A number beyond a double names the field it was the value of.
+TEST(Files, NumberOverflowNamesTheField) {
+  try {
+    (void)parse_json_text(R"({"run": {"duration_s": 1, "x": [0, {"y": 1e999}]}})", "r.json", "results file");
+    ADD_FAILURE() << "1e999 was accepted";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("results file 'r.json': field run.x[1].y: number overflow parsing '1e999'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Two results for one case would let a regression hide behind the first.
+TEST(Schema, DuplicateCaseIdsAreRefused) {
+  nlohmann::json j = to_json(fixture("ze-1.3.29735.json"));
+  j["cases"].push_back(j["cases"][1]);
+  const std::string e = error_of_json(j);
+  EXPECT_NE(e.find("case id \"" + j["cases"][1]["id"].get<std::string>() + "\" appears twice"), std::string::npos) << e;
 }
 
 }  // namespace

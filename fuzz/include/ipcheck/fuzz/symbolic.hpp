@@ -47,7 +47,11 @@ Symbolic restrict_to(const Symbolic& s, const std::vector<std::string>& keep, co
 std::vector<Symbolic> simplifications(const Symbolic& s, const MutatorContext& ctx);
 
 nlohmann::json to_json(const Symbolic& s);
+// Throws std::invalid_argument naming the field ("input.changes[2].value ...") when `j`
+// does not have the shape to_json writes.
 Symbolic symbolic_from_json(const nlohmann::json& j);
+// The longest input a reproducer may describe (bytes).
+inline constexpr std::size_t kMaxSymbolicLength = 65536;
 
 // The default descriptor of a base: its own when descriptors travel, else none.
 int default_descriptor(const MutatorContext& ctx, std::size_t base);

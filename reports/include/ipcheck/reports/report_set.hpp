@@ -4,16 +4,15 @@
 #include <string>
 #include <vector>
 
+#include "ipcheck/reports/files.hpp"  // write_file_atomic, FileError
 #include "ipcheck/reports/results.hpp"
 
 namespace ipcheck::reports {
 
-// Creates `dir` if needed; returns the paths written, results.json first.
+// Creates `dir` if needed; returns the paths written, results.json first. Throws FileError
+// (naming the file and the cause) when one cannot be written; the files before it are written.
 std::vector<std::string> write_report_set(const std::string& dir, const Results& r);
 
-// Writes `content` to `path` through `path`.tmp and a rename, so that a reader never sees
-// half a file. Throws std::runtime_error when the file cannot be written or renamed.
-void write_file_atomic(const std::string& path, const std::string& content);
 
 // The folder a results.json lives in ("." for a bare file name).
 std::string results_folder(const std::string& results_path);
