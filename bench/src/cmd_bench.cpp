@@ -461,8 +461,8 @@ int bench(const std::vector<std::string>& args) {
                  "floors, ratios) with its renderings, and the raw Google Benchmark output beside it.\n"
                  "Exit status: 0 when every benchmark ran (or the adapter is not available here: skipped),\n"
                  "1 when one failed, 2 usage. Figures are reported, never judged by the exit status.");
-  o.value("--adapter", "NAME", "adapter to measure (ipcheck list --adapters)", "ref")
-      .value("--out", "DIR", "where results go", "ipcheck-results/bench-<adapter>")
+  cli::add_adapter_options(o, "adapter to measure");
+  o.value("--out", "DIR", "where results go", "ipcheck-results/bench-<adapter>")
       .value("--results", "FILE", "also put the bench section into this results.json (and re-render beside it)")
       .value("--repetitions", "N", "repetitions of each benchmark (median and spread are over them)", "10")
       .value("--min-time", "S", "seconds each repetition runs at least", "0.1")
@@ -475,19 +475,15 @@ int bench(const std::vector<std::string>& args) {
       .value("--fuzz-runs", "N", "fuzz campaigns to take the rate from (0: none)", "3 for ref, else 0")
       .value("--fuzz-time", "S", "seconds of each fuzz campaign", "5")
       .value("--timeout", "S", "seconds a bench program may run", "1200")
-      .value("--transport", "T", "descriptor transport: pidfd, scm or auto", "auto")
-      .multi("--adapter-opt", "KEY=VALUE", "adapter option (ref: devices=...; cuda: library=...)")
       .value("--skip-exit-code", "N", "exit with N when the adapter is not available here (for CTest)");
   return cli::run_command("bench", [&] {
     if (!o.parse(args)) return kOk;
     Settings s;
-    s.adapter = o.get("--adapter");
-    if (!find_adapter(s.adapter))
-      throw UsageError("unknown adapter '" + s.adapter + "'; 'ipcheck list --adapters' shows them");
-    s.transport = o.get("--transport");
-    if (s.transport != "pidfd" && s.transport != "scm" && s.transport != "auto")
-      throw UsageError("--transport is '" + s.transport + "'; use pidfd, scm or auto");
-    s.adapter_options = o.get_map("--adapter-opt");
+    const cli::AdapterChoice adapter = cli::adapter_choice(o);
+    s.adapter = adapter.adapter;
+    s.transport = adapter.transport;
+    s.adapter_options = adapter.options;
+    const std::optional<int> skip_code = cli::skip_exit_code(o);
     s.out = o.has("--out") ? o.get("--out") : "ipcheck-results/bench-" + s.adapter;
     s.brief = o.has("--brief");
     s.repetitions = o.has("--repetitions") ? o.get_int("--repetitions", 1, 1000) : (s.brief ? 2 : 10);
@@ -510,7 +506,7 @@ int bench(const std::vector<std::string>& args) {
     if (!wants(s, "catalog")) s.catalog_runs = 0;
     if (!wants(s, "fuzz")) s.fuzz_runs = 0;
     ::signal(SIGPIPE, SIG_IGN);
-    fs::create_directories(s.out);
+    cli::prepare_output_option("--out", s.out);
 
     reports::Results results;
     const std::string results_path = o.get("--results");
@@ -604,7 +600,7 @@ int bench(const std::vector<std::string>& args) {
     for (const auto& e : g.errors) std::printf("error: %s\n", e.c_str());
     for (const auto& p : written) std::printf("wrote %s\n", p.c_str());
     if (probe.broken) return kFailed;
-    if (!probe.available) return o.has("--skip-exit-code") ? o.get_int("--skip-exit-code", 0, 255) : kOk;
+    if (!probe.available) return skip_code ? *skip_code : kOk;
     return g.errors.empty() ? kOk : kFailed;
   });
 }

@@ -98,6 +98,7 @@ void register_no_leak() {
                        std::to_string(iterations) + " opens of one " + name +
                            " handle, each closed: no descriptor, mapping or handle left in the opener")
                       .clause(kLeak)
+                      .param("iterations")
                       .role("producer",
                             [kind](Role& r) {
                               Target t = export_target(r, kind, kSeed, kLeak);

@@ -125,6 +125,7 @@ void consumer(Role& r) {
 
 IPCHECK_CASE(Case("stress.event_roundtrips",
                   "100000 event round trips between two processes, a number carried each way (--param cycles=N)")
+                 .param("cycles")
                  .hidden()
                  .clause(kClause)
                  .timeout(600)

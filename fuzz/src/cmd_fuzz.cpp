@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 
 #include "ipcheck/adapter.hpp"
 #include "ipcheck/cli.hpp"
@@ -24,11 +26,6 @@ using cli::UsageError;
 using nlohmann::json;
 
 std::atomic<bool> g_interrupted{false};
-
-void on_interrupt(int) {
-  g_interrupted = true;
-  ::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends ipcheck at once
-}
 
 std::string grouped(std::uint64_t n) {
   std::string s = std::to_string(n);
@@ -72,16 +69,14 @@ int fuzz(const std::vector<std::string>& args) {
                  "mappings of anything else are findings, saved minimised with a reproducer that\n"
                  "--replay reruns. Writes DIR/results.json (section \"fuzz\") and DIR/findings/.\n"
                  "Exit status: 0 no finding, 1 findings (or the campaign could not run), 2 usage.");
-  o.value("--adapter", "NAME", "adapter to fuzz (ipcheck list --adapters)", "ref")
-      .value("--time", "S", "seconds of fuzzing")
+  cli::add_adapter_options(o, "adapter to fuzz");
+  o.value("--time", "S", "seconds of fuzzing")
       .value("--runs", "N", "inputs to open (split between workers)")
       .value("--jobs", "N", "consumer workers", "1")
-      .value("--seed", "K", "campaign seed (with the exports' live values and the corpus the campaign grows, it decides the inputs)", "1")
-      .value("--corpus", "DIR", "read seeds (*.repro) from DIR and add new interesting inputs to it")
+      .value("--seed", "K", "campaign seed, decimal or 0x hex (with the exports' live values and the corpus the campaign grows, it decides the inputs)", "1")
+      .value("--corpus", "DIR", "an existing folder: read seeds (*.repro) from it and add new interesting inputs to it")
       .value("--out", "DIR", "where results go", "ipcheck-results/fuzz-<adapter>")
       .value("--results", "FILE", "also put the fuzz section into this results.json (and re-render beside it)")
-      .value("--transport", "T", "descriptor transport: pidfd, scm or auto", "auto")
-      .multi("--adapter-opt", "KEY=VALUE", "adapter option (ref: devices=...)")
       .value("--hang", "S", "seconds an open may take before it is a hang", "2")
       .value("--minimise-time", "S", "seconds for minimising all findings", "30")
       .multi("--stop-on", "KIND", "end the campaign at the first finding of KIND (confused_deputy, crash, ...)")
@@ -91,13 +86,11 @@ int fuzz(const std::vector<std::string>& args) {
   return cli::run_command("fuzz", [&] {
     if (!o.parse(args)) return kOk;
     CampaignOptions c;
-    c.adapter = o.get("--adapter");
-    if (!find_adapter(c.adapter))
-      throw UsageError("unknown adapter '" + c.adapter + "'; 'ipcheck list --adapters' shows them");
-    c.transport = o.get("--transport");
-    if (c.transport != "pidfd" && c.transport != "scm" && c.transport != "auto")
-      throw UsageError("--transport is '" + c.transport + "'; use pidfd, scm or auto");
-    c.adapter_options = o.get_map("--adapter-opt");
+    const cli::AdapterChoice adapter = cli::adapter_choice(o);
+    c.adapter = adapter.adapter;
+    c.transport = adapter.transport;
+    c.adapter_options = adapter.options;
+    const std::optional<int> skip_code = cli::skip_exit_code(o);
     c.hang_s = o.get_double("--hang", 0.05, 3600);
     c.minimise_s = o.get_double("--minimise-time", 0, 86400);
     c.progress = !o.has("--quiet");
@@ -118,31 +111,20 @@ int fuzz(const std::vector<std::string>& args) {
     if (o.has("--time") == o.has("--runs"))
       throw UsageError("give the campaign's budget as --time S or --runs N (one of them)");
     if (o.has("--time")) c.time_s = o.get_double("--time", 0.1, 7 * 86400.0);
-    if (o.has("--runs")) {
-      const std::string v = o.get("--runs");
-      try {
-        std::size_t used = 0;
-        c.runs = std::stoull(v, &used);
-        if (used != v.size() || c.runs == 0) throw std::invalid_argument(v);
-      } catch (const std::exception&) {
-        throw UsageError("--runs is '" + v + "'; give a whole number of inputs, at least 1");
-      }
-    }
+    if (o.has("--runs")) c.runs = o.get_u64("--runs", 1, std::uint64_t{1} << 48);
     c.jobs = o.get_int("--jobs", 1, 256);
-    {
-      const std::string v = o.get("--seed");
-      try {
-        std::size_t used = 0;
-        c.seed = std::stoull(v, &used, 0);
-        if (used != v.size()) throw std::invalid_argument(v);
-      } catch (const std::exception&) {
-        throw UsageError("--seed is '" + v + "'; give a whole number (decimal or 0x hex)");
-      }
-    }
+    c.seed = o.get_u64("--seed", 0, UINT64_MAX, /*hex_allowed=*/true);
     c.corpus_dir = o.get("--corpus");
-    if (!c.corpus_dir.empty() && std::filesystem::exists(c.corpus_dir) && !std::filesystem::is_directory(c.corpus_dir))
-      throw UsageError("--corpus '" + c.corpus_dir + "' is a file; give a directory (created when missing)");
+    if (o.has("--corpus")) {
+      std::error_code ec;
+      if (c.corpus_dir.empty() || !std::filesystem::is_directory(c.corpus_dir, ec))
+        throw UsageError("--corpus is '" + c.corpus_dir + "': " +
+                         (std::filesystem::exists(c.corpus_dir, ec) ? "not a folder; give a folder"
+                                                                    : "no such folder; create it first (mkdir -p " +
+                                                                          c.corpus_dir + ")"));
+    }
     const std::string out = o.has("--out") ? o.get("--out") : "ipcheck-results/fuzz-" + c.adapter;
+    cli::prepare_output_option("--out", out);
     // --results: read before the campaign, so a bad file costs nothing.
     const std::string results_path = o.get("--results");
     reports::Results merged;
@@ -155,8 +137,7 @@ int fuzz(const std::vector<std::string>& args) {
       }
     }
     c.interrupted = &g_interrupted;
-    ::signal(SIGINT, on_interrupt);
-    ::signal(SIGTERM, on_interrupt);
+    cli::install_interrupt_handlers(&g_interrupted);
 
     std::vector<std::string> written;
     const reports::Results r = run_campaign(c, out, &written);
@@ -178,7 +159,7 @@ int fuzz(const std::vector<std::string>& args) {
     const std::string status = f.value("status", "");
     if (status == "skipped") {
       std::printf("fuzz %s: skipped: %s\n", c.adapter.c_str(), f.value("reason", "").c_str());
-      return o.has("--skip-exit-code") ? o.get_int("--skip-exit-code", 0, 255) : kOk;
+      return skip_code ? *skip_code : kOk;
     }
     if (status == "aborted") {
       std::fprintf(stderr, "fuzz %s: aborted: %s\n", c.adapter.c_str(), f.value("reason", "").c_str());

@@ -1,10 +1,16 @@
 #include "ipcheck/cli.hpp"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 
+#include "ipcheck/reports/files.hpp"
 #include "ipcheck_version.h"
 
 namespace ipcheck::cli {
@@ -30,6 +36,9 @@ void register_command(Command c) { registry()[c.name] = std::move(c); }
 const std::map<std::string, Command>& commands() { return registry(); }
 
 int main(int argc, char** argv) {
+  // A write beyond the file size limit (ulimit -f) fails with EFBIG, named, instead of
+  // killing ipcheck with its results unwritten.
+  ::signal(SIGXFSZ, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     if (args.size() >= 2) {
@@ -57,6 +66,15 @@ int run_command(const std::string& name, const std::function<int()>& body) {
   } catch (const UsageError& e) {
     std::fprintf(stderr, "ipcheck %s: %s\nrun 'ipcheck %s --help' for usage\n", name.c_str(), e.what(), name.c_str());
     return kUsage;
+  } catch (const reports::FileError& e) {
+    // An input that cannot be read or an output that cannot be written: named, exit 2.
+    std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), e.what());
+    return kUsage;
+  } catch (const std::exception& e) {
+    // Never an abort: what no other handler expected is ipcheck's own failure, said as such.
+    std::fprintf(stderr, "ipcheck %s: internal error: %s; please report it with the command line\n", name.c_str(),
+                 e.what());
+    return kInternal;
   }
 }
 
@@ -151,28 +169,58 @@ std::vector<std::string> Options::all(const std::string& name) const {
   return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
+std::optional<long long> parse_whole(const std::string& text) {
+  const std::size_t digits = text.size() > 0 && text[0] == '-' ? 1 : 0;
+  if (text.size() == digits || text.find_first_not_of("0123456789", digits) != std::string::npos) return std::nullopt;
+  long long v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::uint64_t> parse_unsigned(const std::string& text, bool hex_allowed) {
+  const bool hex = hex_allowed && text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  const std::string body = hex ? text.substr(2) : text;
+  if (body.empty() || body.find_first_not_of(hex ? "0123456789abcdefABCDEF" : "0123456789") != std::string::npos)
+    return std::nullopt;
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), v, hex ? 16 : 10);
+  if (ec != std::errc() || end != body.data() + body.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_decimal(const std::string& text) {
+  // Digits, one '.', an exponent: what from_chars reads, less inf, nan and hex floats.
+  const std::size_t start = text.size() > 0 && text[0] == '-' ? 1 : 0;
+  if (text.size() == start || !(std::isdigit(static_cast<unsigned char>(text[start])) || text[start] == '.'))
+    return std::nullopt;
+  if (text.find_first_not_of("0123456789.eE+-", start) != std::string::npos) return std::nullopt;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
 int Options::get_int(const std::string& name, int min, int max) const {
   const std::string v = get(name);
-  try {
-    std::size_t used = 0;
-    const int n = std::stoi(v, &used);
-    if (used == v.size() && n >= min && n <= max) return n;
-  } catch (const std::exception&) {
-  }
+  if (const auto n = parse_whole(v); n && *n >= min && *n <= max) return static_cast<int>(*n);
   throw UsageError("option '" + name + "' is '" + v + "'; give a whole number from " + std::to_string(min) + " to " +
-                   std::to_string(max));
+                   std::to_string(max) + " (decimal digits, no spaces)");
+}
+
+std::uint64_t Options::get_u64(const std::string& name, std::uint64_t min, std::uint64_t max, bool hex_allowed) const {
+  const std::string v = get(name);
+  if (const auto n = parse_unsigned(v, hex_allowed); n && *n >= min && *n <= max) return *n;
+  throw UsageError("option '" + name + "' is '" + v + "'; give a whole number from " + std::to_string(min) + " to " +
+                   std::to_string(max) + (hex_allowed ? " (decimal, or hex with 0x)" : " (decimal digits, no spaces)"));
 }
 
 double Options::get_double(const std::string& name, double min, double max) const {
   const std::string v = get(name);
-  try {
-    std::size_t used = 0;
-    const double n = std::stod(v, &used);
-    if (used == v.size() && n >= min && n <= max) return n;
-  } catch (const std::exception&) {
-  }
+  if (const auto n = parse_decimal(v); n && *n >= min && *n <= max) return *n;
   std::ostringstream s;
-  s << "option '" << name << "' is '" << v << "'; give a number from " << min << " to " << max;
+  s << "option '" << name << "' is '" << v << "'; give a number from " << min << " to " << max
+    << " (decimal, no spaces)";
   throw UsageError(s.str());
 }
 
@@ -182,7 +230,8 @@ std::map<std::string, std::string> Options::get_map(const std::string& name) con
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)
       throw UsageError("option '" + name + "' is '" + kv + "'; write key=value");
-    out[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (!out.emplace(kv.substr(0, eq), kv.substr(eq + 1)).second)
+      throw UsageError("option '" + name + "' gives '" + kv.substr(0, eq) + "' twice; give each key once");
   }
   return out;
 }

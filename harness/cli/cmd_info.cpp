@@ -12,18 +12,15 @@ int info(const std::vector<std::string>& args) {
   Options o("info", "--adapter NAME [--format text|json]",
             "Shows the adapter's driver name and version, its devices and their IPC aspects,\n"
             "and the spec profiles it is judged on.");
-  o.value("--adapter", "NAME", "adapter to ask", "ref")
-      .value("--format", "FORMAT", "text or json", "text")
-      .multi("--adapter-opt", "KEY=VALUE", "adapter option")
-      .value("--transport", "T", "descriptor transport: pidfd, scm or auto", "auto");
+  add_adapter_options(o, "adapter to ask");
+  o.value("--format", "FORMAT", "text or json", "text");
   return run_command("info", [&] {
     if (!o.parse(args)) return kOk;
     RunOptions r;
-    r.adapter = o.get("--adapter");
-    if (!find_adapter(r.adapter))
-      throw UsageError("unknown adapter '" + r.adapter + "'; 'ipcheck list --adapters' shows them");
-    r.adapter_options = o.get_map("--adapter-opt");
-    r.transport = o.get("--transport");
+    const AdapterChoice adapter = adapter_choice(o);
+    r.adapter = adapter.adapter;
+    r.adapter_options = adapter.options;
+    r.transport = adapter.transport;
     const std::string format = o.get("--format");
     if (format != "text" && format != "json") throw UsageError("--format is '" + format + "'; use text or json");
     const AdapterProbe p = probe_adapter(r);

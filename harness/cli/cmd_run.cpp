@@ -4,10 +4,11 @@
 
 #include <atomic>
 #include <cstdio>
-#include <filesystem>
+#include <optional>
 #include <set>
 
 #include "ipcheck/cli.hpp"
+#include "ipcheck/expectations.hpp"
 #include "ipcheck/reports/report_set.hpp"
 #include "ipcheck/runner.hpp"
 
@@ -15,11 +16,6 @@ namespace ipcheck::cli {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
-
-void on_interrupt(int) {
-  g_interrupted = true;
-  ::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends ipcheck at once
-}
 
 std::vector<InjectPoint> parse_inject(const std::vector<std::string>& specs) {
   std::vector<InjectPoint> out;
@@ -44,16 +40,14 @@ int run(const std::vector<std::string>& args) {
             "Runs the conformance suite: each case in fresh producer and consumer processes\n"
             "(fork + exec), judged against the spec profiles the adapter claims. Writes\n"
             "DIR/results.json and its renderings, and prints where they are.");
-  o.value("--adapter", "NAME", "adapter to test (ipcheck list --adapters)", "ref")
-      .multi("--filter", "GLOB", "only cases whose id matches GLOB (a bare word matches anywhere)")
+  add_adapter_options(o, "adapter to test");
+  o.multi("--filter", "GLOB", "only cases whose id matches GLOB (a bare word matches anywhere)")
       .flag("--exact", "filters are exact case ids")
       .value("--jobs", "N", "cases run in parallel", "1")
       .value("--timeout", "S", "seconds a case may take", "60")
       .value("--inactivity", "S", "seconds without any message or output before a case times out", "20")
       .value("--out", "DIR", "where results go", "ipcheck-results/<adapter>")
-      .value("--transport", "T", "descriptor transport: pidfd, scm or auto", "auto")
-      .multi("--adapter-opt", "KEY=VALUE", "adapter option (ref: devices=...)")
-      .multi("--param", "KEY=VALUE", "case parameter (sizes, iteration counts)")
+      .multi("--param", "KEY=VALUE", "case parameter (sizes, iteration counts) that a selected case reads")
       .value("--expectations", "FILE", "known deviations (none: no file)", "share/ipcheck/expectations/<adapter>.txt")
       .multi("--inject", "ROLE:STEP", "kill ROLE at protocol step STEP; 'all' runs every point")
       .value("--audit", "METHOD",
@@ -66,18 +60,15 @@ int run(const std::vector<std::string>& args) {
   return run_command("run", [&] {
     if (!o.parse(args)) return kOk;
     RunOptions r;
-    r.adapter = o.get("--adapter");
-    if (!find_adapter(r.adapter))
-      throw UsageError("unknown adapter '" + r.adapter + "'; 'ipcheck list --adapters' shows them");
+    const AdapterChoice adapter = adapter_choice(o);
+    r.adapter = adapter.adapter;
+    r.transport = adapter.transport;
+    r.adapter_options = adapter.options;
     r.filters = o.all("--filter");
     r.exact = o.has("--exact");
     r.jobs = o.get_int("--jobs", 1, 256);
     r.timeout_s = o.get_double("--timeout", 0.1, 86400);
     r.inactivity_s = o.get_double("--inactivity", 0.1, 86400);
-    r.transport = o.get("--transport");
-    if (r.transport != "pidfd" && r.transport != "scm" && r.transport != "auto")
-      throw UsageError("--transport is '" + r.transport + "'; use pidfd, scm or auto");
-    r.adapter_options = o.get_map("--adapter-opt");
     r.params = o.get_map("--param");
     r.include_hidden = o.has("--include-hidden");
     r.audit = o.get("--audit");
@@ -87,24 +78,30 @@ int run(const std::vector<std::string>& args) {
     if (o.has("--expectations")) {
       const std::string e = o.get("--expectations");
       r.expectations_path = e == "none" ? "" : e;
-      if (!r.expectations_path.empty() && !std::filesystem::exists(r.expectations_path))
-        throw UsageError("--expectations file '" + e + "' does not exist");
     } else {
       r.expectations_path = default_expectations_file(r.adapter);
     }
+    // Read now (a folder, a FIFO, a malformed line): a bad file costs no case.
+    if (!r.expectations_path.empty()) try {
+        (void)Expectations::load(r.expectations_path);
+      } catch (const std::exception& e) {
+        throw UsageError(std::string("--expectations: ") + e.what() + "; fix the file, or give --expectations none");
+      }
+    const std::optional<int> skip_code = skip_exit_code(o);
     try {
       validate_selection(r);
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
     const std::string out = o.has("--out") ? o.get("--out") : "ipcheck-results/" + r.adapter;
+    // Before the first case: a run is never lost for a folder that cannot take its results.
+    prepare_output_option("--out", out);
     const bool quiet = o.has("--quiet");
     std::unique_ptr<Auditor> tracer;  // loaded once for the whole run
     if (!prepare_audit(r, tracer)) std::fprintf(stderr, "ipcheck run: %s\n", r.audit_note.c_str());
     const bool tty = ::isatty(STDOUT_FILENO);
     r.interrupted = &g_interrupted;
-    ::signal(SIGINT, on_interrupt);
-    ::signal(SIGTERM, on_interrupt);
+    install_interrupt_handlers(&g_interrupted);
     ::signal(SIGPIPE, SIG_IGN);
     r.on_case_done = [&](const reports::CaseResult& c, std::size_t done, std::size_t total) {
       if (quiet) return;
@@ -145,8 +142,7 @@ int run(const std::vector<std::string>& args) {
       std::printf("not run: %s\n", opts["harness_error"].get<std::string>().c_str());
     for (const auto& p : paths) std::printf("wrote %s\n", p.c_str());
     if (g_interrupted) return kFailed;
-    if (o.has("--skip-exit-code") && s.total > 0 && s.counts.at("skip") == s.total)
-      return o.get_int("--skip-exit-code", 0, 255);
+    if (skip_code && s.total > 0 && s.counts.at("skip") == s.total) return *skip_code;
     return s.unexpected == 0 ? kOk : kFailed;
   });
 }

@@ -132,6 +132,11 @@ Case& Case::hidden() {
   return *this;
 }
 
+Case& Case::param(std::string key) {
+  def.params.push_back(std::move(key));
+  return *this;
+}
+
 // ---- Role helpers shared by every role implementation
 
 Evidence Evidence::of(const Outcome& o) {

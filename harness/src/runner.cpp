@@ -726,6 +726,18 @@ void validate_selection(const RunOptions& o) {
   }
   const auto selected = select_cases(o);
   if (selected.empty()) throw std::invalid_argument("no case selected");
+  // --param keys: each must be read by a selected case, or it would change nothing.
+  for (const auto& [key, value] : o.params) {
+    std::set<std::string> known;
+    for (const CaseDef* c : selected) known.insert(c->params.begin(), c->params.end());
+    if (known.count(key)) continue;
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    throw std::invalid_argument("--param '" + key + "' is read by no selected case; " +
+                                (list.empty() ? std::string("the selected cases take no --param (the stress cases do, for example "
+                                                            "--filter stress.open_close --exact --param cycles=N)")
+                                              : "the selected cases read: " + list));
+  }
   for (const auto& p : o.inject)
     if (std::none_of(selected.begin(), selected.end(), [&](const CaseDef* c) {
           return std::find(c->steps.begin(), c->steps.end(), p.describe()) != c->steps.end();

@@ -22,6 +22,47 @@ TEST(Options, ParsesValuesFlagsAndShortJobs) {
   EXPECT_TRUE(o.has("--quiet"));
 }
 
+// Numbers parse the same for every option: decimal digits, nothing around them.
+TEST(Options, NumbersAreStrictEverywhere) {
+  for (const char* bad : {" 5", "5 ", "0x10", "abc", "-1", "", "+3", "1.5", "99999999999999999999"}) {
+    auto o = make();
+    ASSERT_TRUE(o.parse({"--jobs", bad}));
+    try {
+      (void)o.get_int("--jobs", 1, 64);
+      ADD_FAILURE() << "'" << bad << "' was accepted";
+    } catch (const cli::UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("option '--jobs' is '" + std::string(bad) + "'"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(cli::parse_whole("-12"), -12);
+  EXPECT_EQ(cli::parse_unsigned("0x10", true), 16u);
+  EXPECT_EQ(cli::parse_unsigned("0x10", false), std::nullopt);
+  EXPECT_EQ(cli::parse_unsigned("-1", true), std::nullopt);
+  EXPECT_EQ(cli::parse_decimal("2.5e1"), 25.0);
+  for (const char* bad : {"inf", "nan", "1e999", " 1", "1 ", "0x1p3", "--1", ""})
+    EXPECT_EQ(cli::parse_decimal(bad), std::nullopt) << bad;
+}
+
+// --adapter-opt keys are the adapter's own; a wrong one is named with the valid ones.
+TEST(Options, AdapterOptionKeysAreChecked) {
+  cli::Options o("run", "", "");
+  cli::add_adapter_options(o, "adapter");
+  ASSERT_TRUE(o.parse({"--adapter", "ref", "--adapter-opt", "devices=ref0=all", "--transport", "scm"}));
+  const cli::AdapterChoice c = cli::adapter_choice(o);
+  EXPECT_EQ(c.adapter, "ref");
+  EXPECT_EQ(c.transport, "scm");
+  EXPECT_EQ(c.options.at("devices"), "ref0=all");
+  cli::Options bad("run", "", "");
+  cli::add_adapter_options(bad, "adapter");
+  ASSERT_TRUE(bad.parse({"--adapter-opt", "colour=green"}));
+  try {
+    (void)cli::adapter_choice(bad);
+    ADD_FAILURE() << "an unknown key was accepted";
+  } catch (const cli::UsageError& e) {
+    EXPECT_STREQ(e.what(), "--adapter-opt 'colour' is no option of adapter ref; ref takes devices");
+  }
+}
+
 TEST(Options, DefaultsApply) {
   auto o = make();
   ASSERT_TRUE(o.parse({}));

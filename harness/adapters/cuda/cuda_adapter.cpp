@@ -924,7 +924,8 @@ class CudaAdapter final : public Adapter {
 const AdapterRegistration reg{{"cuda",
                                "NVIDIA's CUDA driver API (libcuda, loaded at run time)",
                                {"sycl", "cuda"},
-                               [] { return std::unique_ptr<Adapter>(new CudaAdapter); }}};
+                               [] { return std::unique_ptr<Adapter>(new CudaAdapter); },
+                               {"library"}}};
 
 }  // namespace
 }  // namespace ipcheck

@@ -313,7 +313,8 @@ class RefAdapter final : public Adapter {
 const AdapterRegistration reg{{"ref",
                                "ipcheck's reference implementation (lib/, host memory)",
                                {"sycl", "ur", "ze", "cuda", "rb"},
-                               [] { return std::unique_ptr<Adapter>(new RefAdapter); }}};
+                               [] { return std::unique_ptr<Adapter>(new RefAdapter); },
+                               {"devices"}}};
 
 }  // namespace
 }  // namespace ipcheck

@@ -1417,7 +1417,8 @@ const AdapterRegistration reg{{"vk",
                                "Vulkan external memory and semaphores through the system loader (lavapipe in CI, "
                                "NVIDIA's driver on the GPU machines)",
                                {"sycl", "vk"},
-                               [] { return std::unique_ptr<Adapter>(new VkAdapter); }}};
+                               [] { return std::unique_ptr<Adapter>(new VkAdapter); },
+                               {"loader", "device", "staging", "dedicated", "validation", "identity"}}};
 
 }  // namespace
 }  // namespace ipcheck

@@ -1030,7 +1030,8 @@ const AdapterRegistration reg{{"ze",
                                "Level Zero through the system loader (Intel's driver, or libze_ipcheck via "
                                "ZE_ENABLE_ALT_DRIVERS)",
                                {"sycl", "ur", "ze"},
-                               [] { return std::unique_ptr<Adapter>(new ZeAdapter); }}};
+                               [] { return std::unique_ptr<Adapter>(new ZeAdapter); },
+                               {"handle", "driver", "devices"}}};
 
 }  // namespace
 }  // namespace ipcheck

@@ -204,6 +204,8 @@ struct AdapterDesc {
   std::string description;
   std::vector<std::string> profiles;  // spec profiles the adapter is judged on
   std::function<std::unique_ptr<Adapter>()> create;
+  // The keys of --adapter-opt it accepts; the command line refuses any other before a case runs.
+  std::vector<std::string> options;
 };
 
 void register_adapter(AdapterDesc desc);

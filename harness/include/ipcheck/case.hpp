@@ -53,6 +53,7 @@ struct CaseDef {
   std::vector<std::string> steps;          // fault-injection points its roles announce, "role:step"
   std::vector<std::string> expendable;     // roles whose death by a signal is an outcome to observe, not a crash
   bool hidden = false;                     // harness self-tests: listed only on request
+  std::vector<std::string> params;         // --param keys its roles read (Role::param)
 
   std::string area() const { return id.substr(0, id.find('.')); }
   // Role instance names in spawn order ("producer", "consumer0", "consumer1").
@@ -77,6 +78,8 @@ class Case {
   // A role that may die doing something the spec leaves undefined; a peer observes how it ended.
   Case& expendable(std::string role);
   Case& hidden();
+  // A --param key the case's roles read; a run refuses a key no selected case declares.
+  Case& param(std::string key);
   CaseDef def;
 };
 
