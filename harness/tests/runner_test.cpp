@@ -3,7 +3,10 @@
 #include <dirent.h>
 #include <signal.h>
 
+#include <unistd.h>
+
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -241,6 +244,43 @@ TEST_F(RunnerTest, ObjectHeldAfterTheCaseIsLeakAndItsHolderEnds) {
   EXPECT_NE(::kill(holder, 0), 0) << "the escaped holder " << holder << " still exists";
   ASSERT_TRUE(r.audit.contains("leftovers"));
   EXPECT_EQ(r.audit["leftovers"]["objects"].size(), 1u) << r.audit.dump();
+}
+
+// Workers share the expectations' tallies: a -j 4 run applies them the same as -j 1 (and
+// the tsan preset's run of this test finds no data race between the workers).
+TEST_F(RunnerTest, ParallelWorkersApplyExpectationsUnderTheLock) {
+  const std::string path = ::testing::TempDir() + "parallel-expectations.txt";
+  {
+    std::ofstream f(path);
+    f << "selftest.fail  fail  check=\"deliberate failure\"  known in this test (https://example.invalid/1)\n"
+         "selftest.should  fail  never matched (https://example.invalid/2)\n";
+  }
+  RunOptions o;
+  o.adapter = "ref";
+  o.role_executable = IPCHECK_SELFTEST_EXE;
+  o.include_hidden = true;
+  o.exact = true;
+  o.filters = {"selftest.pass", "selftest.fail", "selftest.should", "selftest.skip", "selftest.early_exit",
+               "selftest.leak.fd"};
+  o.jobs = 4;
+  o.audit = "proc";
+  o.timeout_s = o.inactivity_s = 10;
+  o.grace_s = 0.5;
+  o.env = {"ASAN_OPTIONS=handle_segv=0:detect_leaks=0"};
+  o.expectations_path = path;
+  const reports::Results r = run_suite(o);
+  ASSERT_EQ(r.cases.size(), 6u);
+  std::map<std::string, Status> status;
+  for (const auto& c : r.cases) status[c.id] = c.status;
+  EXPECT_EQ(status["selftest.pass"], Status::pass);
+  EXPECT_EQ(status["selftest.fail"], Status::xfail);
+  EXPECT_EQ(status["selftest.should"], Status::pass);
+  EXPECT_EQ(status["selftest.early_exit"], Status::fail);
+  const auto& lines = r.run.expectations.at("lines");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["matched"].get<int>(), 1) << lines.dump();
+  EXPECT_EQ(lines[1]["matched"].get<int>(), 0) << lines.dump();
+  ::unlink(path.c_str());
 }
 
 }  // namespace

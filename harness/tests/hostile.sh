@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# Hostile inputs and faults against the ipcheck command line, one class per invocation:
+#   hostile.sh CLASS IPCHECK WORKDIR GOOD_RESULTS
+# Each class asserts the exit code and the message, and that no zero-byte or partial file
+# replaced a good one. Prints "SKIP: why" and exits 0 where the machine cannot stage the
+# fault (CTest's SKIP_REGULAR_EXPRESSION turns that into a skip).
+set -u
+self="$(readlink -f "$0")"
+class="$1" ipcheck="$2" work="$3" good="$4"
+rm -rf "$work"
+mkdir -p "$work"
+cd "$work" || exit 1
+failures=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# expect CODE 'MESSAGE (grep -E)' -- command...: runs it (bounded: a hang is a failure) and
+# checks its exit code and that its output says MESSAGE.
+expect() {
+  local want="$1" pattern="$2"
+  shift 3
+  local out rc
+  out="$(timeout 60 "$@" 2>&1 </dev/null)"
+  rc=$?
+  if [ "$rc" -eq 124 ]; then
+    fail "hung (killed after 60 s): $*"
+    return
+  fi
+  if [ "$rc" -ne "$want" ]; then
+    fail "exit $rc, expected $want: $*"$'\n'"$out"
+    return
+  fi
+  if ! grep -qE -- "$pattern" <<<"$out"; then
+    fail "output does not say /$pattern/: $*"$'\n'"$out"
+    return
+  fi
+  echo "ok  exit $rc: $* -> $(grep -E -m1 -- "$pattern" <<<"$out")"
+}
+
+# same FILE COPY: FILE is still byte for byte COPY (no zero-byte or partial replacement).
+same() {
+  if ! cmp -s "$1" "$2"; then fail "$1 was replaced (size $(stat -c %s "$1" 2>/dev/null || echo none))"; fi
+}
+
+# no_temp DIR: no temporary file left behind in DIR.
+no_temp() {
+  local left
+  left="$(find "$1" -maxdepth 1 -name '.*.tmp' | head -3)"
+  [ -z "$left" ] || fail "temporary files left in $1: $left"
+}
+
+results_doc() {  # a minimal results.json around the JSON of its cases and run fields
+  printf '{"schema": "ipcheck.results/2", "run": {"adapter": "ref"%s}, "cases": [%s]}\n' "${2:-}" "$1"
+}
+
+case "$class" in
+  full-disk)
+    # A small tmpfs, filled: every writer fails naming the file and the cause; the old files stay.
+    if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null; then
+      echo "SKIP: cannot mount a tmpfs here (needs root and mount namespaces); file-size-limit stages the same fault"
+      exit 0
+    fi
+    if [ -z "${IPCHECK_HOSTILE_IN_NS:-}" ]; then
+      IPCHECK_HOSTILE_IN_NS=1 exec unshare -m --propagation private "$self" "$@"
+    fi
+    mkdir -p disk
+    mount -t tmpfs -o size=2m tmpfs disk || { echo "SKIP: mount -t tmpfs failed"; exit 0; }
+    "$ipcheck" report render "$good" --format md -o disk/report.md || fail "rendering on an empty tmpfs failed"
+    "$ipcheck" run --adapter ref --filter memory.open.repeat --exact --audit proc --quiet --out disk/run >/dev/null ||
+      fail "a run on an empty tmpfs failed"
+    cp disk/report.md report.md.good
+    cp disk/run/results.json results.json.good
+    dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null  # until the disk is full
+    expect 2 "cannot write 'disk/report.md': writing: No space left on device; free some space" -- \
+      "$ipcheck" report render "$good" --format html -o disk/report.md
+    same disk/report.md report.md.good
+    expect 2 "cannot write 'disk/diff.txt'.*No space left on device" -- \
+      "$ipcheck" report diff "$good" "$good" -o disk/diff.txt
+    [ ! -e disk/diff.txt ] || fail "report diff left disk/diff.txt on a full disk"
+    expect 2 "cannot write 'disk/run/results.json'.*No space left on device" -- \
+      "$ipcheck" run --adapter ref --filter memory.open.repeat --exact --audit proc --quiet --out disk/run
+    same disk/run/results.json results.json.good
+    no_temp disk
+    no_temp disk/run
+    ;;
+
+  file-size-limit)
+    # RLIMIT_FSIZE (ulimit -f): EFBIG named, never SIGXFSZ killing ipcheck, the old file kept.
+    "$ipcheck" report render "$good" --format md -o report.md || fail "rendering failed"
+    cp report.md report.md.good
+    expect 2 "cannot write 'report.md'.*File too large; the file size limit is too low \(ulimit -f\)" -- \
+      bash -c 'ulimit -f 16 && exec "$0" report render "$1" --format html -o report.md' "$ipcheck" "$good"
+    same report.md report.md.good
+    "$ipcheck" run --adapter ref --filter memory.open.repeat --exact --audit proc --quiet --out run >/dev/null ||
+      fail "a run failed"
+    cp run/results.json results.json.good
+    expect 2 "cannot write 'run/results.json'.*File too large" -- \
+      bash -c 'ulimit -f 4 && exec "$0" run --adapter ref --filter memory.open.repeat --exact --audit proc --quiet --out run' "$ipcheck"
+    same run/results.json results.json.good
+    no_temp .
+    no_temp run
+    ;;
+
+  symlink-temp)
+    # Links planted where a writer might put its temporary file, or at the target itself:
+    # nothing is written through them.
+    echo "secret: owned by someone else" >victim
+    cp victim victim.good
+    ln -s victim report.md.tmp  # the old fixed temporary name
+    "$ipcheck" report render "$good" --format md -o report.md || fail "rendering failed"
+    same victim victim.good
+    [ -L report.md.tmp ] || fail "the planted link report.md.tmp was replaced"
+    [ -f report.md ] && [ ! -L report.md ] && grep -q "ipcheck" report.md || fail "report.md is not the rendering"
+    ln -s victim out.md  # a link at the target: replaced by the new file, the victim untouched
+    "$ipcheck" report render "$good" --format md -o out.md || fail "rendering over a link failed"
+    same victim victim.good
+    [ ! -L out.md ] || fail "out.md is still a link: the rendering went through it"
+    mkdir run && ln -s ../victim run/results.json.tmp
+    "$ipcheck" run --adapter ref --filter memory.open.repeat --exact --audit proc --quiet --out run >/dev/null ||
+      fail "a run failed"
+    same victim victim.good
+    no_temp .
+    no_temp run
+    ;;
+
+  non-regular)
+    # FIFOs, folders and devices as inputs: refused at once with exit 2, never waited on.
+    mkfifo fifo.json fifo.txt fifo.repro
+    mkdir folder
+    expect 2 "results file 'fifo.json' is a FIFO \(named pipe\); give a regular file" -- \
+      "$ipcheck" report render fifo.json
+    expect 2 "results file 'folder' is a folder; give a regular file" -- "$ipcheck" report diff folder "$good"
+    expect 2 "results file '/dev/zero' is a character device; give a regular file" -- \
+      "$ipcheck" report history "$good" /dev/zero
+    expect 2 "--expectations: expectations file 'folder' is a folder; give a regular file" -- \
+      "$ipcheck" run --adapter ref --expectations folder --out run
+    expect 2 "--expectations: expectations file 'fifo.txt' is a FIFO" -- \
+      "$ipcheck" run --adapter ref --expectations fifo.txt --out run
+    [ ! -e run/results.json ] || fail "a refused run wrote results"
+    expect 2 "reproducer 'fifo.repro' is a FIFO \(named pipe\); give a regular file" -- \
+      "$ipcheck" fuzz --replay fifo.repro
+    expect 2 "--results .*results file 'fifo.json' is a FIFO" -- \
+      "$ipcheck" fuzz --adapter ref --runs 10 --results fifo.json --out fuzz
+    mkdir corpus && mkfifo corpus/a.repro && mkdir corpus/b.repro
+    expect 0 "corpus file corpus/a.repro skipped: corpus file 'corpus/a.repro' is a FIFO" -- \
+      "$ipcheck" fuzz --adapter ref --runs 200 --corpus corpus --quiet --out fuzz
+    ;;
+
+  huge-numbers)
+    # Numbers beyond a double, or beyond the field's type: exit 2 naming the field.
+    results_doc '' ', "duration_s": 1e999' >overflow.json
+    expect 2 "field run.duration_s: number overflow parsing '1e999'" -- "$ipcheck" report render overflow.json
+    results_doc '{"id": "a.b", "status": "pass", "roles": [{"name": "p", "pid": 1e300}]}' >pid.json
+    expect 2 "cases\[0\]: field \"pid\" is 1e\+300, not a whole number" -- "$ipcheck" report diff pid.json pid.json
+    results_doc '{"id": "a.b", "status": "pass", "checks": [{"native": -99999999999999999999}]}' >native.json
+    expect 2 "field \"native\" is .*not a whole number" -- "$ipcheck" report render native.json
+    printf '{"schema": "ipcheck.fuzz-repro/1", "setup": "x", "input": {"length": 1e999}}\n' >huge.repro
+    expect 2 "field input.length: number overflow" -- "$ipcheck" fuzz --replay huge.repro
+    expect 2 "option '--jobs' is '99999999999999999999'; give a whole number from 1 to 256" -- \
+      "$ipcheck" run --jobs 99999999999999999999
+    expect 2 "option '--timeout' is '1e999'; give a number from 0.1 to 86400" -- "$ipcheck" run --timeout 1e999
+    ;;
+
+  wrong-shapes)
+    # Valid JSON of the wrong shape, malformed expectations: clear errors naming the field.
+    echo '[]' >array.json
+    expect 2 "array.json: results: the document is not a JSON object" -- "$ipcheck" report render array.json
+    results_doc '' >empty.json
+    sed 's/"cases": \[\]/"cases": {"a": 1}/' empty.json >cases-object.json
+    expect 2 "field \"cases\" is object, not an array" -- "$ipcheck" report render cases-object.json
+    results_doc '1, 2' >cases-numbers.json
+    expect 2 "field \"cases\" holds number items; each must be an object" -- "$ipcheck" report render cases-numbers.json
+    results_doc '{"id": "a.b", "status": "pass", "duration_s": "slow"}' >duration-text.json
+    expect 2 "cases\[0\]: field \"duration_s\" is string, not a number" -- "$ipcheck" report render duration-text.json
+    results_doc '' ', "adapter": 7' >adapter-number.json
+    expect 2 "run: field \"adapter\" is number, not text" -- "$ipcheck" report render adapter-number.json
+    echo '{"schema": "ipcheck.results/2", "run": {}, "fuzz": [1]}' >fuzz-array.json
+    expect 2 "field \"fuzz\" is array, not an object" -- "$ipcheck" report render fuzz-array.json
+    printf 'not json' >garbage.json
+    expect 2 "results file 'garbage.json' is not valid JSON" -- "$ipcheck" report render garbage.json
+    echo '[1, 2]' >array.repro
+    expect 2 "reproducer 'array.repro': the document is array, not an object" -- "$ipcheck" fuzz --replay array.repro
+    printf '{"schema": "ipcheck.fuzz-repro/1", "setup": 5}\n' >setup-number.repro
+    expect 2 "reproducer 'setup-number.repro': field \"setup\" is number, not text" -- \
+      "$ipcheck" fuzz --replay setup-number.repro
+    printf 'memory.open.repeat  fail\n' >no-reason.txt
+    expect 2 "--expectations: no-reason.txt:1: 'memory.open.repeat' has no reason" -- \
+      "$ipcheck" run --adapter ref --expectations no-reason.txt --out run
+    printf '@block x\nmemory.open.repeat fail why\n' >open-block.txt
+    expect 2 "open-block.txt:1: @block is never closed" -- "$ipcheck" run --expectations open-block.txt --out run
+    printf 'memory.open.repeat fail bogus=1 why\n' >bad-key.txt
+    expect 2 "bad-key.txt:1: unknown key 'bogus'" -- "$ipcheck" run --expectations bad-key.txt --out run
+    [ ! -e run ] || fail "a refused run made its --out folder"
+    ;;
+
+  duplicate-ids)
+    # Two results for one case id would let a regression hide behind the first.
+    results_doc '{"id": "memory.open.repeat", "status": "pass"}, {"id": "memory.open.repeat", "status": "fail"}' >dup.json
+    expect 2 "case id \"memory.open.repeat\" appears twice \(cases\[0\] and cases\[1\]\)" -- \
+      "$ipcheck" report diff "$good" dup.json
+    expect 2 "appears twice" -- "$ipcheck" report render dup.json
+    expect 2 "appears twice" -- "$ipcheck" fuzz --adapter ref --runs 10 --results dup.json --out fuzz
+    ;;
+
+  bad-out)
+    # --out that cannot take results: exit 2 before the first case runs.
+    echo "a file" >plain
+    cp plain plain.good
+    expect 2 "--out is 'plain': cannot use 'plain' for outputs: .*give a folder path" -- \
+      "$ipcheck" run --adapter ref --out plain
+    expect 2 "--out is 'plain/sub': cannot use 'plain/sub' for outputs: a part of the path is a file" -- \
+      "$ipcheck" run --adapter ref --out plain/sub
+    expect 2 "--out is '/proc/ipcheck-results': cannot use '/proc/ipcheck-results' for outputs" -- \
+      "$ipcheck" run --adapter ref --out /proc/ipcheck-results
+    expect 2 "--out is 'plain'" -- "$ipcheck" fuzz --adapter ref --runs 10 --out plain
+    expect 2 "--out is 'plain'" -- "$ipcheck" bench --adapter ref --brief --out plain
+    same plain plain.good
+    # Nothing ran: a refused run prints no case line.
+    out="$("$ipcheck" run --adapter ref --out plain 2>&1)"
+    ! grep -q '^\[' <<<"$out" || fail "cases ran before --out was refused"
+    ;;
+
+  command-line)
+    # Numbers parse the same everywhere; unknown keys and names are errors listing the valid ones.
+    for v in " 5" "5 " "0x10" "abc" "-1" "" "1.5" "+3"; do
+      quoted="$(printf '%s' "$v" | sed 's/[.+]/\\&/g')"
+      expect 2 "option '--jobs' is '$quoted'; give a whole number from 1 to 256" -- "$ipcheck" run --jobs "$v"
+    done
+    expect 2 "option '--seed' is '-1'; give a whole number from 0 to 18446744073709551615 \(decimal, or hex with 0x\)" -- \
+      "$ipcheck" fuzz --runs 1 --seed -1
+    expect 2 "option '--runs' is ' 5'" -- "$ipcheck" fuzz --runs " 5"
+    expect 2 "option '--skip-exit-code' is 'abc'; give a whole number from 0 to 255" -- \
+      "$ipcheck" run --skip-exit-code abc --out run
+    expect 2 "option '--skip-exit-code' is '300'" -- "$ipcheck" fuzz --runs 1 --skip-exit-code 300
+    expect 2 "option '--timeout' is 'inf'" -- "$ipcheck" run --timeout inf
+    expect 2 "--adapter-opt 'colour' is no option of adapter ref; ref takes devices" -- \
+      "$ipcheck" run --adapter ref --adapter-opt colour=green --out run
+    expect 2 "--adapter-opt 'colour' is no option of adapter ze; ze takes handle, driver, devices" -- \
+      "$ipcheck" info --adapter ze --adapter-opt colour=green
+    expect 2 "--adapter-opt 'colour' is no option of adapter ref" -- "$ipcheck" fuzz --runs 1 --adapter-opt colour=1
+    expect 2 "--adapter-opt 'colour' is no option of adapter ref" -- "$ipcheck" bench --brief --adapter-opt colour=1
+    expect 2 "option '--adapter-opt' gives 'devices' twice" -- \
+      "$ipcheck" info --adapter-opt devices=a --adapter-opt devices=b
+    expect 2 "--adapter is 'nope'; use one of .*ref" -- "$ipcheck" info --adapter nope
+    expect 2 "--param 'cylces' is read by no selected case; the selected cases read: cycles" -- \
+      "$ipcheck" run --filter stress.open_close --exact --param cylces=5 --out run
+    expect 2 "--param 'cycles' is read by no selected case; the selected cases take no --param" -- \
+      "$ipcheck" run --filter memory.open.repeat --exact --param cycles=5 --out run
+    expect 2 "--corpus is 'no-such-corpus': no such folder; create it first" -- \
+      "$ipcheck" fuzz --runs 1 --corpus no-such-corpus
+    [ ! -e no-such-corpus ] || fail "--corpus created a folder"
+    [ ! -e run ] || fail "a refused run made its --out folder"
+    ;;
+
+  signals)
+    # HUP, INT and TERM end a run with the finished cases written and the rest incomplete;
+    # a second INT still writes results.json.
+    for sig in HUP INT TERM INT2; do
+      "$ipcheck" run --adapter ref -j 1 --audit proc --out "run-$sig" >"out-$sig" 2>&1 &
+      pid=$!
+      for _ in $(seq 600); do  # until a case has finished (60 s at most)
+        grep -qE '^\[ *1/' "out-$sig" && break
+        sleep 0.1
+      done
+      if [ "$sig" = INT2 ]; then
+        kill -INT "$pid"
+        sleep 0.05
+        kill -INT "$pid"
+      else
+        kill "-$sig" "$pid"
+      fi
+      wait "$pid"
+      rc=$?
+      [ "$rc" -eq 1 ] || fail "SIG$sig: exit $rc, expected 1"$'\n'"$(tail -5 "out-$sig")"
+      signame="SIG${sig%2}"
+      grep -q "ipcheck: $signame: ending the run; finished cases are kept" "out-$sig" ||
+        fail "SIG$sig: ipcheck did not say it was ending the run"
+      if [ ! -s "run-$sig/results.json" ]; then
+        fail "SIG$sig: no results.json"
+        continue
+      fi
+      passed="$(grep -c '"status": "pass"' "run-$sig/results.json")"
+      incomplete="$(grep -c '"status": "incomplete"' "run-$sig/results.json")"
+      [ "$passed" -ge 1 ] || fail "SIG$sig: no finished case was kept"
+      [ "$incomplete" -ge 1 ] || fail "SIG$sig: no case is incomplete"
+      echo "ok  SIG$sig: exit 1, $passed passed and $incomplete incomplete in run-$sig/results.json"
+    done
+    ;;
+
+  *)
+    echo "unknown class '$class'"
+    exit 2
+    ;;
+esac
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures failure(s) in class $class"
+  exit 1
+fi
+echo "class $class: every check held"
