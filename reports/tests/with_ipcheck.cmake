@@ -38,7 +38,7 @@ _ipcheck_report_test(diff-bad-format 2 "${_exe}|report|diff|${_old}|${_new}|--fo
                      TEXT "--format is 'html'; use one of text, md, json")
 _ipcheck_report_test(diff-newer-schema 2 "${_exe}|report|diff|${_data}/schema-newer.json|${_new}"
                      TEXT "is newer: the file was written by ipcheck 0.4.0")
-_ipcheck_report_test(diff-missing-file 2 "${_exe}|report|diff|${_old}|${_out}/nowhere.json" TEXT "cannot read the file")
+_ipcheck_report_test(diff-missing-file 2 "${_exe}|report|diff|${_old}|${_out}/nowhere.json" TEXT "cannot read results file")
 foreach(format md html junit)
   _ipcheck_report_test(render-${format} 0 "${_exe}|report|render|${_new}|--format|${format}|-o|${_out}/cli/report.${format}"
                        FILES "${_out}/cli/report.${format}")
