@@ -44,8 +44,8 @@ class RunnerTest : public ::testing::Test {
     o.timeout_s = timeout;
     o.inactivity_s = timeout;
     o.grace_s = 0.5;
-    // Under the asan preset a fault must stay a signal, as it is in a normal build.
-    o.env = {"ASAN_OPTIONS=handle_segv=0:detect_leaks=0"};
+    // Under the asan and tsan presets a fault must stay a signal, as it is in a normal build.
+    o.env = {"ASAN_OPTIONS=handle_segv=0:detect_leaks=0", "TSAN_OPTIONS=handle_segv=0:halt_on_error=1"};
     const CaseDef* c = find_case(id);
     EXPECT_NE(c, nullptr) << id;
     const std::size_t fds = count_open_fds();
@@ -266,7 +266,7 @@ TEST_F(RunnerTest, ParallelWorkersApplyExpectationsUnderTheLock) {
   o.audit = "proc";
   o.timeout_s = o.inactivity_s = 10;
   o.grace_s = 0.5;
-  o.env = {"ASAN_OPTIONS=handle_segv=0:detect_leaks=0"};
+  o.env = {"ASAN_OPTIONS=handle_segv=0:detect_leaks=0", "TSAN_OPTIONS=handle_segv=0:halt_on_error=1"};
   o.expectations_path = path;
   const reports::Results r = run_suite(o);
   ASSERT_EQ(r.cases.size(), 6u);
