@@ -603,6 +603,10 @@ int Consumer::run() {
   const int rc = start_.value("mode", "campaign") == "replay" ? replay() : campaign();
   ch_.send(MsgType::done, {"ok", ""});
   std::fflush(nullptr);
+  // A lost context: no destructor and no exit handler may call into the runtime again (CUDA:
+  // "the process must be terminated and relaunched"); one that crashed there was reported
+  // as a crash between inputs (reports/findings/cuda-580.159.04/ipcheck-crash-after-context-lost.md).
+  if (rc == detail::kRetired) ::_exit(rc);
   return rc;
 }
 
