@@ -1,6 +1,7 @@
 // cuda.mem.open.lazy: CUDA documents one open flag, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS (0x1),
-// and says it must be given; the adapters pass flags exactly as a case asks, so this case
-// asks for it, and records beside it what flags 0 (what every other case asks for) give.
+// and says it must be given; the adapters pass flags exactly as a case asks (the other
+// cases ask for the API's plain open, kDefaultOpenFlags), so this case asks for 0x1 by
+// name, and records beside it what flags 0 give (CUDA 13.0 on the H100: INVALID_VALUE).
 // On other APIs bit 0x1 means something else (Level Zero: ZE_IPC_MEMORY_FLAG_BIAS_CACHED):
 // the cuda clauses are observed there.
 #include "../common.hpp"

@@ -365,7 +365,7 @@ Consumer::Executed Consumer::execute(const Input& in) {
   Executed e;
   const int fd = in.descriptor >= 0 ? base_fds_[static_cast<std::size_t>(in.descriptor)]
                  : in.descriptor == kForeignDescriptor ? page_fd_.get() : -1;
-  Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0, 0);
+  Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0);
   if (!r.ok() && r.outcome.code == Errc::device_lost) {
     // Sticky: every later call would fail the same way. Usually the probe below caught the
     // input that did it; when not, this one names the symptom, and the worker is replaced.
@@ -582,7 +582,7 @@ int Consumer::run() {
   for (std::size_t b = 0; b < ctx_.bases.size(); ++b) {
     const Input& in = ctx_.bases[b];
     int fd = in.descriptor >= 0 ? base_fds_[static_cast<std::size_t>(in.descriptor)] : -1;
-    Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0, 0);
+    Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0);
     if (!r.ok()) continue;
     const std::string& name = ctx_.base_names[b];
     if (name.rfind("producer.export[", 0) == 0) {

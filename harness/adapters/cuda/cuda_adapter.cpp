@@ -5,9 +5,10 @@
 // Mapping (CUDA driver API reference, 13.0):
 //   memory     cuMemAlloc / cuMemAllocHost / cuMemAllocManaged; write and read through
 //              cuMemcpyHtoD (then cuCtxSynchronize) and cuMemcpyDtoH
-//   mem IPC    cuIpcGetMemHandle, cuIpcOpenMemHandle (the case's flags exactly as asked: 0
-//              goes to CUDA as 0; CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS is 0x1, asked for by
-//              its own case), cuIpcCloseMemHandle; no put in CUDA. Repeated opens go to the
+//   mem IPC    cuIpcGetMemHandle, cuIpcOpenMemHandle (flags a case names go to CUDA exactly,
+//              0 as 0, which CUDA refuses; a case that names none, kDefaultOpenFlags, gets
+//              CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, the one flag CUDA documents and requires,
+//              as a runtime without open flags passes it), cuIpcCloseMemHandle; no put in CUDA. Repeated opens go to the
 //              driver unchanged: CUDA returns the same pointer, reference counted, and each
 //              open needs its own close.
 //   events     cuEventCreate (ipc: CU_EVENT_INTERPROCESS; profiling off:
@@ -280,6 +281,7 @@ class CudaAdapter final : public Adapter {
     i.extra["driver_version_source"] = driver_version_source_.empty() ? "none found" : driver_version_source_;
     i.extra["cuda_driver_api"] = std::to_string(api_version_);
     i.extra["mem_open_flags"] = "passed to cuIpcOpenMemHandle as the case asked (0 is 0; CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS is 0x1)";
+    i.extra["mem_open_flags_default"] = "CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS (0x1): CUDA requires it; flags 0 answer CUDA_ERROR_INVALID_VALUE";
     i.extra["event_gate"] = gate_host_ ? "IPC events are recorded at creation behind cuStreamWaitValue32 on host memory "
                                          "(" + std::to_string(kGateSlots) + " gates); signal opens the gate"
                                        : "unavailable: " + gate_error_.describe();
@@ -392,12 +394,13 @@ class CudaAdapter final : public Adapter {
       return {Outcome::failure(Errc::invalid, "cuda: handle is " + std::to_string(bytes.size()) +
                                                   " bytes, CUipcMemHandle is " + std::to_string(kIpcHandleSize) +
                                                   " (clause sycl.mem.open.size)")};
-    if (flags > 0xffffffffull)
+    if (flags != kDefaultOpenFlags && flags > 0xffffffffull)
       return {Outcome::failure(Errc::invalid, "cuda: open flags " + hex(flags) + " do not fit cuIpcOpenMemHandle's unsigned int")};
     if (auto o = use(device, "mem_open"); !o.ok()) return {o};
     CUipcMemHandle h;
     std::memcpy(h.reserved, bytes.data(), sizeof h);
-    const unsigned f = static_cast<unsigned>(flags);  // what the case asked for, 0 included
+    // What the case asked for, 0 included; the plain open passes the flag CUDA requires.
+    const unsigned f = flags == kDefaultOpenFlags ? kIpcMemLazyEnablePeerAccess : static_cast<unsigned>(flags);
     CUdeviceptr p = 0;
     if (const CUresult r = cu_->cuIpcOpenMemHandle_v2(&p, h, f); r != CUDA_SUCCESS)
       return {fail(r, "cuIpcOpenMemHandle(flags " + hex(f) + ", device " + std::to_string(device) + ")")};

@@ -159,6 +159,7 @@ class RefAdapter final : public Adapter {
     return put("ipc::memory::put", id, Kind::memory, [&](ipcref::handle& h) { ipcref::ipc::memory::put(h, *ctx_); });
   }
   Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags) override {
+    if (flags == kDefaultOpenFlags) flags = 0;  // the API's plain open asks for nothing
     if (flags != 0)  // ipcref's open has no flags parameter: the adapter refuses them
       return {Outcome::failure(Errc::invalid, "ref: memory open takes no flags, got " + hex(flags))};
     return guarded<DevPtr>("ipc::memory::open", [&] {

@@ -325,6 +325,7 @@ class ZeAdapter final : public Adapter {
   }
 
   Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags) override {
+    if (flags == kDefaultOpenFlags) flags = 0;  // the API's plain open asks for nothing
     ze_device_handle_t dev = nullptr;
     if (Outcome o = device_at(device, dev); !o.ok()) return {o};
     if (flags > UINT32_MAX)
