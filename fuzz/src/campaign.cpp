@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -298,14 +297,7 @@ void Campaign::start_producer() {
 
 // A pid that names no process: a child that has exited and been reaped.
 void Campaign::start_dead_pid() {
-  const pid_t p = ::fork();
-  if (p == 0) ::_exit(0);
-  if (p > 0) {
-    int st;
-    while (::waitpid(p, &st, 0) < 0 && errno == EINTR) {
-    }
-    dead_pid_ = p;
-  }
+  if (const auto p = reaped_pid()) dead_pid_ = *p;
 }
 
 std::shared_ptr<const MutatorContext> Campaign::wait_ready(Proc& p, const std::string& who) {
