@@ -419,9 +419,9 @@ int bench(const std::vector<std::string>& args) {
     const std::string results_path = o.get("--results");
     if (!results_path.empty()) {
       try {
-        results = reports::read_results(results_path);
-      } catch (const std::exception& e) {
-        throw UsageError("--results " + results_path + ": " + e.what());
+        results = read_results_to_merge(results_path);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
       }
     }
 
@@ -479,11 +479,7 @@ int bench(const std::vector<std::string>& args) {
 
     if (results_path.empty()) {
       results.run = probe.info;
-      results.run.adapter = s.adapter;
-      results.run.start = start;
-      results.run.ipcheck_version = IPCHECK_VERSION;
-      results.run.kernel = std::string(u.sysname) + " " + u.release;
-      results.run.hostname = u.nodename;
+      stamp_run(results.run, s.adapter, start);
       results.run.audit = "off";
       results.run.options = {{"bench", {{"repetitions", s.repetitions}, {"min_time_s", s.min_time},
                                         {"brief", s.brief}, {"parts", s.parts}}},
@@ -495,7 +491,7 @@ int bench(const std::vector<std::string>& args) {
     }
     results.bench = section;
     std::vector<std::string> written;
-    if (!results_path.empty()) written = reports::write_report_set(reports::results_folder(results_path), results);
+    if (!results_path.empty()) written = write_merged_results(results_path, results);
     for (const auto& p : reports::write_report_set(s.out, results)) written.push_back(p);
 
     if (probe.available) print_table(section["benchmarks"]);

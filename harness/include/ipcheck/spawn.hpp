@@ -107,6 +107,12 @@ std::vector<std::string> reap_orphans(const std::vector<pid_t>& keep = {});
 // A pid that names no process: a child forked, exited and reaped (empty if fork failed).
 std::optional<pid_t> reaped_pid();
 
+// This executable's path (/proc/self/exe): what roles are exec'd from by default.
+std::string self_executable();
+// The last line of `text` that holds more than spaces, without its trailing spaces ("" if
+// none): what a person is shown of a process's output tail.
+std::string last_line(const std::string& text);
+
 std::string signal_name(int sig);
 // A system call that failed with `err`, and for limit errors (EAGAIN, EMFILE, ENFILE,
 // ENOMEM) which limit of the machine it was and the fix.
