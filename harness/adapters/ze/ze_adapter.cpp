@@ -34,6 +34,7 @@
 #include <set>
 
 #include "ipcheck/adapter.hpp"
+#include "ipcheck/adapter_toolkit.hpp"
 #include "ipcref/unique_fd.hpp"
 #include "ze_ipcheck/handle_layout.hpp"
 #include "ze_loader.hpp"
@@ -864,26 +865,7 @@ class ZeAdapter final : public Adapter {
                                                        "EBADF");
       return Outcome::success();
     }
-    unique_fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(ph.pid), 0)));
-    if (!pidfd) {
-      const int err = errno;
-      return Outcome::failure(err == ESRCH ? Errc::exporter_gone : Errc::invalid,
-                              "phys_open: pidfd_open(" + std::to_string(ph.pid) + "): " + std::strerror(err), err,
-                              err == ESRCH ? "ESRCH" : "errno");
-    }
-    out.reset(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), ph.fd, 0)));
-    if (!out) {
-      const int err = errno;
-      const Errc c = err == ESRCH ? Errc::exporter_gone
-                     : (err == EPERM || err == EACCES) ? Errc::permission_denied
-                                                       : Errc::invalid;
-      return Outcome::failure(c, "phys_open: pidfd_getfd(pid " + std::to_string(ph.pid) + ", fd " +
-                                     std::to_string(ph.fd) + "): " + std::strerror(err) +
-                                     (c == Errc::permission_denied ? "; Yama or a security module forbids it: run "
-                                                                     "with --transport scm" : ""),
-                              err, strerrorname_np(err) ? strerrorname_np(err) : "errno");
-    }
-    return Outcome::success();
+    return toolkit::take_exporter_fd({static_cast<int>(ph.pid), ph.fd, std::nullopt}, "phys_open: ", out);
   }
 
   // How this driver's handles travel: its extension property names it (libze_ipcheck),
