@@ -33,8 +33,8 @@
 #include <sstream>
 #include <thread>
 
-#include "cuda_driver.hpp"
-#include "fd_record.hpp"
+#include "ipcheck/cuda/cuda_driver.hpp"
+#include "ipcheck/cuda/fd_record.hpp"
 #include "ipcheck/adapter_toolkit.hpp"
 #include "ipcheck/adapter.hpp"
 #include "ipcref/unique_fd.hpp"

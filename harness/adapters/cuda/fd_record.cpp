@@ -1,4 +1,4 @@
-#include "fd_record.hpp"
+#include "ipcheck/cuda/fd_record.hpp"
 
 #include "ipcheck/adapter_toolkit.hpp"
 

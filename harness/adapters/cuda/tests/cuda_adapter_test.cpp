@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "fd_record.hpp"
+#include "ipcheck/cuda/fd_record.hpp"
 #include "ipcheck/adapter_toolkit.hpp"
 #include "ipcheck/adapter.hpp"
 
