@@ -1,6 +1,7 @@
 # docs:spec-clauses: docs/SPEC-CLAUSES.md and the clause catalog the code judges with
 # (`ipcheck list --clauses --format json`) hold the same ids at the same levels.
 # -DIPCHECK=<ipcheck> -DDOC=<docs/SPEC-CLAUSES.md>
+cmake_minimum_required(VERSION 3.25)
 execute_process(COMMAND "${IPCHECK}" list --clauses --format json OUTPUT_VARIABLE catalog RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "ipcheck list --clauses --format json exited ${rc}")
