@@ -1,6 +1,7 @@
 // The clause catalog: every normative statement the cases check, with its level and
-// source. Ids are stable: reports and diffs key on them. Gathered from
-// shared/design/SPEC-CLAUSES.md; a clause no case can check here says why.
+// source. Ids are stable: reports and diffs key on them. The sources and the rules for
+// ids and levels are in docs/SPEC-CLAUSES.md (kept equal to this list by CTest's
+// docs:spec-clauses); a clause no case can check here says why.
 #include "ipcheck/clause.hpp"
 
 namespace ipcheck {

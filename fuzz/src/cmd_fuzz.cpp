@@ -14,6 +14,7 @@
 #include "ipcheck/reports/report_set.hpp"
 #include "ipcheck/reports/results.hpp"
 #include "export_c.hpp"
+#include "ipcheck/run_record.hpp"
 
 namespace ipcheck::fuzz {
 namespace {
@@ -172,10 +173,9 @@ int fuzz(const std::vector<std::string>& args) {
     reports::Results merged;
     if (!results_path.empty()) {
       try {
-        merged = reports::read_results(results_path);
-      } catch (const std::exception& e) {
-        throw UsageError("--results " + results_path + ": " + e.what() +
-                         "; give a results.json written by 'ipcheck run'");
+        merged = read_results_to_merge(results_path);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
       }
     }
     c.interrupted = &g_interrupted;
@@ -193,7 +193,7 @@ int fuzz(const std::vector<std::string>& args) {
       for (auto& x : merged.fuzz["findings"])
         if (x.contains("reproducer") && x["reproducer"].is_string())
           x["reproducer"] = fs::proximate(fs::path(out) / x["reproducer"].get<std::string>(), dir).string();
-      for (const auto& p : reports::write_report_set(dir, merged)) written.push_back(p);
+      for (const auto& p : write_merged_results(results_path, merged)) written.push_back(p);
     }
     auto print_written = [&] {
       for (const auto& p : written) std::printf("wrote %s\n", p.c_str());

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,8 +28,6 @@
 #include "ipcheck/spawn.hpp"
 #include "ipcheck/verdict.hpp"
 
-#include "ipcheck_version.h"
-
 namespace ipcheck {
 
 using nlohmann::json;
@@ -38,34 +35,12 @@ using reports::CaseResult;
 using reports::Status;
 using Clock = std::chrono::steady_clock;
 
-std::string self_executable() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("/proc/self/exe");
-}
-
 std::string default_expectations_file(const std::string& adapter) {
   namespace fs = std::filesystem;
   const fs::path p = fs::path(self_executable()).parent_path() / ".." / "share" / "ipcheck" / "expectations" /
                      (adapter + ".txt");
   std::error_code ec;
   return fs::exists(p, ec) ? fs::weakly_canonical(p, ec).string() : std::string();
-}
-
-std::string iso_now() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string last_line(const std::string& text) {
-  auto end = text.find_last_not_of("\n ");
-  if (end == std::string::npos) return {};
-  auto begin = text.rfind('\n', end);
-  return text.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1) + 1);
 }
 
 namespace {
@@ -844,14 +819,7 @@ reports::Results run_suite(const RunOptions& options) {
     probe.info.adapter = o.adapter;
   }
   results.run = probe.info;
-  results.run.start = iso_now();
-  results.run.adapter = o.adapter;
-  results.run.ipcheck_version = IPCHECK_VERSION;
-  utsname u{};
-  if (::uname(&u) == 0) {
-    results.run.kernel = std::string(u.sysname) + " " + u.release;
-    results.run.hostname = u.nodename;
-  }
+  stamp_run(results.run, o.adapter, iso_now());
   results.run.audit = o.audit;
   results.run.audit_note = o.audit_note;
   results.run.options = {{"jobs", o.jobs},       {"filters", o.filters},   {"timeout_s", o.timeout_s},

@@ -5,6 +5,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "ipcheck/spawn.hpp"  // last_line
+
 namespace ipcheck::verdict {
 
 using nlohmann::json;
@@ -17,14 +19,6 @@ using reports::Status;
 
 namespace {
 constexpr const char* kUniversal[] = {"harness", "rb"};
-
-std::string last_line(const std::string& text) {
-  auto end = text.find_last_not_of("\n ");
-  if (end == std::string::npos) return {};
-  auto begin = text.rfind('\n', end);
-  begin = begin == std::string::npos ? 0 : begin + 1;
-  return text.substr(begin, end - begin + 1);
-}
 
 std::string profile_of(const std::string& clause) { return clause.substr(0, clause.find('.')); }
 }  // namespace

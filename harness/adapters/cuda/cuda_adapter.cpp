@@ -47,8 +47,9 @@
 #include <sstream>
 #include <thread>
 
-#include "cuda_driver.hpp"
-#include "fd_record.hpp"
+#include "ipcheck/cuda/cuda_driver.hpp"
+#include "ipcheck/cuda/fd_record.hpp"
+#include "ipcheck/adapter_toolkit.hpp"
 #include "ipcheck/adapter.hpp"
 #include "ipcref/unique_fd.hpp"
 
@@ -968,42 +969,15 @@ class CudaAdapter final : public Adapter {
   // The exporter's descriptor through pidfd_open + pidfd_getfd, after proving the pid is
   // still the process that exported (its start time).
   Result<int> take_fd(const FdRecord& rec) {
-    const int pid = static_cast<int>(rec.pid);
-    unique_fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-    if (!pidfd) {
-      const int err = errno;
-      return {Outcome::failure(err == ESRCH ? Errc::exporter_gone : Errc::other,
-                               "cuda: pidfd_open(" + std::to_string(pid) + ") failed: " + std::strerror(err) +
-                                   (err == ESRCH ? " (the exporter has exited)" : ""),
-                               err, err == ESRCH ? "ESRCH" : "errno")};
-    }
-    if (cuda_adapter::process_start_time(pid) != rec.start_time)
-      return {Outcome::failure(Errc::exporter_gone, "cuda: pid " + std::to_string(pid) +
-                                                        " is no longer the exporter (its start time differs: the pid was reused)")};
-    const int fd = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), rec.fd, 0));
-    if (fd < 0) {
-      const int err = errno;
-      const Errc code = err == EPERM ? Errc::permission_denied : err == EBADF ? Errc::invalid
-                        : err == ESRCH ? Errc::exporter_gone : Errc::other;
-      std::string fix = err == EPERM ? " (ptrace access refused: Yama ptrace_scope? run with --transport scm)"
-                        : err == EBADF ? " (not open in the exporter: put already, or a forged record)" : "";
-      return {Outcome::failure(code, "cuda: pidfd_getfd(pid " + std::to_string(pid) + ", fd " + std::to_string(rec.fd) +
-                                         ") failed: " + std::strerror(err) + fix,
-                               err, err == EPERM ? "EPERM" : err == EBADF ? "EBADF" : "errno")};
-    }
-    return {Outcome::success(), fd};
+    unique_fd fd;
+    if (Outcome o = toolkit::take_exporter_fd({static_cast<int>(rec.pid), rec.fd, rec.start_time}, "cuda: ", fd);
+        !o.ok())
+      return {o};
+    return {Outcome::success(), fd.release()};
   }
 
-  // This process's start time (the records' proof of the exporter), read from /proc once:
-  // again only in a forked child (another pid) or while the read gives nothing.
-  std::uint64_t own_start_time() {
-    const pid_t pid = ::getpid();
-    if (pid != start_time_pid_ || start_time_ == 0) {
-      start_time_ = cuda_adapter::process_start_time(pid);
-      start_time_pid_ = pid;
-    }
-    return start_time_;
-  }
+  // This process's start time (the records' proof of the exporter).
+  static std::uint64_t own_start_time() { return toolkit::own_start_time(); }
 
   Outcome relocate_export_fd(unique_fd& fd) {
     if (const int err = export_numbers_.place(fd); err != 0)
@@ -1122,9 +1096,7 @@ class CudaAdapter final : public Adapter {
   int api_version_ = 0;
   std::string driver_version_, driver_version_source_, warm_up_;
   bool scm_ = false;
-  cuda_adapter::ExportFdNumbers export_numbers_;
-  pid_t start_time_pid_ = 0;     // the process own_start_time() read start_time_ for
-  std::uint64_t start_time_ = 0;
+  toolkit::ExportFdNumbers export_numbers_;
   ObjectId next_id_ = 1;
   std::map<DevPtr, MemKind> allocations_;
   std::map<ObjectId, Phys> phys_;

@@ -10,6 +10,8 @@
 
 #include "ipcheck/auditor.hpp"
 #include "ipcheck/case.hpp"
+#include "ipcheck/run_record.hpp"
+#include "ipcheck/spawn.hpp"
 #include "ipcheck/reports/results.hpp"
 
 namespace ipcheck {
@@ -66,13 +68,8 @@ reports::Results run_suite(const RunOptions& options);
 // options.audit_note. Returns false on the fallback.
 bool prepare_audit(RunOptions& options, std::unique_ptr<Auditor>& holder);
 
-std::string self_executable();
 // The adapter's expectations file that travels with the binary
 // (<bin>/../share/ipcheck/expectations/<adapter>.txt); empty when there is none.
 std::string default_expectations_file(const std::string& adapter);
-// The current UTC time as ISO 8601 ("2024-05-01T12:00:00Z").
-std::string iso_now();
-// The last line of `text` that holds more than spaces, without its trailing spaces ("" if none).
-std::string last_line(const std::string& text);
 
 }  // namespace ipcheck

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_api.hpp"
+#include "ipcheck/cuda/cuda_api.hpp"
 
 namespace ipcheck::cuda_api {
 
