@@ -5,18 +5,24 @@
 //     forbids a descriptor left behind once every mapping is closed, so an implementation
 //     cannot keep a pidfd per exporter across an open + close cycle.
 //   open + close, checked: the same plus what ipcref's clauses add: fstat(pidfd) (the
-//     pid-reuse guard, rb.open.pid_reuse), fcntl(F_GET_SEALS) and pread of the object
-//     header (the export proof before mapping, rb.open.confused_deputy, rb.put.revokes).
+//     pid-reuse guard, rb.open.pid_reuse), fstat of the descriptor and one process_vm_readv
+//     of two ranges of the exporter (the export proof before mapping: the export's slot and
+//     its object's witness, in memory no importer can write; rb.open.confused_deputy,
+//     rb.put.revokes, rb.revoke.tamper). With SCM_RIGHTS the guard costs pidfd_open +
+//     fstat + close, since a handle dies with its exporter whichever way it travelled.
+//   The payload starts at offset 0 of the object: the data object holds only its bytes.
 //   get: getrandom (a fresh export token; rb.put.revokes needs one per export).
 //   physical open + map: pidfd_open, pidfd_getfd, close(pidfd), mmap PROT_NONE (reserve),
 //     mmap MAP_FIXED of the object (map), mmap MAP_FIXED PROT_NONE (unmap, keeping the
 //     reservation), munmap (free), close(fd).
 //   first touch: one read per page of a fresh mapping.
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -45,8 +51,8 @@ class RefFloor final : public Floor {
             {"mem_close", "munmap"},
             {"mem_open_close", "pidfd_open + pidfd_getfd + close(pidfd) + mmap + close(fd) + munmap"},
             {"mem_open_close_checked",
-             "pidfd_open + fstat(pidfd) + pidfd_getfd + close(pidfd) + fcntl(F_GET_SEALS) + pread(header) + mmap + "
-             "close(fd) + munmap"},
+             "pidfd_open + fstat(pidfd) + pidfd_getfd + close(pidfd) + fstat(fd) + process_vm_readv(slot, witness) + "
+             "mmap + close(fd) + munmap"},
             {"mem_first_touch", "one read per page of a mapping made with mmap"},
             {"phys_open_map",
              "pidfd_open + pidfd_getfd + close(pidfd) + mmap(PROT_NONE) + mmap(MAP_FIXED, the object) + "
@@ -61,8 +67,7 @@ class RefFloor final : public Floor {
   std::uint64_t open(const ExportMsg& e) override {
     const ipcref::record::fields rec = ipcref::record::decode(e.bytes);
     const int fd = take(e, rec, false);
-    void* p = ::mmap(nullptr, e.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                     static_cast<off_t>(page() + rec.offset));
+    void* p = ::mmap(nullptr, e.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(rec.offset));
     ::close(fd);
     if (p == MAP_FAILED) fail("mmap");
     return reinterpret_cast<std::uint64_t>(p);
@@ -77,13 +82,16 @@ class RefFloor final : public Floor {
   std::uint64_t open_checked(const ExportMsg& e) override {
     const ipcref::record::fields rec = ipcref::record::decode(e.bytes);
     const int fd = take(e, rec, true);
-    if (::fcntl(fd, F_GET_SEALS) < 0) fail("fcntl(F_GET_SEALS)");
-    // The header up to the export's slot, as ipcref reads it.
-    unsigned char header[4096];
-    const std::size_t need = 64 + (rec.slot + 1) * 32;
-    if (need > sizeof header || ::pread(fd, header, need, 0) != static_cast<ssize_t>(need)) fail("pread(header)");
-    void* p = ::mmap(nullptr, e.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                     static_cast<off_t>(page() + rec.offset));
+    struct stat st{};
+    if (::fstat(fd, &st) != 0) fail("fstat(fd)");
+    // 32 bytes (a slot) and 8 (a witness) of the exporter's memory, as ipcref reads them.
+    const std::uintptr_t at = readable_address(static_cast<pid_t>(rec.pid));
+    unsigned char got[40];
+    iovec local{got, sizeof got};
+    iovec remote[2] = {{reinterpret_cast<void*>(at), 32}, {reinterpret_cast<void*>(at + 32), 8}};
+    if (::process_vm_readv(static_cast<pid_t>(rec.pid), &local, 1, remote, 2, 0) != static_cast<ssize_t>(sizeof got))
+      fail("process_vm_readv(pid " + std::to_string(rec.pid) + ")");
+    void* p = ::mmap(nullptr, e.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(rec.offset));
     ::close(fd);
     if (p == MAP_FAILED) fail("mmap");
     return reinterpret_cast<std::uint64_t>(p);
@@ -101,7 +109,7 @@ class RefFloor final : public Floor {
     const int fd = take(e, rec, false);
     void* range = ::mmap(nullptr, e.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (range == MAP_FAILED) fail("mmap(reserve)");
-    if (::mmap(range, e.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(page())) ==
+    if (::mmap(range, e.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
         MAP_FAILED)
       fail("mmap(map)");
     if (::mmap(range, e.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
@@ -114,6 +122,14 @@ class RefFloor final : public Floor {
   // The exporter's descriptor: pidfd_getfd, or a dup of the one that came by SCM_RIGHTS.
   static int take(const ExportMsg& e, const ipcref::record::fields& rec, bool guard) {
     if (e.fd) {
+      if (guard) {
+        const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, rec.pid, 0));
+        if (pidfd < 0) fail("pidfd_open(" + std::to_string(rec.pid) + ")");
+        struct stat st{};
+        const bool ok = ::fstat(pidfd, &st) == 0;
+        ::close(pidfd);
+        if (!ok) fail("fstat(pidfd)");
+      }
       const int fd = ::fcntl(e.fd.get(), F_DUPFD_CLOEXEC, 0);
       if (fd < 0) fail("fcntl(F_DUPFD_CLOEXEC)");
       return fd;
@@ -130,6 +146,25 @@ class RefFloor final : public Floor {
     errno = err;
     if (fd < 0) fail("pidfd_getfd(pid " + std::to_string(rec.pid) + ", fd " + std::to_string(rec.fd) + ")");
     return fd;
+  }
+
+  // An address the exporter always has mapped (its AT_RANDOM bytes, on its stack), found
+  // once per exporter in /proc/<pid>/auxv: where the checked floor reads 40 bytes.
+  static std::uintptr_t readable_address(pid_t pid) {
+    static pid_t cached_pid = 0;
+    static std::uintptr_t cached = 0;
+    if (pid == cached_pid) return cached;
+    const int fd = ::open(("/proc/" + std::to_string(pid) + "/auxv").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail("open(/proc/" + std::to_string(pid) + "/auxv)");
+    std::uint64_t entry[2];
+    std::uintptr_t found = 0;
+    while (::read(fd, entry, sizeof entry) == static_cast<ssize_t>(sizeof entry) && entry[0] != AT_NULL)
+      if (entry[0] == AT_RANDOM) found = static_cast<std::uintptr_t>(entry[1]);
+    ::close(fd);
+    if (!found) fail("no AT_RANDOM in the auxv of pid " + std::to_string(pid));
+    cached_pid = pid;
+    cached = found;
+    return found;
   }
 
   static void read_pages(std::uint64_t mapped, std::size_t bytes) {

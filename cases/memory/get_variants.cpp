@@ -89,18 +89,29 @@ void interior_consumer(Role& r) {
     // "interior": the pointer opens at the interior address; "base": at the allocation's start.
     const std::size_t probe = kInteriorAlloc - kInteriorOffset;
     std::string value = "other_data";
-    if (holds(r, mapped.get(), probe, kSeed, kInteriorOffset))
+    const Seen interior = holds(r, mapped.get(), probe, kSeed, kInteriorOffset);
+    Evidence by = interior.by;
+    if (interior) {
       value = "interior";
-    else if (holds(r, mapped.get(), kInteriorAlloc, kSeed, 0))
-      value = "base";
+    } else {
+      const Seen base = holds(r, mapped.get(), kInteriorAlloc, kSeed, 0);
+      by.with(base.by);
+      if (base) value = "base";
+    }
     r.observe("memory.get.interior", value, "sycl.mem.get.interior");
+    // Either is allowed (which one is the observation above); any other bytes are a wrong mapping.
+    r.check(value != "other_data", by, "rb.open.interior",
+            value == "other_data" ? "the interior export maps neither the bytes at the pointer (" +
+                                        std::to_string(kInteriorOffset) + " bytes in) nor the allocation's base"
+                                  : "the interior export maps the " + value + " bytes");
     r.check_ok(mapped.reset(), "sycl.mem.get.interior", "mem_close of the interior mapping");
   }
   r.barrier("consumer-done");
 }
 
-IPCHECK_CASE(Case("memory.get.interior", "Observes get on a pointer inside an allocation: which bytes the other process sees")
-                 .clause("sycl.mem.get.interior")
+IPCHECK_CASE(Case("memory.get.interior",
+                  "get on a pointer inside an allocation maps the bytes at the pointer or the base (which one is observed)")
+                 .clauses({"sycl.mem.get.interior", "rb.open.interior"})
                  .role("producer", interior_producer)
                  .role("consumer", interior_consumer));
 

@@ -114,5 +114,76 @@ void register_no_leak() {
 
 IPCHECK_CASE(register_no_leak);
 
+// --- rb.close.double for physical memory and events: closing (or releasing) twice, closing
+// what was created rather than opened, and an id never handed out are errors, not crashes;
+// the live objects keep working after the refusals.
+constexpr ObjectId kNeverHandedOut = 0x7ffe0001;
+
+void double_physical(Role& r) {
+  Adapter& a = r.adapter();
+  ReceivedTarget t = receive_target(r, "handle");
+  Owned first = open_physical(r, t.handle, kDouble, "phys_open");
+  const ObjectId closed = first.get();
+  {
+    SetupSteps setup(r);
+    r.require_ok(first.reset(), kDouble, "the first phys_close");
+  }
+  const Outcome again = a.phys_close(closed);
+  r.check(!again.ok(), Evidence::of(again), kDouble, "a second phys_close of the same object gave " + again.describe());
+  Owned own = create_physical(r, granular(r, kPage), true, kDouble);
+  const Outcome on_own = a.phys_close(own.get());
+  r.check(!on_own.ok(), Evidence::of(on_own), kDouble,
+          "phys_close of an object this process created (not opened) gave " + on_own.describe());
+  const Outcome unknown = a.phys_close(kNeverHandedOut);
+  r.check(!unknown.ok(), Evidence::of(unknown), kDouble, "phys_close of an id never handed out gave " + unknown.describe());
+  // The live object still opens and maps the export after the refusals.
+  Owned live = open_physical(r, t.handle, kDouble, "phys_open after the refusals");
+  r.check(is_target(r, HandleKind::physical, live.get(), t.bytes, kSeed), kDouble,
+          "an object opened after the refused closes is the export");
+  r.check_ok(live.reset(), kDouble, "phys_close of the live object");
+  r.barrier("consumer-done");
+}
+
+void double_event(Role& r) {
+  Adapter& a = r.adapter();
+  ReceivedTarget t = receive_target(r, "handle");
+  Owned first = open_event(r, t.handle, kDouble, "event_open");
+  const ObjectId released = first.get();
+  {
+    SetupSteps setup(r);
+    r.require_ok(first.reset(), kDouble, "the release of the opened event");
+  }
+  const Outcome again = a.event_release(released);
+  r.check(!again.ok(), Evidence::of(again), kDouble, "a second event_release of the same event gave " + again.describe());
+  const Outcome unknown = a.event_release(kNeverHandedOut);
+  r.check(!unknown.ok(), Evidence::of(unknown), kDouble, "event_release of an id never handed out gave " + unknown.describe());
+  Owned live = open_event(r, t.handle, kDouble, "event_open after the refusals");
+  r.check(is_target(r, HandleKind::event, live.get(), 0, kSeed), kDouble,
+          "an event opened after the refused releases shares the export's state");
+  r.check_ok(live.reset(), kDouble, "event_release of the live event");
+  r.barrier("consumer-done");
+}
+
+void register_double_close() {
+  for (HandleKind kind : {HandleKind::physical, HandleKind::event}) {
+    const std::string name = kind_name(kind);
+    register_case(Case("robustness.close.double." + name,
+                       name == "physical"
+                           ? "Closing a physical object twice, one the opener created, or an unknown id is an error"
+                           : "Releasing an opened event twice, or an unknown id, is an error")
+                      .clause(kDouble)
+                      .role("producer",
+                            [kind](Role& r) {
+                              Target t = export_target(r, kind, kSeed, kDouble);
+                              send_target(r, "consumer", "handle", t);
+                              r.barrier("consumer-done");
+                            })
+                      .role("consumer", kind == HandleKind::physical ? double_physical : double_event)
+                      .def);
+  }
+}
+
+IPCHECK_CASE(register_double_close);
+
 }  // namespace
 }  // namespace ipcheck::catalog

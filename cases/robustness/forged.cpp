@@ -28,13 +28,70 @@ void deputy_producer(Role& r) {
   Owned hidden = alloc_filled(r, 2 * kPage, kHiddenSeed, kDeputy);
   send_target(r, "consumer", "handle", target);
   send_target(r, "consumer", "decoy", decoy);
+  // Where the decoy and the hidden allocation lie from the export, for layouts whose handle
+  // names a range of a larger object (CUDA's: an offset into a 2 MiB chunk).
+  const auto delta = [&](DevPtr p) { return std::to_string(static_cast<long long>(p - target.object.get())); };
+  send_text(r, "consumer", "deltas", delta(decoy.object.get()) + " " + delta(hidden.get()));
   r.barrier("consumer-done");
 }
 
+// Layouts with an offset field but no ipcref record (CUDA's memory handle as learned): the
+// export's handle with its offset moved onto the decoy export and onto memory never
+// exported, as the fuzzer's confused-deputy findings did.
+void deputy_by_offset(Role& r, const ReceivedTarget& target, const HandleLayout& l, long long to_decoy,
+                      long long to_hidden) {
+  const std::uint64_t offset = field_value(l, target.handle.bytes, FieldRole::offset);
+  struct Aim {
+    const char* name;
+    long long delta;
+    std::uint64_t seed;
+  };
+  std::size_t refused = 0, wrong = 0;
+  Evidence by = Evidence::tally();
+  for (const Aim& aim : {Aim{"the decoy export", to_decoy, kDecoySeed}, Aim{"memory never exported", to_hidden, kHiddenSeed}}) {
+    std::vector<std::byte> b = target.handle.bytes;
+    if (!forge_field(l, b, FieldRole::offset, offset + static_cast<std::uint64_t>(aim.delta))) continue;
+    r.note(std::string("opening the export's handle with its offset moved onto ") + aim.name);
+    Opened o = open_target(r, HandleKind::memory, b, target.handle.fd.get());
+    by.with(o.outcome);
+    if (!o.outcome.ok()) {
+      ++refused;
+      if (o.outcome.code == Errc::device_lost) {
+        ++wrong;
+        r.check(false, Evidence::of(o.outcome), kDeputy,
+                std::string("offset moved onto ") + aim.name + ": refused with " + o.outcome.describe() +
+                    ", which loses the process's context");
+      }
+      continue;
+    }
+    const Seen reached = is_target(r, HandleKind::memory, o.object.get(), 2 * kPage, aim.seed);
+    by.with(reached.by);
+    if (reached) {
+      ++wrong;
+      r.check(false, reached.by, kDeputy,
+              std::string("the export's handle with its offset moved onto ") + aim.name + " (layout " + l.name +
+                  ") opened and maps it");
+    }
+  }
+  r.check(wrong == 0, by, kDeputy,
+          "2 offset forgeries (layout " + l.name + "): " + std::to_string(refused) + " refused, " +
+              std::to_string(wrong) + " reached another object");
+}
+
 void deputy_consumer(Role& r) {
-  need_forgeable(r);
   ReceivedTarget target = receive_target(r, "handle");
   ReceivedTarget decoy = receive_target(r, "decoy");
+  const std::string deltas = receive_text(r, "deltas");
+  if (!forgeable(r)) {
+    const HandleLayout* l = known_layout(r, "memory", target.handle.bytes.size());
+    if (!l || l->find(FieldRole::offset) < 0)
+      r.skip("handle layout '" + r.adapter().info().handle_layout +
+             "' is neither an ipcref record nor a layout with a known offset field: cannot forge");
+    const auto space = deltas.find(' ');
+    deputy_by_offset(r, target, *l, std::stoll(deltas.substr(0, space)), std::stoll(deltas.substr(space + 1)));
+    r.barrier("consumer-done");
+    return;
+  }
   const Record a = decode_record(r, target.handle.bytes, kDeputy);
   const Record d = decode_record(r, decoy.handle.bytes, kDeputy);
   // Both real handles open what they name: the objects the forgeries aim at are live.
@@ -50,7 +107,12 @@ void deputy_consumer(Role& r) {
   }
 
   std::vector<Forgery> forgeries;
-  auto forge = [&](std::string name, Record f, int fd = -1) { forgeries.push_back({std::move(name), encode_record(f), fd}); };
+  // An fd-first handle needs a descriptor with it: the export's own, so that only the
+  // forged record can lead the driver astray. A record handle names its descriptor.
+  const int passed = load_le(target.handle.bytes.data(), 4) == ipcref::record::magic ? -1 : target.handle.fd.get();
+  auto forge = [&](std::string name, Record f, int fd = -1) {
+    forgeries.push_back({std::move(name), encode_record(f, target.handle.bytes), fd < 0 ? passed : fd});
+  };
   Record f = a;
   f.fd = d.fd;
   forge("the export's token, the decoy's descriptor", f);
@@ -78,7 +140,7 @@ void deputy_consumer(Role& r) {
                                             decoy.handle.fd.get()});
 
   const ResourceCount before = count_resources();
-  std::size_t refused = 0;
+  std::size_t refused = 0, identified = 0, deputies = 0;
   std::map<std::string, std::size_t> codes;
   Evidence by = Evidence::tally();
   for (const auto& g : forgeries) {
@@ -90,16 +152,27 @@ void deputy_consumer(Role& r) {
       ++codes[errc_name(o.outcome.code)];
       continue;
     }
+    // The export its token names is the object the bytes identify: not a confused deputy
+    // (an fd-first driver opens the descriptor that came with the bytes, whatever the
+    // record's fd field says). Anything else is.
+    const Seen is_export = is_target(r, HandleKind::memory, o.object.get(), 2 * kPage, kTargetSeed);
+    by.with(is_export.by);
+    if (is_export) {
+      ++identified;
+      continue;
+    }
     std::string what = "something the exporter never exported under it";
     if (is_target(r, HandleKind::memory, o.object.get(), 2 * kPage, kDecoySeed)) what = "the decoy export";
     else if (is_target(r, HandleKind::memory, o.object.get(), 2 * kPage, kHiddenSeed)) what = "memory never exported";
-    else if (is_target(r, HandleKind::memory, o.object.get(), 2 * kPage, kTargetSeed)) what = "the export, through a forged record";
+    ++deputies;
     r.check(false, Evidence::of(o.outcome), kDeputy, "forged handle (" + g.name + ") opened and maps " + what);
   }
   std::string tally;
   for (const auto& [c, n] : codes) tally += (tally.empty() ? "" : ", ") + c + " " + std::to_string(n);
-  r.check(refused == forgeries.size(), by, kDeputy,
-          std::to_string(refused) + " of " + std::to_string(forgeries.size()) + " forged handles refused (" + tally + ")");
+  r.check(deputies == 0, by, kDeputy,
+          std::to_string(forgeries.size()) + " forged handles: " + std::to_string(refused) + " refused (" + tally + "), " +
+              std::to_string(identified) + " opened the export their token names, " + std::to_string(deputies) +
+              " opened another object");
   check_no_growth(r, before, count_resources(), kDeputy, "after the forged opens");
   r.barrier("consumer-done");
 }
@@ -129,6 +202,10 @@ void reuse_bystander(Role& r) {
 
 void reuse_consumer(Role& r) {
   need_forgeable(r);
+  if (r.adapter().info().handle_layout != "ipcref/1")
+    r.skip("handle layout '" + r.adapter().info().handle_layout +
+           "' carries its descriptor with the handle (SCM_RIGHTS): no pid names the exporter, so a reused pid "
+           "cannot lead an open anywhere");
   ReceivedTarget exited = receive_target(r, "exited");
   ReceivedTarget bystander = receive_target(r, "bystander");
   send_text(r, "producer", "received", "");
@@ -151,16 +228,19 @@ void reuse_consumer(Role& r) {
     forged.guard = live.guard + 1;
     r.note("the exporters' guards are equal (same start tick); the forgery uses guard + 1");
   }
-  std::vector<Forgery> forgeries{{"the bystander's export under the exited exporter's guard", encode_record(forged)}};
+  const int passed = -1;  // record handles name their descriptor
+  std::vector<Forgery> forgeries{{"the bystander's export under the exited exporter's guard",
+                                  encode_record(forged, bystander.handle.bytes), passed}};
   // The exited exporter's record pointed at the bystander's pid.
   Record moved = old;
   moved.pid = live.pid;
-  forgeries.push_back({"the exited exporter's record naming the bystander's pid", encode_record(moved)});
+  forgeries.push_back({"the exited exporter's record naming the bystander's pid", encode_record(moved, exited.handle.bytes), passed});
   moved.fd = live.fd;
-  forgeries.push_back({"the exited exporter's record naming the bystander's pid and descriptor", encode_record(moved)});
+  forgeries.push_back({"the exited exporter's record naming the bystander's pid and descriptor",
+                       encode_record(moved, exited.handle.bytes), passed});
 
   for (const auto& g : forgeries) {
-    Opened o = open_target(r, HandleKind::memory, g.bytes, -1);
+    Opened o = open_target(r, HandleKind::memory, g.bytes, g.fd);
     if (o.outcome.ok()) {
       const bool reached = static_cast<bool>(is_target(r, HandleKind::memory, o.object.get(), bystander.bytes, kBystanderSeed));
       r.check(false, Evidence::of(o.outcome), kReuse, g.name + " opened" + (reached ? " and maps the bystander's memory" : ""));

@@ -68,46 +68,47 @@ class Generator {
     return std::move(out_);
   }
 
-  // ipcref/1: every field set to boundaries and to the decoy's value, resealed (so the
-  // framing check passes and the deeper checks must catch it) and not resealed.
-  std::vector<Variant> fields(Role& r) {
-    const Record base = decode_record(r, good_, kClause);
-    const Record other = decode_record(r, decoy_, kClause);
-    const Bytes sealed = encode_record(base);
-    for (const auto& f : ipcref::record::layout()) {
-      if (std::string_view(f.name) == "checksum") continue;
-      const std::uint64_t mask = f.width >= 8 ? ~0ull : (1ull << (8 * f.width)) - 1;
-      const std::uint64_t orig = read_field(sealed, f), theirs = read_field(encode_record(other), f);
+  // A known layout (ipcref/1, our Level Zero driver's fd-first handles, what the fuzzer
+  // learned of CUDA's): every field set to boundaries and to the decoy's value, resealed
+  // where the layout has a checksum (so the framing check passes and the deeper checks must
+  // catch it) and not resealed.
+  std::vector<Variant> fields(const HandleLayout& l) {
+    const bool sealable = l.has_checksum();
+    for (std::size_t fi = 0; fi < l.fields.size(); ++fi) {
+      const auto& f = l.fields[fi];
+      if (f.role == FieldRole::checksum || f.role == FieldRole::descriptor) continue;
+      const int i = static_cast<int>(fi);
+      const std::uint64_t mask = width_mask(f.width);
+      const std::uint64_t orig = l.get(good_, i), theirs = decoy_.size() >= l.size ? l.get(decoy_, i) : orig;
       const std::uint64_t top = std::uint64_t{1} << (8 * f.width - 1);
       for (std::uint64_t v : std::initializer_list<std::uint64_t>{0, 1, 2, 3, mask, mask - 1, orig + 1, orig - 1,
                                                                   orig ^ top, theirs, rng_()}) {
         v &= mask;
         if (v == orig) continue;
-        Bytes b = sealed;
-        write_field(b, f, v);
-        add("field", std::string(f.name) + " = " + hex(v) + " (unsealed)", b);
-        std::array<std::byte, ipcref::record::size> resealed;
-        std::copy(b.begin(), b.end(), resealed.begin());
-        ipcref::record::reseal(resealed);
-        add("field resealed", std::string(f.name) + " = " + hex(v), {resealed.begin(), resealed.end()});
+        Bytes b = good_;
+        l.set(b, i, v);
+        add("field", f.name + " = " + hex(v) + (sealable ? " (unsealed)" : ""), b);
+        if (!sealable) continue;
+        l.reseal(b);
+        add("field resealed", f.name + " = " + hex(v), b);
       }
     }
     // Several fields at once, resealed.
-    const auto layout = ipcref::record::layout();
-    for (int i = 0; i < 400; ++i) {
-      std::array<std::byte, ipcref::record::size> b;
-      std::copy(sealed.begin(), sealed.end(), b.begin());
+    std::vector<int> mutable_fields;
+    for (std::size_t fi = 0; fi < l.fields.size(); ++fi)
+      if (l.fields[fi].role != FieldRole::checksum && l.fields[fi].role != FieldRole::descriptor)
+        mutable_fields.push_back(static_cast<int>(fi));
+    for (int n = 0; n < 400 && !mutable_fields.empty(); ++n) {
+      Bytes b = good_;
       std::string name;
       for (int k = 0; k < 1 + static_cast<int>(rng_() % 3); ++k) {
-        const auto& f = layout[rng_() % (layout.size() - 1)];  // the last field is the checksum
-        const std::uint64_t v = rng_() % 2 ? rng_() : read_field(encode_record(other), f);
-        Bytes tmp(b.begin(), b.end());
-        write_field(tmp, f, v);
-        std::copy(tmp.begin(), tmp.end(), b.begin());
-        name += (name.empty() ? "" : ", ") + std::string(f.name);
+        const int i = mutable_fields[rng_() % mutable_fields.size()];
+        const std::uint64_t v = rng_() % 2 || decoy_.size() < l.size ? rng_() : l.get(decoy_, i);
+        l.set(b, i, v);
+        name += (name.empty() ? "" : ", ") + l.fields[static_cast<std::size_t>(i)].name;
       }
-      ipcref::record::reseal(b);
-      add("fields resealed", name + " #" + std::to_string(i), {b.begin(), b.end()});
+      l.reseal(b);
+      add(sealable ? "fields resealed" : "fields", name + " #" + std::to_string(n), b);
     }
     return std::move(out_);
   }
@@ -122,15 +123,6 @@ class Generator {
     for (auto& x : b) x = static_cast<std::byte>(rng_());
     return b;
   }
-  static std::uint64_t read_field(const Bytes& b, const ipcref::record::field_desc& f) {
-    std::uint64_t v = 0;
-    for (std::size_t i = 0; i < f.width; ++i) v |= static_cast<std::uint64_t>(b[f.offset + i]) << (8 * i);
-    return v;
-  }
-  static void write_field(Bytes& b, const ipcref::record::field_desc& f, std::uint64_t v) {
-    for (std::size_t i = 0; i < f.width; ++i) b[f.offset + i] = static_cast<std::byte>(v >> (8 * i));
-  }
-
   const Bytes& good_;
   const Bytes& decoy_;
   std::mt19937_64 rng_{0x1badb002};
@@ -145,12 +137,12 @@ struct FamilyTally {
   std::vector<std::string> wrong;  // opened something other than the export
 };
 
-// With a known layout: whether forged bytes carry the export token of `handle`. With an
-// opaque one there is nothing to tell, so opening another export counts as identified.
-bool carries_token_of(Role& r, const Bytes& forged, const Bytes& handle) {
-  if (!forgeable(r)) return true;
-  if (forged.size() != ipcref::record::size) return false;
-  return ipcref::record::decode(forged).token == ipcref::record::decode(handle).token;
+// With a layout that has a token: whether forged bytes carry the export token of `handle`.
+// Without one there is nothing to tell, so opening another export counts as identified.
+bool carries_token_of(const HandleLayout* l, const Bytes& forged, const Bytes& handle) {
+  if (!l || l->find(FieldRole::token) < 0) return true;
+  if (forged.size() < l->size || handle.size() < l->size) return false;
+  return field_value(*l, forged, FieldRole::token) == field_value(*l, handle, FieldRole::token);
 }
 
 // What a wrongly opened memory object holds, to tell a shifted view of the export from
@@ -189,11 +181,13 @@ void consumer(Role& r, HandleKind kind) {
   ReceivedTarget decoy = receive_target(r, "decoy");
   Generator gen(target.handle.bytes, decoy.handle.bytes);
   std::vector<Variant> variants = gen.blind();
-  if (forgeable(r)) {
-    auto more = gen.fields(r);
+  const HandleLayout* layout = known_layout(r, kind_name(kind), target.handle.bytes.size());
+  if (layout) {
+    auto more = gen.fields(*layout);
     variants.insert(variants.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   } else {
-    r.note("handle layout is opaque: field-aware mutations skipped, blind ones only");
+    r.note("handle layout '" + r.adapter().info().layout_of(kind_name(kind)) +
+           "' is opaque to ipcheck: field-aware mutations skipped, blind ones only");
   }
   // The real bytes open (so every refusal below is about the garbage), then the garbage.
   {
@@ -231,7 +225,8 @@ void consumer(Role& r, HandleKind kind) {
     // It opened: acceptable only when it maps the export the bytes still identify (a
     // field the implementation ignores, or mutations that rebuilt the decoy's handle).
     if (is_target(r, kind, o.object.get(), target.bytes, kTargetSeed) ||
-        (is_target(r, kind, o.object.get(), decoy.bytes, kDecoySeed) && carries_token_of(r, v.bytes, decoy.handle.bytes))) {
+        (is_target(r, kind, o.object.get(), decoy.bytes, kDecoySeed) &&
+         carries_token_of(layout, v.bytes, decoy.handle.bytes))) {
       if (++t.opened_target <= 4) t.opened.push_back(v.name);
     } else if (is_target(r, kind, o.object.get(), decoy.bytes, kDecoySeed)) {
       t.wrong.push_back(v.name + " (opened the decoy export without its token)");

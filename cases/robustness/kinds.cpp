@@ -12,6 +12,7 @@ const char* kind_name(HandleKind k) {
 }
 
 Target export_target(Role& r, HandleKind kind, std::uint64_t seed, std::string_view clause, std::size_t bytes) {
+  SetupSteps setup(r);
   Target t;
   t.kind = kind;
   switch (kind) {
@@ -38,6 +39,66 @@ Target export_target(Role& r, HandleKind kind, std::uint64_t seed, std::string_v
       break;
   }
   return t;
+}
+
+std::optional<Target> try_export_target(Role& r, HandleKind kind, std::uint64_t seed, std::string_view clause,
+                                        std::string& why, std::size_t bytes) {
+  Adapter& a = r.adapter();
+  auto missing = [&](const Outcome& o, const char* verb) {
+    if (o.code != Errc::not_implemented && o.code != Errc::feature_not_supported) return false;
+    why = std::string(kind_name(kind)) + ": " + verb + ": " + o.describe();
+    return true;
+  };
+  SetupSteps setup(r);
+  Target t;
+  t.kind = kind;
+  switch (kind) {
+    case HandleKind::memory: {
+      t.bytes = bytes;
+      auto mem = a.alloc(0, bytes, MemKind::device);
+      if (missing(mem.outcome, "alloc")) return std::nullopt;
+      t.object = Owned::allocation(a, r.require(mem, clause, "alloc"));
+      if (!fill(r, t.object.get(), bytes, seed, clause, "fill the allocation")) throw RoleAbort{"fill failed"};
+      auto res = a.mem_get(t.object.get());
+      if (missing(res.outcome, "mem_get")) return std::nullopt;
+      t.handle = r.require(std::move(res), clause, "mem_get");
+      t.exported = Owned::mem_export(a, t.handle.id);
+      return t;
+    }
+    case HandleKind::physical: {
+      t.bytes = granular(r, bytes);
+      auto pm = a.phys_create(0, t.bytes, true);
+      if (missing(pm.outcome, "phys_create")) return std::nullopt;
+      t.object = Owned::physical(a, r.require(pm, clause, "phys_create"));
+      auto va = a.vm_reserve(0, t.bytes);
+      if (missing(va.outcome, "vm_reserve")) return std::nullopt;
+      {
+        Owned reservation = Owned::reservation(a, r.require(va, clause, "vm_reserve"), t.bytes);
+        const Outcome m = a.vm_map(reservation.get(), t.bytes, t.object.get(), 0);
+        if (missing(m, "vm_map")) return std::nullopt;
+        r.require_ok(m, clause, "vm_map");
+        Owned mapping = Owned::vm_mapping(a, reservation.get(), t.bytes);
+        if (!fill(r, reservation.get(), t.bytes, seed, clause, "fill the physical object")) throw RoleAbort{"fill failed"};
+      }
+      auto res = a.phys_get(t.object.get());
+      if (missing(res.outcome, "phys_get")) return std::nullopt;
+      t.handle = r.require(std::move(res), clause, "phys_get");
+      t.exported = Owned::phys_export(a, t.handle.id);
+      return t;
+    }
+    case HandleKind::event: {
+      auto ev = a.event_create(0, {.ipc = true});
+      if (missing(ev.outcome, "event_create")) return std::nullopt;
+      t.object = Owned::event(a, r.require(ev, clause, "event_create"));
+      if (seed & 1) r.require_ok(a.event_signal(t.object.get()), clause, "event_signal of the target");
+      auto res = a.event_get(t.object.get());
+      if (missing(res.outcome, "event_get")) return std::nullopt;
+      t.handle = r.require(std::move(res), clause, "event_get");
+      t.exported = Owned::event_export(a, t.handle.id);
+      return t;
+    }
+  }
+  return std::nullopt;
 }
 
 void send_target(Role& r, const std::string& to, const std::string& tag, const Target& t) {

@@ -22,6 +22,10 @@ struct Target {
 // Creates and exports a target of `kind` (skipping where the adapter lacks the verbs).
 Target export_target(Role& r, HandleKind kind, std::uint64_t seed, std::string_view clause,
                      std::size_t bytes = kPage);
+// The same where the adapter has every verb the kind needs; nullopt (and `why`) where it
+// lacks one (not_implemented or feature_not_supported), instead of skipping the case.
+std::optional<Target> try_export_target(Role& r, HandleKind kind, std::uint64_t seed, std::string_view clause,
+                                        std::string& why, std::size_t bytes = kPage);
 // Sends the handle and its size to `to` (tags "<tag>" and "<tag>-size").
 void send_target(Role& r, const std::string& to, const std::string& tag, const Target& t);
 

@@ -81,7 +81,7 @@ std::uint64_t Mutator::boundary(Rng& rng, const LayoutField& f, const Input& in)
       for (std::uint64_t v : std::initializer_list<std::uint64_t>{0xffffffffull, 0x7fffffffull, 0ull, 1ull, 2ull, 3ull, 1023ull, 1024ull, 65535ull}) special[n++] = v;
       break;
     case FieldRole::slot: {
-      const std::uint64_t slots = (page - 64) / 32;  // ipcref: export slots in a header page
+      const std::uint64_t slots = (page - 64) / 32;  // ipcref: export slots in a control page
       for (std::uint64_t v : std::initializer_list<std::uint64_t>{slots - 1, slots, slots + 1, 0ull, 1ull, 0xffffffffull}) special[n++] = v;
       break;
     }

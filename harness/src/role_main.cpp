@@ -212,7 +212,7 @@ json info_json(const AdapterInfo& i) {
   json devices = json::array();
   for (const auto& d : i.devices) devices.push_back({{"name", d.name}, {"uuid", d.uuid}, {"aspects", d.aspects}});
   return {{"driver_name", i.driver_name}, {"driver_version", i.driver_version}, {"api_version", i.api_version},
-          {"devices", devices},           {"handle_layout", i.handle_layout},   {"transport", i.transport},
+          {"devices", devices},           {"handle_layout", i.handle_layout}, {"kind_layouts", i.kind_layouts},   {"transport", i.transport},
           {"extra", i.extra}};
 }
 

@@ -25,6 +25,10 @@ constexpr info kCatalog[] = {
     {id::stale_mapping_cache, "stale_mapping_cache", "rb.realloc.fresh", "mappings cached by (pid, fd) are served after reallocation"},
     {id::lose_context_on_garbage, "lose_context_on_garbage", "rb.open.garbage",
      "malformed handle bytes lose the process's state: that open and every later one answer device_lost"},
+    {id::importer_writes_liveness, "importer_writes_liveness", "rb.revoke.tamper",
+     "open takes an export's liveness from a copy of its slot in the data object's first page, which every "
+     "descriptor and memory mapping of it reaches: an importer that writes an old copy back makes a put or freed "
+     "export open again"},
 };
 
 [[maybe_unused]] id parse_env() noexcept {

@@ -149,7 +149,7 @@ handle get(ipcref::event e, const context& ctx) {
   if (!ev.props.enable_ipc)
     sys::fail(errc::invalid, "event::get: event was created without the IPC property "
                              "(clause ur.event.get.not_ipc); create it with enable_ipc");
-  return detail::handle_access::make(ev.exported->publish(0, sys::page_size()), ev.exported->fd());
+  return detail::handle_access::make(ev.exported->publish(0, sys::page_size()), *ev.exported);
 }
 
 void put(handle& h, const context& ctx) {

@@ -1,6 +1,8 @@
 // USM allocations and ipc::memory.
 #include <sys/mman.h>
 
+#include <utility>
+
 #include "ipcref/defects.hpp"
 #include "registry.hpp"
 #include "text.hpp"
@@ -129,7 +131,7 @@ handle get(void* ptr, const context& ctx) {
     sys::fail(errc::feature_not_supported, cat("memory::get: device '", dev.name(),
                                                "' lacks aspect ipc_memory (clause sycl.mem.get.aspect)"));
   const std::uint64_t offset = reinterpret_cast<std::uintptr_t>(ptr) - reinterpret_cast<std::uintptr_t>(a->base);
-  return detail::handle_access::make(a->object->publish(offset, a->size - offset), a->object->fd());
+  return detail::handle_access::make(a->object->publish(offset, a->size - offset), *a->object);
 }
 
 void put(handle& h, const context& ctx) {
@@ -155,13 +157,17 @@ void* open(std::span<const std::byte> data, const context& ctx, const device& de
       detail::import_object(data, record::kind::memory, "memory::open", "sycl.mem.open.size", opts);
   const std::size_t page = sys::page_size();
   const std::uint64_t in_page = obj.rec.offset % page;
-  const std::size_t len = sys::round_up(in_page + obj.rec.size, page);
-  void* base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, obj.fd.get(),
-                      static_cast<off_t>(detail::payload_file_offset() + (obj.rec.offset - in_page)));
+  // Only the pages of the export: the data object holds nothing else of this process.
+  std::uint64_t from = detail::payload_file_offset() + (obj.rec.offset - in_page);
+  std::size_t lead = 0;
+  // Seeded defect: the mapping starts at the object's first page, the export table's copy.
+  if (defects::is(defects::id::importer_writes_liveness)) lead = std::exchange(from, 0);
+  const std::size_t len = lead + sys::round_up(in_page + obj.rec.size, page);
+  void* base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, obj.fd.get(), static_cast<off_t>(from));
   if (base == MAP_FAILED)
     sys::fail(errc::exhausted, cat("memory::open: cannot map ", obj.rec.size, " bytes: ", sys::errno_text(errno)));
   sys::mapping map(base, len);
-  void* ptr = static_cast<char*>(base) + in_page;
+  void* ptr = static_cast<char*>(base) + lead + in_page;
   if (defects::is(defects::id::leak_fd_per_open)) (void)obj.fd.release();
   auto& r = reg();
   std::lock_guard lock(r.lock);

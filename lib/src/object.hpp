@@ -1,13 +1,32 @@
 // Exportable kernel objects and the import protocol shared by memory, physical memory
 // and events.
 //
-// An object is a sealed memfd: file page 0 is the object header (magic, kind, payload
-// size, export slots), the payload starts at file offset page_size(). Each export takes
-// a slot and writes a random token there; the record carries the same token. An
-// importer fetches the descriptor, checks it is a sealed memfd, reads the header with
-// pread and finds its token in the named slot before anything is mapped. Revoking an
-// export (put, free) clears the slot, so stale bytes no longer open.
+// An object is two memfds. The data memfd holds the object's bytes and nothing else:
+// it is what importers map, receive by SCM_RIGHTS or take with pidfd_getfd, and they may
+// write every byte of it. The control memfd holds one page: the object header and the
+// export slots (a random token per live export; put and free clear it). The exporter maps
+// it read-write, then seals it (F_SEAL_FUTURE_WRITE, SHRINK, GROW, SEAL): from then on no
+// descriptor of it, however obtained, can write it or map it writable, so no importer
+// can decide whether an export is live. Beside the control page the exporter keeps a
+// private page with a random witness that lives exactly as long as the object.
+//
+// The data memfd's name ("ipcref-<kind>:<control inode>") binds it to its control page;
+// a name is fixed at memfd_create, so only the exporter names its objects. The header
+// names the data memfd back (device and inode). An importer proves an export live before
+// it maps anything:
+//   - the descriptor's inode, through its name, gives the control inode;
+//   - the exporter's page of that control inode is found once in /proc/<pid>/maps (its
+//     read-write shared mapping; nobody else can map it writable) and cached;
+//   - each open reads the export's slot and then the witness with one process_vm_readv
+//     (the ptrace access pidfd_getfd needs): an intact witness after the slot proves the
+//     object, hence that page, was there while the slot was read;
+//   - or, for an importer without ptrace access, from the control descriptor the exporter
+//     passed with the data descriptor (pread; its inode must be the one the name gives).
+// The slot's token, offset and size must be the handle's, the header's data inode the
+// descriptor's. Revoking an export (put, free) clears its slot.
 #pragma once
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstddef>
@@ -20,7 +39,7 @@
 
 namespace ipcref::detail {
 
-inline constexpr std::uint64_t kObjectMagic = 0x314a424f4b435049ull;  // "IPCKOBJ1"
+inline constexpr std::uint64_t kControlMagic = 0x314c54434b435049ull;  // "IPCKCTL1"
 inline constexpr std::uint32_t kFlagIpcEnabled = 1u;
 
 struct export_slot {
@@ -30,19 +49,29 @@ struct export_slot {
   std::uint64_t reserved;
 };
 
-struct object_header {
+// The first 64 bytes of a control page.
+struct control_fields {
   std::uint64_t magic;
   std::uint32_t kind;
   std::uint32_t flags;
   std::uint64_t payload_size;
   std::uint32_t device;
   std::uint32_t slot_count;
-  std::uint64_t reserved[4];
+  std::uint64_t data_dev;  // st_dev and st_ino of the data memfd this page speaks for
+  std::uint64_t data_ino;
+  std::uint64_t reserved[2];
+};
+
+// Page 0 of a control memfd.
+struct control_header {
+  control_fields fields;
   export_slot slots[1];  // slot_count of them fill the rest of the page
 };
-static_assert(offsetof(object_header, slots) == 64 && sizeof(export_slot) == 32);
+static_assert(sizeof(control_fields) == 64 && offsetof(control_header, slots) == 64 && sizeof(export_slot) == 32);
 
 std::uint32_t slots_per_object() noexcept;
+// Where the payload starts in a data memfd: 0 (the seeded defect importer_writes_liveness
+// puts a copy of the export table in front of it).
 std::uint64_t payload_file_offset() noexcept;
 
 // The exporter's side of one object.
@@ -53,7 +82,8 @@ class exportable {
   exportable& operator=(exportable&&) noexcept = default;
   ~exportable();
 
-  int fd() const noexcept { return fd_.get(); }
+  int fd() const noexcept { return data_fd_.get(); }
+  int control_fd() const noexcept { return control_fd_.get(); }
   std::size_t payload_size() const noexcept { return payload_; }
   std::uint32_t flags() const noexcept;
 
@@ -70,10 +100,13 @@ class exportable {
   bool owns(const record::fields& f) const noexcept;
 
  private:
-  object_header* header() const noexcept { return static_cast<object_header*>(header_map_.get()); }
-  unique_fd fd_;
-  sys::mapping header_map_;
-  record::kind kind_;
+  control_header* header() const noexcept { return static_cast<control_header*>(control_map_.get()); }
+  void mirror_slot(std::uint32_t slot) noexcept;  // seeded defect importer_writes_liveness only
+  unique_fd data_fd_;
+  unique_fd control_fd_;
+  sys::mapping control_map_;  // the control page (shared), then the witness page (private)
+  sys::mapping mirror_map_;   // seeded defect importer_writes_liveness only
+  record::kind kind_ = record::kind::memory;
   std::size_t payload_ = 0;
 };
 
@@ -86,7 +119,7 @@ struct imported_object {
 };
 
 // Validates `data`, fetches the descriptor (pidfd_getfd, or a dup of opts.descriptor),
-// and proves it is the exported object. `verb` prefixes every message.
+// and proves it is the exported object, live. `verb` prefixes every message.
 imported_object import_object(std::span<const std::byte> data, record::kind kind, const char* verb,
                               const char* size_clause, const open_options& opts);
 
@@ -99,16 +132,18 @@ void stamp_exporter(record::fields& f);
 record::fields decode_own_handle(const handle& h, record::kind kind, const char* verb);
 
 struct handle_access {
-  static handle make(const record::bytes& bytes, int descriptor) {
+  static handle make(const record::bytes& bytes, const exportable& object) {
     handle h;
     h.bytes_ = bytes;
-    h.descriptor_ = descriptor;
+    h.descriptor_ = object.fd();
+    h.control_descriptor_ = object.control_fd();
     h.put_ = false;
     return h;
   }
   static void mark_put(handle& h) noexcept {
     h.put_ = true;
     h.descriptor_ = -1;
+    h.control_descriptor_ = -1;
   }
   static bool is_put(const handle& h) noexcept { return h.put_; }
 };

@@ -169,7 +169,7 @@ handle get(physical_mem pm, const context& ctx) {
   if (!obj.ipc_enabled)
     sys::fail(errc::invalid, "physical_memory::get: object was created without the IPC property "
                              "(clause sycl.phys.get.not_enabled); create it with enable_ipc");
-  return detail::handle_access::make(obj.exported->publish(0, obj.size), obj.exported->fd());
+  return detail::handle_access::make(obj.exported->publish(0, obj.size), *obj.exported);
 }
 
 void put(handle& h, const context& ctx) {

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +26,26 @@ int pidfd_send_signal(int pidfd, int sig) noexcept {
 
 int memfd_create(const char* name) noexcept {
   return ::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+}
+
+long read_process(pid_t pid, std::span<const remote_range> ranges, std::span<std::byte> out) noexcept {
+  constexpr std::size_t kMaxRanges = 4;
+  if (ranges.size() > kMaxRanges) {
+    errno = EINVAL;
+    return -1;
+  }
+  iovec remote[kMaxRanges];
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    remote[i] = {reinterpret_cast<void*>(ranges[i].address), ranges[i].length};
+    total += ranges[i].length;
+  }
+  if (total > out.size()) {
+    errno = EINVAL;
+    return -1;
+  }
+  iovec local{out.data(), total};
+  return static_cast<long>(::syscall(SYS_process_vm_readv, pid, &local, 1ul, remote, ranges.size(), 0ul));
 }
 
 int futex_wake_all(std::uint32_t* word) noexcept {

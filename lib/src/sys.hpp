@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "ipcref/errc.hpp"
@@ -17,6 +18,14 @@ int pidfd_open(pid_t pid) noexcept;                 // -1 and errno on failure
 int pidfd_getfd(int pidfd, int target_fd) noexcept;  // -1 and errno on failure
 int pidfd_send_signal(int pidfd, int sig) noexcept;
 int memfd_create(const char* name) noexcept;         // cloexec, sealing allowed
+// Copies remote (address, length) ranges of process `pid`, in order, into `out`: the bytes
+// read (less than asked when a range is not mapped), or -1 and errno. Needs ptrace access
+// (PTRACE_MODE_ATTACH_REALCREDS), as pidfd_getfd does.
+struct remote_range {
+  std::uintptr_t address;
+  std::size_t length;
+};
+long read_process(pid_t pid, std::span<const remote_range> ranges, std::span<std::byte> out) noexcept;
 
 // Futex on a word of a MAP_SHARED page (no FUTEX_PRIVATE_FLAG: works across processes).
 int futex_wake_all(std::uint32_t* word) noexcept;

@@ -22,6 +22,6 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env IPCREF_DEFECT=${DEFECT} ${EXE} -
 if(_rc EQUAL 0)
   message(FATAL_ERROR "defect ${DEFECT} was NOT caught by ${FILTER}:\n${_out}")
 endif()
-string(REGEX MATCHALL "\\[  FAILED  \\] [A-Za-z_]+\\.[A-Za-z0-9_]+ \\(" _failed "${_out}")
+string(REGEX MATCHALL "\\[  FAILED  \\] [A-Za-z_/]+\\.[A-Za-z0-9_/]+(, where GetParam\\(\\) = [^ ]+)? \\(" _failed "${_out}")
 list(REMOVE_DUPLICATES _failed)
 message(STATUS "defect ${DEFECT} caught (${_rc}) by: ${_failed}")

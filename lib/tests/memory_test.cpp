@@ -293,9 +293,9 @@ TEST_F(Memory, open_options_descriptor_in_process) {
   opts.descriptor = hb.descriptor();
   EXPECT_TRUE(fails_with([&] { opened_ptr(mem::open(h.data(), ctx, dev, opts), ctx); }, errc::invalid,
                          {"token mismatch"}));
-  opts.descriptor = 0;  // stdin: not a sealed memfd
+  opts.descriptor = 0;  // stdin: not an ipcref object
   EXPECT_TRUE(fails_with([&] { opened_ptr(mem::open(h.data(), ctx, dev, opts), ctx); }, errc::invalid,
-                         {"not a sealed memfd"}));
+                         {"not an exported memory object"}));
   opts.descriptor = 1 << 20;
   EXPECT_TRUE(fails_with([&] { opened_ptr(mem::open(h.data(), ctx, dev, opts), ctx); }, errc::invalid,
                          {"unusable"}));

@@ -245,7 +245,11 @@ class CudaAdapter final : public Adapter {
     i.driver_name = "NVIDIA CUDA " + api;
     i.driver_version = driver_version_.empty() ? "CUDA " + api : driver_version_;
     i.api_version = "CUDA driver API " + api + " (cuDriverGetVersion " + std::to_string(api_version_) + ")";
-    i.handle_layout = "opaque";
+    // Memory handles: what the fuzzer learned of CUipcMemHandle (fields that move the mapped
+    // size and offset); event handles are opaque; physical memory travels as ipcheck's record.
+    i.handle_layout = "cuda-ipc-mem/learned";
+    i.kind_layouts["event"] = "opaque";
+    i.kind_layouts["physical"] = "cuda-fd-record/1";
     i.opened_memory_is_host_mapping = false;  // cuIpcOpenMemHandle maps into CUDA's reserved VA
     i.transport = scm_ ? "scm" : "pidfd";
     i.extra["libcuda"] = cu_->path();

@@ -88,8 +88,10 @@ class RefAdapter final : public Adapter {
     return guarded_void("ipcref::get_devices", [&] {
       devices_ = ipcref::get_devices();
       ctx_.emplace(devices_);
-      // Under Yama ptrace_scope 1, let the run's process tree take our descriptors.
-      if (!scm_ && config.runner_pid > 0) ipcref::allow_importer(config.runner_pid);
+      // Under Yama ptrace_scope 1, let the run's process tree take our descriptors and read
+      // our export tables: with SCM_RIGHTS too, since the runner's channel carries one
+      // descriptor per handle, the data one (ipcref's control descriptor stays home).
+      if (config.runner_pid > 0) ipcref::allow_importer(config.runner_pid);
     });
   }
 

@@ -253,6 +253,7 @@ class ZeAdapter final : public Adapter {
       i.devices.push_back(di);
     }
     i.handle_layout = layout_;
+    i.kind_layouts["physical"] = "ze-adapter-physical/1";  // the adapter's own record (PhysHandle)
     // libze_ipcheck maps with mmap; a GPU driver maps into device address space it keeps.
     i.opened_memory_is_host_mapping = layout_ == ze_ipcheck::kLayoutFd || layout_ == ze_ipcheck::kLayoutOpaque;
     i.transport = fd_first_ ? "scm" : "pidfd";

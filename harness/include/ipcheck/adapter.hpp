@@ -105,7 +105,15 @@ struct AdapterInfo {
   std::string driver_version;
   std::string api_version;
   std::vector<DeviceInfo> devices;
-  std::string handle_layout;             // name of the handle layout fuzz/ knows ("ipcref/1", "opaque")
+  std::string handle_layout;             // memory handles' layout (ipcheck/handle_layout.hpp: "ipcref/1", "opaque")
+  // Layouts of the other kinds of handle ("physical", "event") where they differ from the
+  // memory handles' (an adapter's own record for physical memory, CUDA's event handle).
+  std::map<std::string, std::string> kind_layouts;
+  // The layout of `kind`'s handles ("memory", "physical", "event").
+  std::string layout_of(const std::string& kind) const {
+    auto it = kind_layouts.find(kind);
+    return it == kind_layouts.end() ? handle_layout : it->second;
+  }
   std::string transport;                 // how descriptors move: pidfd | scm | none
   // Whether a pointer open returns is a host mapping of its own (mmap: gone from the
   // address space once closed), or device address space the runtime keeps reserved after

@@ -25,6 +25,7 @@ enum class id : int {
   double_close_ok,         // closing an unknown pointer succeeds silently
   stale_mapping_cache,     // mappings are cached by (pid, fd) and served after reallocation
   lose_context_on_garbage, // malformed handle bytes poison the process: every later open is device_lost
+  importer_writes_liveness, // liveness read from a copy in the data object, in every importer's reach
 };
 
 struct info {

@@ -2,9 +2,11 @@
 //
 // A minimal, strict implementation of the semantics of SYCL's
 // sycl_ext_oneapi_inter_process_communication (ipc::memory, ipc::physical_memory,
-// ipc::event) on host memory: allocations are sealed memfds, handles are 64-byte
-// records (record.hpp), descriptors move by pidfd_getfd or SCM_RIGHTS, events are
-// shared futex pages. Every failure throws ipcref::exception with an errc code.
+// ipc::event) on host memory: allocations are sealed memfds holding only their bytes,
+// whether an export is live is decided by a control object only the exporter can write
+// (SECURITY.md), handles are 64-byte records (record.hpp), descriptors move by
+// pidfd_getfd or SCM_RIGHTS, events are shared futex pages. Every failure throws
+// ipcref::exception with an errc code.
 #pragma once
 
 #include <sys/types.h>
@@ -136,20 +138,23 @@ std::uint64_t event_profiling_signal_ns(event e);
 
 // ---------------------------------------------------------------- IPC
 
-// The bytes to send to another process, and the exporter's descriptor of the object
-// for callers that move descriptors with SCM_RIGHTS. The descriptor stays owned by
-// the library (valid until put or free).
+// The bytes to send to another process, and the exporter's descriptors for callers that
+// move descriptors with SCM_RIGHTS: the object's data (what the importer maps) and its
+// control object (the export table, which importers can only read). Both stay owned by
+// the library (valid until put or free). SECURITY.md says which importers need which.
 class handle {
  public:
   handle() = default;
   std::span<const std::byte> data() const noexcept { return bytes_; }
   int descriptor() const noexcept { return descriptor_; }
+  int control_descriptor() const noexcept { return control_descriptor_; }
   bool valid() const noexcept { return !put_; }
 
  private:
   friend struct detail::handle_access;
   record::bytes bytes_{};
   int descriptor_ = -1;
+  int control_descriptor_ = -1;
   bool put_ = true;
 };
 
@@ -157,10 +162,16 @@ struct open_options {
   // A descriptor of the exported object received by SCM_RIGHTS; borrowed, not closed.
   // When -1, the descriptor is taken from the exporter with pidfd_getfd.
   int descriptor = -1;
+  // The exporter's control descriptor (handle::control_descriptor) received by SCM_RIGHTS;
+  // borrowed. When -1, open reads the export table in the exporter's memory
+  // (process_vm_readv), which needs the ptrace access pidfd_getfd needs: an importer
+  // without it (another user) must be given both descriptors.
+  int control_descriptor = -1;
 };
 
-// Lets process `pid` and its descendants take this process's exported descriptors where
-// Yama (ptrace_scope 1) would refuse pidfd_getfd. Never opens this process to everyone.
+// Lets process `pid` and its descendants take this process's exported descriptors and read
+// its export table where Yama (ptrace_scope 1) would refuse pidfd_getfd and
+// process_vm_readv. Never opens this process to everyone.
 void allow_importer(pid_t pid);
 
 // How this process would identify itself in a handle ("pidfs_inode" or "start_time").

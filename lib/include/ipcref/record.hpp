@@ -7,8 +7,9 @@
 //  32  u64 size               40  u64 offset
 //  48  u32 device index       52  u32 export slot
 //  56  u64 checksum (FNV-1a 64 of bytes 0..55)
-// The token is random per export and is also written into the exported object's header
-// page; `open` proves the descriptor it took is that object by finding the token there.
+// The token is random per export and is also written into the export's slot of the object's
+// control page, which only the exporter can write (SECURITY.md); `open` proves the descriptor
+// it took is that object, and the export live, by finding the token there.
 #pragma once
 
 #include <array>

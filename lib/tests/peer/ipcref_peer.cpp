@@ -3,7 +3,9 @@
 // and replies to each with the outcome of the ipcref call it made.
 //
 //   ipcref_peer <channel fd> <parent pid>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -84,6 +86,7 @@ class server {
   int serve(const message& m, int fd, message& reply) {
     open_options opts;
     opts.descriptor = fd;
+    opts.control_descriptor = control_.get();
     switch (m.verb) {
       case op::hello:
         reply.a = static_cast<std::uint64_t>(::getpid());
@@ -200,6 +203,11 @@ class server {
         return -1;
       }
       case op::exit: exit_status_ = static_cast<int>(m.a); return -1;
+      case op::control_get: return stored(m.a).control_descriptor();
+      case op::set_control:
+        control_.reset(fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1);
+        return -1;
+      case op::probe_control: probe_control(reply); return -1;
     }
     reply.status = ipcref_test::status_bad_request;
     reply.set_text("peer: unknown request " + std::to_string(static_cast<unsigned>(m.verb)));
@@ -222,6 +230,35 @@ class server {
     return out;
   }
 
+  // Every way of writing the held control descriptor (SECURITY.md): a bit per way that worked.
+  void probe_control(message& reply) const {
+    if (!control_) throw std::runtime_error("peer: no control descriptor held (op::set_control)");
+    const int fd = control_.get();
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    std::uint64_t worked = 0, bit = 1;
+    auto attempt = [&](bool ok) {
+      if (ok) worked |= bit;
+      reply.b |= bit;
+      bit <<= 1;
+    };
+    char byte = 1;
+    attempt(::pwrite(fd, &byte, 1, 64) == 1);
+    void* w = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    attempt(w != MAP_FAILED);
+    if (w != MAP_FAILED) ::munmap(w, page);
+    void* r = ::mmap(nullptr, page, PROT_READ, MAP_SHARED, fd, 0);
+    attempt(r != MAP_FAILED && ::mprotect(r, page, PROT_READ | PROT_WRITE) == 0);
+    if (r != MAP_FAILED) ::munmap(r, page);
+    attempt(::ftruncate(fd, 0) == 0);
+    attempt(::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(page)) == 0);
+    attempt(::fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) == 0);
+    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    const int again = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    attempt(again >= 0 && ::pwrite(again, &byte, 1, 64) == 1);
+    if (again >= 0) ::close(again);
+    reply.a = worked;
+  }
+
   // Made on first use: the platform tests start peers whose configuration fails.
   const context& ctx() {
     if (!ctx_) ctx_.emplace();
@@ -232,6 +269,7 @@ class server {
   int sock_;
   std::optional<context> ctx_;
   std::map<std::uint64_t, handle> handles_;
+  unique_fd control_;  // passed as open_options::control_descriptor (op::set_control)
   std::uint64_t last_id_ = 0;
   std::function<void()> after_reply_;
   int exit_status_ = -1;

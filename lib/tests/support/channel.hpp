@@ -44,6 +44,9 @@ enum class op : std::uint32_t {
   event_release,  // a: event
   counts,         // -> a: descriptors, b: mappings, c: open mappings, d: live exports
   exit,           // a: exit status; the reply comes first
+  control_get,    // a: handle id -> the handle's control descriptor attached
+  set_control,    // (+ descriptor) later opens pass it as open_options::control_descriptor; none: forget it
+  probe_control,  // -> a: the ways of writing the held control descriptor that worked (bits), b: those tried
 };
 
 inline constexpr std::size_t kPayloadMax = 1024;

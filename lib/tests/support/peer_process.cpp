@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -76,6 +77,12 @@ peer_process::peer_process(const peer_options& opts) {
   if (pid_ == 0) {
     ::setpgid(0, 0);
     for (int fd : keep) ::fcntl(fd, F_SETFD, 0);
+    const uid_t uid = opts.uid;
+    if (uid > 0 && (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0)) {
+      const int err = errno;
+      (void)!::write(status_write.get(), &err, sizeof err);
+      ::_exit(127);
+    }
     ::execve(argv[0], argv.data(), envp.data());
     const int err = errno;
     (void)!::write(status_write.get(), &err, sizeof err);

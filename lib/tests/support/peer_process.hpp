@@ -25,6 +25,9 @@ struct peer_options {
   // When > 0, the peer is created with this pid (clone3 with set_tid: needs CAP_SYS_ADMIN;
   // the constructor throws std::system_error with clone3's errno when refused).
   pid_t pid = 0;
+  // When > 0, the peer runs as this user and group (and no supplementary groups): another
+  // user, without ptrace access to this process. Needs CAP_SETUID and CAP_SETGID.
+  uid_t uid = 0;
 };
 
 // One reply from the peer. ok() when the peer's call succeeded.

@@ -4,6 +4,7 @@
 
 #include "entries.hpp"
 #include "ipcref/record.hpp"
+#include "ze_ipcheck/defects.hpp"
 #include "state.hpp"
 
 namespace zedriver {
@@ -210,7 +211,10 @@ ze_result_t ZE_APICALL MemGetIpcHandle(ze_context_handle_t hContext, const void*
     const auto key = reinterpret_cast<std::uintptr_t>(ptr);
     auto it = d.memory_exports.find(key);
     if (it == d.memory_exports.end() || it->second.ctx_id != c->ctx->id()) {
-      Export e = make_export(ipcref::ipc::memory::get(const_cast<void*>(ptr), *c->ctx), *c);
+      void* from = const_cast<void*>(ptr);
+      if (ze_ipcheck::defects::is(ze_ipcheck::defects::id::interior_export_page_aligned))
+        from = reinterpret_cast<void*>(key & ~std::uintptr_t{4095});
+      Export e = make_export(ipcref::ipc::memory::get(from, *c->ctx), *c);
       it = d.memory_exports.insert_or_assign(key, std::move(e)).first;
     }
     ++it->second.refs;
@@ -236,7 +240,7 @@ ze_result_t ZE_APICALL MemPutIpcHandle(ze_context_handle_t hContext, ze_ipc_mem_
     for (auto* exports : {&d.memory_exports, &d.external_exports})
       for (auto it = exports->begin(); it != exports->end(); ++it)
         if (matches(it->second)) {
-          if (--it->second.refs == 0) {
+          if (--it->second.refs == 0 || ze_ipcheck::defects::is(ze_ipcheck::defects::id::put_ignores_refcount)) {
             ipcref::ipc::memory::put(it->second.handle, *c->ctx);
             exports->erase(it);
           }
@@ -268,7 +272,22 @@ ze_result_t ZE_APICALL MemOpenIpcHandle(ze_context_handle_t hContext, ze_device_
       fail(ZE_RESULT_ERROR_INVALID_ENUMERATION,
            cat(fn, ": flags 0x", std::hex, flags, " has bits beyond ZE_IPC_MEMORY_FLAG_BIAS_CACHED | _BIAS_UNCACHED (0x3)"));
     const DecodedHandle h = decode_handle(std::as_bytes(std::span(handle.data)), fn);
-    *pptr = ipcref::ipc::memory::open(h.record, *c->ctx, dev->dev, {h.descriptor});
+    void* p = ipcref::ipc::memory::open(h.record, *c->ctx, dev->dev, {h.descriptor});
+    // An event pool's IPC handle names the allocation that holds the pool: it is no memory
+    // handle (rb.open.cross_kind), and mapping it would hand the importer the pool's event
+    // states to scribble over. Pools begin with their header (handle_layout.hpp).
+    if (ipcref::record::decode(h.record).size >= ze_ipcheck::kEventSlotsOffset &&
+        !ze_ipcheck::defects::is(ze_ipcheck::defects::id::pool_opens_as_memory)) {
+      ze_ipcheck::EventPoolHeader hdr;
+      std::memcpy(&hdr, p, sizeof hdr);
+      if (hdr.magic == ze_ipcheck::kEventPoolMagic && hdr.version == ze_ipcheck::kEventPoolVersion) {
+        ipcref::ipc::memory::close(p, *c->ctx);
+        fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+             cat(fn, ": the handle names an event pool (zeEventPoolGetIpcHandle), not memory; open it with "
+                     "zeEventPoolOpenIpcHandle"));
+      }
+    }
+    *pptr = p;
     return ZE_RESULT_SUCCESS;
   });
 }

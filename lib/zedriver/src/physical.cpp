@@ -2,6 +2,7 @@
 // over ipcref's physical memory and reservations.
 #include <cstring>
 
+#include "ze_ipcheck/defects.hpp"
 #include "entries.hpp"
 #include "ipcref/record.hpp"
 #include "state.hpp"
@@ -47,7 +48,9 @@ ze_result_t ZE_APICALL PhysicalMemCreate(ze_context_handle_t hContext, ze_device
       obj->pm = ipcref::ipc::physical_memory::open(record, *c->ctx, dev->dev, {});
       obj->imported = true;
       const std::size_t size = ipcref::physical_size(obj->pm);
-      if (size != desc->size) {
+      if (ze_ipcheck::defects::is(ze_ipcheck::defects::id::phys_import_trusts_size)) {
+        obj->claimed = desc->size;
+      } else if (size != desc->size) {
         ipcref::ipc::physical_memory::close(obj->pm, *c->ctx);
         fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
              cat(fn, ": desc->size ", desc->size, " differs from the imported object's ", size, " bytes"));
@@ -95,7 +98,7 @@ ze_result_t ZE_APICALL PhysicalMemGetProperties(ze_context_handle_t hContext, ze
     need_pointer(p, fn, "pMemProperties");
     if (obj->ctx != c) fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": the object belongs to another context"));
     p->id = reinterpret_cast<std::uintptr_t>(obj);
-    p->size = ipcref::physical_size(obj->pm);
+    p->size = obj->claimed ? obj->claimed : ipcref::physical_size(obj->pm);
     auto* out = static_cast<ze_external_memory_export_fd_t*>(
         const_cast<void*>(find_in_chain(p->pNext, ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_FD)));
     if (!out) return ZE_RESULT_SUCCESS;
@@ -177,7 +180,8 @@ ze_result_t ZE_APICALL VirtualMemMap(ze_context_handle_t hContext, const void* p
     }
     check_granular(size, "size", fn, ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
     check_granular(offset, "offset", fn, ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
-    ipcref::virtual_map(*c->ctx, const_cast<void*>(ptr), size, obj->pm, offset, acc);
+    ipcref::virtual_map(*c->ctx, const_cast<void*>(ptr), size, obj->pm,
+                        ze_ipcheck::defects::is(ze_ipcheck::defects::id::map_ignores_offset) ? 0 : offset, acc);
     return ZE_RESULT_SUCCESS;
   });
 }

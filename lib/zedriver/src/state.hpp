@@ -167,6 +167,7 @@ struct PhysicalMem {
   ipcref::physical_mem pm = nullptr;
   bool imported = false;
   bool exportable = false;  // created with ze_external_memory_export_desc_t
+  std::size_t claimed = 0;  // seeded defect phys_import_trusts_size: the size the importer claimed
 };
 
 // A live IPC export: the ipcref handle and the bytes the driver gave out for it. Repeated gets

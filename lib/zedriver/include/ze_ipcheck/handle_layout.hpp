@@ -31,6 +31,10 @@
 //    which needs ptrace access (Yama ptrace_scope 1: the exporter must allow the importer with
 //    prctl(PR_SET_PTRACER)).
 //
+// In both, the importer's driver proves the export live by reading the exporter's export
+// table in the exporter's memory (process_vm_readv; ipcref's control descriptor does not
+// travel), which needs that same ptrace access even when the descriptor came by SCM_RIGHTS.
+//
 // In both, an event pool handle names the ipcref device allocation that holds the pool's
 // events (its first page: EventPoolHeader below), so its record kind is "memory".
 //

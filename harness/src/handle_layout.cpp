@@ -1,4 +1,4 @@
-#include "ipcheck/fuzz/layout.hpp"
+#include "ipcheck/handle_layout.hpp"
 
 #include <cstring>
 #include <deque>
@@ -8,7 +8,7 @@
 
 #include "ipcref/record.hpp"
 
-namespace ipcheck::fuzz {
+namespace ipcheck {
 namespace {
 
 FieldRole ipcref_role(const std::string& name) {
@@ -104,6 +104,66 @@ HandleLayout make_vk_fd() {
   return l;
 }
 
+// FNV-1a 64 of data[0..at), stored little-endian at `at`.
+void reseal_fnv_at(std::span<std::byte> data, std::size_t at) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (std::size_t i = 0; i < at; ++i) {
+    h ^= static_cast<std::uint8_t>(data[i]);
+    h *= 0x100000001b3ull;
+  }
+  store_le(data.data() + at, 8, h);
+}
+void reseal_cuda_fd_record(std::span<std::byte> data) { reseal_fnv_at(data, 40); }
+
+// The cuda adapter's physical-memory record (harness/adapters/cuda/fd_record.hpp).
+HandleLayout make_cuda_fd_record() {
+  HandleLayout l;
+  l.name = "cuda-fd-record/1";
+  l.knowledge = "exact";
+  l.size = 48;
+  l.fields = {{"magic", 0, 8, FieldRole::magic},  {"version", 8, 4, FieldRole::version},
+              {"pid", 12, 4, FieldRole::pid},     {"fd", 16, 4, FieldRole::fd},
+              {"device", 20, 4, FieldRole::device}, {"start_time", 24, 8, FieldRole::guard},
+              {"size", 32, 8, FieldRole::size},   {"checksum", 40, 8, FieldRole::checksum}};
+  l.reseal_fn = reseal_cuda_fd_record;
+  return l;
+}
+
+// The ze adapter's physical-memory record (PhysHandle in harness/adapters/ze/ze_adapter.cpp):
+// no checksum; the inode and device bind it to the exported file.
+HandleLayout make_ze_adapter_physical() {
+  HandleLayout l;
+  l.name = "ze-adapter-physical/1";
+  l.knowledge = "exact";
+  l.size = 64;
+  l.fields = {{"magic", 0, 8, FieldRole::magic},   {"version", 8, 4, FieldRole::version},
+              {"fd", 12, 4, FieldRole::fd},        {"pid", 16, 4, FieldRole::pid},
+              {"zero", 20, 4, FieldRole::opaque},  {"size", 24, 8, FieldRole::size},
+              {"ino", 32, 8, FieldRole::token},    {"dev", 40, 8, FieldRole::guard},
+              {"reserved@48", 48, 8, FieldRole::opaque}, {"reserved@56", 56, 8, FieldRole::opaque}};
+  return l;
+}
+
+// CUDA's 64-byte CUipcMemHandle as far as ipcheck learned it on driver 580.159.04 (H100):
+// from the fuzzer's findings (reports/baselines/cuda-580.159.04-h100.json) and from handles
+// of known allocations compared side by side. Small cuMemAlloc allocations are carved from a
+// 2 MiB chunk, and the handle names the chunk: bytes 40..55 identify it, 28..31 hold the
+// allocation's offset in it, 16..23 its size; 8..11 hold the exporter's pid; 0..7 and 24..27
+// are the same in every handle of a process. An interior pointer exports its allocation
+// (the base's offset and size). NVIDIA documents none of it.
+HandleLayout make_cuda_ipc_mem() {
+  HandleLayout l;
+  l.name = "cuda-ipc-mem/learned";
+  l.knowledge = "partial";
+  l.size = 64;
+  l.fields = {{"bytes@0", 0, 8, FieldRole::opaque},   {"pid", 8, 4, FieldRole::pid},
+              {"bytes@12", 12, 4, FieldRole::opaque}, {"size", 16, 8, FieldRole::size},
+              {"bytes@24", 24, 4, FieldRole::opaque}, {"offset", 28, 4, FieldRole::offset},
+              {"bytes@32", 32, 8, FieldRole::opaque}, {"chunk", 40, 8, FieldRole::slot},
+              {"chunk_handle", 48, 8, FieldRole::token}, {"bytes@56", 56, 8, FieldRole::opaque}};
+  return l;
+}
+
 HandleLayout make_opaque(std::size_t bytes) {
   HandleLayout l;
   l.name = "opaque/" + std::to_string(bytes);
@@ -124,6 +184,9 @@ struct Registry {
     layouts.push_back(make_intel_fd());
     layouts.push_back(make_intel_opaque());
     layouts.push_back(make_vk_fd());
+    layouts.push_back(make_cuda_fd_record());
+    layouts.push_back(make_ze_adapter_physical());
+    layouts.push_back(make_cuda_ipc_mem());
   }
 };
 
@@ -231,4 +294,4 @@ std::vector<std::string> known_layouts() {
   return out;
 }
 
-}  // namespace ipcheck::fuzz
+}  // namespace ipcheck

@@ -1,0 +1,51 @@
+// Seeded defects of libze_ipcheck: deliberate bugs in the Level Zero driver's own code (not
+// in ipcref under it), each breaking one clause the way a Level Zero driver could. Only the
+// test-only build libze_ipcheck_defects.so.1 (ZE_IPCHECK_WITH_DEFECTS) compiles them in;
+// IPCHECK_ZE_DEFECT=<name> in the driver's process switches one on. The defect score
+// (cases/tests/defect_score_test.cpp) requires each caught by a case of its clause on `ze`.
+// That build links ipcref's defect build too, so IPCREF_DEFECT=<name> works through it.
+#pragma once
+
+#include <span>
+
+namespace ze_ipcheck::defects {
+
+enum class id : int {
+  none = 0,
+  pool_opens_as_memory,          // zeMemOpenIpcHandle maps an event pool's IPC handle as memory
+  interior_export_page_aligned,  // zeMemGetIpcHandle exports an interior pointer from its page's start
+  put_ignores_refcount,          // zeMemPutIpcHandle revokes the export at the first put of several gets
+  map_ignores_offset,            // zeVirtualMemMap maps the physical object from its start, whatever the offset
+  phys_import_trusts_size,       // zePhysicalMemCreate imports with the size the caller claims
+};
+
+struct info {
+  id defect;
+  const char* name;
+  const char* clause;  // the clause a correct harness reports broken
+  const char* description;
+};
+
+inline constexpr info kCatalog[] = {
+    {id::pool_opens_as_memory, "pool_opens_as_memory", "rb.open.cross_kind",
+     "zeMemOpenIpcHandle maps an event pool's IPC handle as memory"},
+    {id::interior_export_page_aligned, "interior_export_page_aligned", "rb.open.interior",
+     "zeMemGetIpcHandle exports an interior pointer from the start of its page"},
+    {id::put_ignores_refcount, "put_ignores_refcount", "rb.put.one_export",
+     "zeMemPutIpcHandle revokes an export at the first put although it was got twice"},
+    {id::map_ignores_offset, "map_ignores_offset", "sycl.phys.map.offset",
+     "zeVirtualMemMap maps a physical object from its start, ignoring the offset"},
+    {id::phys_import_trusts_size, "phys_import_trusts_size", "rb.open.forged_range",
+     "zePhysicalMemCreate imports an external descriptor with the size the caller claims"},
+};
+
+// Every defect of the catalog, whether or not this build compiles them in.
+inline std::span<const info> catalog() noexcept { return kCatalog; }
+
+// True in libze_ipcheck_defects.so.1.
+bool compiled_in() noexcept;
+// The defect IPCHECK_ZE_DEFECT selects in this process (none outside the defects build).
+id active() noexcept;
+inline bool is(id d) noexcept { return compiled_in() && active() == d; }
+
+}  // namespace ze_ipcheck::defects
