@@ -73,7 +73,9 @@ std::optional<Shard> shard_from_environment(bool ci_systems, std::optional<int> 
   };
   auto number = [&](const char* name, const std::string& value) {
     const auto n = whole_number(value);
-    if (!n) throw std::invalid_argument("environment variable " + std::string(name) + " is '" + value + "', not a whole number");
+    if (!n)
+      throw std::invalid_argument("environment variable " + std::string(name) + " is '" + value +
+                                  "', not a whole number; fix it, or give --shard K/N");
     return static_cast<int>(*n);
   };
   // index variable, total variable, whether the index is 0-based
