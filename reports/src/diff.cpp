@@ -53,6 +53,7 @@ std::string tally(const Diff& d) {
   };
   parts.push_back(plural(d.regressions.size(), "regression", "regressions"));
   add(d.fixes.size(), "fix", "fixes");
+  add(d.flaky.size(), "flaky case (passed on a rerun)", "flaky cases (passed on a rerun)");
   add(d.errors.size(), "case not judged (harness error)", "cases not judged (harness errors)");
   add(d.changes.size(), "other status change", "other status changes");
   add(d.added.size(), "new case", "new cases");
@@ -85,7 +86,7 @@ bool Diff::driver_changed() const {
 }
 
 bool Diff::empty() const {
-  return regressions.empty() && fixes.empty() && changes.empty() && errors.empty() && clauses.empty() &&
+  return regressions.empty() && fixes.empty() && changes.empty() && errors.empty() && flaky.empty() && clauses.empty() &&
          added.empty() && removed.empty() &&
          observations.empty() && bench.empty() && bench_added.empty() && bench_removed.empty() && profiles.empty() &&
          !fuzz.changed();
@@ -198,6 +199,9 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
   const auto new_cases = by_id(b);
   for (const auto& [id, n] : new_cases) {
     auto it = old_cases.find(id);
+    if (n->status == Status::flaky)
+      d.flaky.push_back({id, it == old_cases.end() ? std::nullopt : std::optional<Status>(it->second->status),
+                         text::first_line(n->reason), !n->expectation.empty()});
     if (it == old_cases.end()) {
       d.added.push_back({id, n->status, text::first_line(n->reason)});
       continue;
@@ -208,7 +212,10 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
       StatusChange c{id, o->status, n->status, text::first_line(n->reason)};
       const int from = severity(o->status), to = severity(n->status);
       // A harness error judged nothing: never a regression or a fix of the driver, listed apart.
-      if (n->status == Status::error && o->status != Status::error)
+      // A flaky case is listed apart too (d.flaky), whatever it was before.
+      if (n->status == Status::flaky) {
+        // listed in d.flaky above
+      } else if (n->status == Status::error && o->status != Status::error)
         d.errors.push_back(c);
       else if (from < 0 || to < 0)
         d.changes.push_back(c);
@@ -324,6 +331,14 @@ std::string render_diff_text(const Diff& d) {
   changes("regressions", d.regressions);
   changes("fixes", d.fixes);
   changes("not judged in the new run: harness errors (never a regression; see each reason)", d.errors);
+  if (!d.flaky.empty()) {
+    s += fmt("\nflaky in the new run: did not pass, then passed on a rerun (%zu; never a regression)\n", d.flaky.size());
+    for (const auto& f : d.flaky) {
+      const std::string was = f.old_status ? std::string("was ") + to_string(*f.old_status) : "new case";
+      s += "  " + text::pad(f.id, w) + "  " + text::pad(was, sw);
+      s = text::trim_end(s + "  " + (f.expected ? "(expected) " : "") + f.reason) + "\n";
+    }
+  }
   changes("other status changes, to or from skip, incomplete or error (never a regression)", d.changes);
   auto entries = [&](const char* title, const std::vector<CaseEntry>& list, const char* prefix) {
     if (list.empty()) return;
@@ -411,6 +426,14 @@ std::string render_diff_markdown(const Diff& d) {
   changes("Regressions", d.regressions);
   changes("Fixes", d.fixes);
   changes("Not judged in the new run (harness errors)", d.errors);
+  if (!d.flaky.empty()) {
+    s += fmt("\n### Flaky in the new run: passed on a rerun (%zu, never a regression)\n\n| case | old | expected | reason |\n"
+             "|---|---|---|---|\n",
+             d.flaky.size());
+    for (const auto& f : d.flaky)
+      s += "| " + md_code(f.id) + " | " + (f.old_status ? to_string(*f.old_status) : "(new)") + " | " +
+           (f.expected ? "yes" : "no") + " | " + md(f.reason) + " |\n";
+  }
   changes("Other status changes", d.changes);
   auto entries = [&](const char* title, const std::vector<CaseEntry>& list) {
     if (list.empty()) return;
@@ -493,6 +516,10 @@ json diff_to_json(const Diff& d) {
     for (const auto& c : list) a.push_back({{"id", c.id}, {"status", to_string(c.status)}, {"reason", c.reason}});
     return a;
   };
+  json flaky = json::array();
+  for (const auto& f : d.flaky)
+    flaky.push_back({{"id", f.id}, {"old", f.old_status ? json(to_string(*f.old_status)) : json()},
+                     {"expected", f.expected}, {"reason", f.reason}});
   json clauses = json::array();
   for (const auto& c : d.clauses) clauses.push_back({{"id", c.id}, {"old", to_string(c.from)}, {"new", to_string(c.to)}});
   json obs = json::array();
@@ -529,6 +556,7 @@ json diff_to_json(const Diff& d) {
           {"fixes", changes(d.fixes)},
           {"status_changes", changes(d.changes)},
           {"errors", changes(d.errors)},
+          {"flaky", flaky},
           {"clause_changes", clauses},
           {"new_cases", entries(d.added)},
           {"removed_cases", entries(d.removed)},

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "ipcheck/run_record.hpp"
 #include "ipcheck/spawn.hpp"
 #include "ipcheck/reports/results.hpp"
+#include "ipcheck/shard.hpp"
 
 namespace ipcheck {
 
@@ -37,6 +39,14 @@ struct RunOptions {
   Auditor* auditor = nullptr;
   std::string audit_note;            // why the method differs from the one asked for
   std::vector<std::string> env;      // extra "KEY=VALUE" for role processes
+  // A case that did not pass (verdict::wants_rerun) runs again, in fresh processes, up to
+  // this many times; verdict::combine_attempts makes one result of its attempts.
+  int rerun_failures = 0;
+  // Only this shard of the selection (ipcheck/shard.hpp); recorded in run.options.shard.
+  std::optional<Shard> shard;
+  // The role environment set from CTest's resource allocation (--ctest-resources), recorded
+  // in run.options.resources as given: {gpus: [{id, slots}], env: {VAR: value}}.
+  nlohmann::json resources;
   std::atomic<bool>* interrupted = nullptr;
   // Called from worker threads (serialised) as each case finishes.
   std::function<void(const reports::CaseResult&, std::size_t done, std::size_t total)> on_case_done;

@@ -31,6 +31,15 @@ struct StatusChange {
   std::string reason;  // the new run's reason for its status
 };
 
+// A case that is flaky in the new run: it did not pass, then passed on a rerun. Listed
+// apart, never a regression (whatever it was in the old run).
+struct FlakyCase {
+  std::string id;
+  std::optional<Status> old_status;  // nullopt: not in the old run
+  std::string reason;                // the new run's: which attempts failed, and how
+  bool expected = false;             // an expectations line names it flaky
+};
+
 struct CaseEntry {
   std::string id;
   Status status = Status::pass;
@@ -89,6 +98,7 @@ struct Diff {
   std::vector<StatusChange> fixes;        // best new status first, then by id
   std::vector<StatusChange> changes;      // to or from skip, incomplete or error (never a regression)
   std::vector<StatusChange> errors;       // judged in the old run, a harness error in the new: not judged
+  std::vector<FlakyCase> flaky;           // every case flaky in the new run, by id
   std::vector<ClauseChange> clauses;      // coverage verdicts that changed
   std::vector<CaseEntry> added;           // cases only in the new run
   std::vector<CaseEntry> removed;         // cases only in the old run
