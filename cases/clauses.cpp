@@ -1,6 +1,7 @@
 // The clause catalog: every normative statement the cases check, with its level and
-// source. Ids are stable: reports and diffs key on them. Gathered from
-// shared/design/SPEC-CLAUSES.md; a clause no case can check here says why.
+// source. Ids are stable: reports and diffs key on them. The sources and the rules for
+// ids and levels are in docs/SPEC-CLAUSES.md (kept equal to this list by CTest's
+// docs:spec-clauses); a clause no case can check here says why.
 #include "ipcheck/clause.hpp"
 
 namespace ipcheck {
@@ -39,6 +40,14 @@ const ClauseRegistration catalog{{
      "opening in the exporting process (CUDA returns an error)", ""},
     {"cuda.mem.open.flags", Level::observe, "CUDA driver/runtime API reference, cudaIpcOpenMemHandle",
      "open flags other than lazy peer access", ""},
+    {"cuda.mem.open.lazy", Level::must, "CUDA driver API reference, cuIpcOpenMemHandle",
+     "open with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS (the flag NVIDIA documents) maps the export; open flags 0 are observed beside it", ""},
+    {"cuda.mem.null", Level::must, "CUDA driver API reference, cuIpcGetMemHandle / cuIpcOpenMemHandle / cuIpcCloseMemHandle",
+     "a null pointer or output argument gives an error code (CUDA_ERROR_INVALID_VALUE documented), never a crash", ""},
+    {"cuda.event.pending", Level::must, "CUDA driver API reference, cuEventQuery / cuIpcOpenEventHandle",
+     "an IPC event whose recorded work has not completed answers CUDA_ERROR_NOT_READY through the exporter's event and every opened one; a wait on it lasts until the work completes, and both then answer CUDA_SUCCESS", ""},
+    {"cuda.event.unrecorded", Level::observe, "CUDA driver API reference, cuEventQuery",
+     "what cuEventQuery answers on an IPC event that was never recorded (documented: CUDA_SUCCESS)", ""},
     {"sycl.phys.roundtrip", Level::must, "SYCL sycl_ext_oneapi_inter_process_communication, ipc::physical_memory",
      "a physical allocation created with the IPC property, exported, opened in another process and mapped there, shows the producer's data both ways", ""},
     {"sycl.phys.get.not_enabled", Level::must, "SYCL sycl_ext_oneapi_inter_process_communication, ipc::physical_memory",

@@ -60,6 +60,8 @@ struct Peer {
   int fd = -1;  // our end of its socket
 };
 
+// The floor forks and execs by hand, not through the supervisor (harness/src/spawn.cpp): the
+// bare fork + execve is what it measures, so nothing of the supervisor's may be in it.
 Peer spawn_peer(const char* role) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return {};

@@ -14,8 +14,8 @@
 #include <cstring>
 #include <span>
 
-#include "cuda_driver.hpp"
-#include "fd_record.hpp"
+#include "ipcheck/cuda/cuda_driver.hpp"
+#include "ipcheck/cuda/fd_record.hpp"
 #include "floor.hpp"
 
 namespace ipcheck::bench {

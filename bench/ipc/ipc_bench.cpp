@@ -482,7 +482,7 @@ class Consumer {
   void bench_open(benchmark::State& st, const ExportMsg& e) {
     for (auto _ : st) {
       const auto t0 = Clock::now();
-      auto p = a_.mem_open(e.bytes, e.fd.get(), 0, 0);
+      auto p = a_.mem_open(e.bytes, e.fd.get(), 0);
       const auto t1 = Clock::now();
       if (failed(st, p.outcome, "mem_open") || failed(st, a_.mem_close(p.value), "mem_close")) break;
       st.SetIterationTime(seconds(t0, t1));
@@ -491,7 +491,7 @@ class Consumer {
 
   void bench_close(benchmark::State& st, const ExportMsg& e) {
     for (auto _ : st) {
-      auto p = a_.mem_open(e.bytes, e.fd.get(), 0, 0);
+      auto p = a_.mem_open(e.bytes, e.fd.get(), 0);
       if (failed(st, p.outcome, "mem_open")) break;
       const auto t0 = Clock::now();
       const Outcome o = a_.mem_close(p.value);
@@ -503,14 +503,14 @@ class Consumer {
 
   void bench_open_close(benchmark::State& st, const ExportMsg& e) {
     for (auto _ : st) {
-      auto p = a_.mem_open(e.bytes, e.fd.get(), 0, 0);
+      auto p = a_.mem_open(e.bytes, e.fd.get(), 0);
       if (failed(st, p.outcome, "mem_open") || failed(st, a_.mem_close(p.value), "mem_close")) break;
     }
   }
 
   void bench_touch(benchmark::State& st, const ExportMsg& e) {
     for (auto _ : st) {
-      auto p = a_.mem_open(e.bytes, e.fd.get(), 0, 0);
+      auto p = a_.mem_open(e.bytes, e.fd.get(), 0);
       if (failed(st, p.outcome, "mem_open")) break;
       const auto t0 = Clock::now();
       const Outcome touched = floor_.adapter_touch(a_, p.value, e.size);

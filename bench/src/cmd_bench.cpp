@@ -6,14 +6,8 @@
 //   harness   ipcheck-bench-harness (the runner on a trivial case vs fork + exec + handshake)
 //   catalog   `ipcheck run -j 2` of the whole catalog, timed
 //   fuzz      `ipcheck fuzz -j 1`, executions per second per worker
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -63,109 +57,18 @@ std::string last_line_of_file(const std::string& path) {
   return last;
 }
 
-// A program started by fork + exec in its own process group, its output in a log file,
-// descriptor 3 the given socket (if any). Killed with its group if it outlives its owner.
-class Child {
- public:
-  Child(const std::string& exe, const std::vector<std::string>& args, const std::string& log, int channel = -1) {
-    std::vector<std::string> argv_s{exe};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    unique_fd out(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!out) throw std::runtime_error("cannot write " + log + ": " + std::strerror(errno));
-    unique_fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    int st[2];
-    if (::pipe2(st, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
-    unique_fd st_r(st[0]), st_w(st[1]);
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    if (pid_ == 0) {
-      ::setpgid(0, 0);
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      ::signal(SIGPIPE, SIG_DFL);
-      ::signal(SIGINT, SIG_DFL);
-      ::signal(SIGTERM, SIG_DFL);
-      const int hi_null = ::fcntl(devnull.get(), F_DUPFD, 10);
-      const int hi_out = ::fcntl(out.get(), F_DUPFD, 10);
-      const int hi_chan = channel >= 0 ? ::fcntl(channel, F_DUPFD, 10) : -1;
-      const int hi_st = ::fcntl(st_w.get(), F_DUPFD, 10);
-      ::dup2(hi_null, 0);
-      ::dup2(hi_out, 1);
-      ::dup2(hi_out, 2);
-      if (hi_chan >= 0) ::dup2(hi_chan, 3);
-      ::dup3(hi_st, 4, O_CLOEXEC);
-      if (hi_chan < 0) ::close(3);
-      ::close_range(5, ~0U, 0);
-      ::execv(argv[0], argv.data());
-      const int err = errno;
-      (void)!::write(4, &err, sizeof err);
-      ::_exit(127);
-    }
-    pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)));
-    st_w.reset();
-    int err = 0;
-    ssize_t n;
-    do n = ::read(st_r.get(), &err, sizeof err);
-    while (n < 0 && errno == EINTR);
-    if (n == static_cast<ssize_t>(sizeof err)) {
-      int status;
-      ::waitpid(pid_, &status, 0);
-      pid_ = 0;
-      throw std::runtime_error("exec " + exe + ": " + std::strerror(err));
-    }
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-  ~Child() {
-    if (pid_ > 0 && !status_) {
-      ::kill(-pid_, SIGKILL);
-      int s;
-      while (::waitpid(pid_, &s, 0) < 0 && errno == EINTR) {
-      }
-    }
-  }
-
-  // The exit status once it ended within `limit`; empty (and the group killed) otherwise.
-  std::optional<ExitStatus> wait(std::chrono::milliseconds limit) {
-    if (status_) return status_;
-    pollfd p{pidfd_.get(), POLLIN, 0};
-    const auto deadline = Clock::now() + limit;
-    for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) break;
-      const int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-      if (r > 0) break;
-    }
-    int s = 0;
-    pid_t got;
-    do got = ::waitpid(pid_, &s, WNOHANG);
-    while (got < 0 && errno == EINTR);
-    if (got != pid_) {
-      ::kill(-pid_, SIGKILL);
-      while (::waitpid(pid_, &s, 0) < 0 && errno == EINTR) {
-      }
-      ExitStatus killed;
-      killed.signal = SIGKILL;
-      status_ = killed;
-      return std::nullopt;
-    }
-    ExitStatus e;
-    e.exited = WIFEXITED(s);
-    e.code = e.exited ? WEXITSTATUS(s) : 0;
-    e.signal = WIFSIGNALED(s) ? WTERMSIG(s) : 0;
-    status_ = e;
-    return e;
-  }
-
- private:
-  pid_t pid_ = 0;
-  unique_fd pidfd_;
-  std::optional<ExitStatus> status_;
-};
+// A bench program started by the supervisor (harness/src/spawn.cpp): fork + exec in its own
+// process group, its output in a log file, descriptor 3 the given socket (if any). Killed
+// with its group if it outlives its RoleProcess; wait_for kills it past its limit.
+RoleProcess start_program(const std::string& exe, const std::vector<std::string>& args, const std::string& log,
+                          int channel = -1) {
+  SpawnSpec spec;
+  spec.executable = exe;
+  spec.args = args;
+  spec.output_file = log;
+  spec.channel_fd = channel;
+  return RoleProcess::spawn(spec);
+}
 
 struct Settings {
   std::string adapter;
@@ -264,12 +167,12 @@ void run_ipc(const Settings& s, Gathered& g) {
   auto [producer_end, consumer_end] = make_channel_pair();
   const std::string plog = (fs::path(s.out) / "ipc-producer.log").string();
   const std::string clog = (fs::path(s.out) / "ipc-consumer.log").string();
-  Child producer(exe, producer_args, plog, producer_end.get());
-  Child consumer(exe, consumer_args, clog, consumer_end.get());
+  RoleProcess producer = start_program(exe, producer_args, plog, producer_end.get());
+  RoleProcess consumer = start_program(exe, consumer_args, clog, consumer_end.get());
   producer_end.reset();
   consumer_end.reset();
-  const auto done = consumer.wait(std::chrono::milliseconds(static_cast<long long>(s.timeout_s * 1000)));
-  const auto pdone = producer.wait(std::chrono::seconds(10));
+  const auto done = consumer.wait_for(std::chrono::milliseconds(static_cast<long long>(s.timeout_s * 1000)));
+  const auto pdone = producer.wait_for(std::chrono::seconds(10));
   if (!done) {
     g.errors.push_back("ipc: the consumer ran past " + std::to_string(static_cast<int>(s.timeout_s)) +
                        " s and was killed; see " + clog);
@@ -301,8 +204,8 @@ void run_harness(const Settings& s, Gathered& g) {
   std::printf("harness: a two-role case against fork + exec + handshake, %d repetitions (log: %s)\n", s.repetitions,
               log.c_str());
   std::fflush(stdout);
-  Child c(exe, args, log);
-  const auto st = c.wait(std::chrono::milliseconds(static_cast<long long>(s.timeout_s * 1000)));
+  RoleProcess c = start_program(exe, args, log);
+  const auto st = c.wait_for(std::chrono::milliseconds(static_cast<long long>(s.timeout_s * 1000)));
   if (!st || !st->exited || st->code != 0) {
     g.errors.push_back("harness: ipcheck-bench-harness ended with " + (st ? st->describe() : std::string("a timeout")) +
                        ": " + last_line_of_file(log));
@@ -362,8 +265,8 @@ void run_catalog(const Settings& s, Gathered& g) {
                 s.catalog_jobs, s.catalog_filters.empty() ? "" : " (filtered)");
     std::fflush(stdout);
     const auto t0 = Clock::now();
-    Child c(self_executable(), args, log);
-    const auto st = c.wait(std::chrono::milliseconds(static_cast<long long>(s.timeout_s * 1000)));
+    RoleProcess c = start_program(self_executable(), args, log);
+    const auto st = c.wait_for(std::chrono::milliseconds(static_cast<long long>(s.timeout_s * 1000)));
     const double t = std::chrono::duration<double>(Clock::now() - t0).count();
     if (!st || !st->exited || st->code > 1) {
       g.errors.push_back("catalog: ipcheck run ended with " + (st ? st->describe() : std::string("a timeout")) + ": " +
@@ -403,8 +306,8 @@ void run_fuzz(const Settings& s, Gathered& g) {
     std::printf("fuzz: run %d of %d: ipcheck fuzz --adapter %s -j 1 --time %s\n", i + 1, s.fuzz_runs, s.adapter.c_str(),
                 secs.str().c_str());
     std::fflush(stdout);
-    Child c(self_executable(), args, log);
-    const auto st = c.wait(std::chrono::milliseconds(static_cast<long long>(s.fuzz_time * 1000 + 120'000)));
+    RoleProcess c = start_program(self_executable(), args, log);
+    const auto st = c.wait_for(std::chrono::milliseconds(static_cast<long long>(s.fuzz_time * 1000 + 120'000)));
     const json r = read_json(dir + "/results.json");
     const json f = r.is_object() ? r.value("fuzz", json()) : json();
     if (!st || !f.is_object() || !f.contains("exec_per_s_per_worker") || !f["exec_per_s_per_worker"].is_number()) {
@@ -512,9 +415,9 @@ int bench(const std::vector<std::string>& args) {
     const std::string results_path = o.get("--results");
     if (!results_path.empty()) {
       try {
-        results = reports::read_results(results_path);
-      } catch (const std::exception& e) {
-        throw UsageError("--results " + results_path + ": " + e.what());
+        results = read_results_to_merge(results_path);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
       }
     }
 
@@ -572,11 +475,7 @@ int bench(const std::vector<std::string>& args) {
 
     if (results_path.empty()) {
       results.run = probe.info;
-      results.run.adapter = s.adapter;
-      results.run.start = start;
-      results.run.ipcheck_version = IPCHECK_VERSION;
-      results.run.kernel = std::string(u.sysname) + " " + u.release;
-      results.run.hostname = u.nodename;
+      stamp_run(results.run, s.adapter, start);
       results.run.audit = "off";
       results.run.options = {{"bench", {{"repetitions", s.repetitions}, {"min_time_s", s.min_time},
                                         {"brief", s.brief}, {"parts", s.parts}}},
@@ -588,7 +487,7 @@ int bench(const std::vector<std::string>& args) {
     }
     results.bench = section;
     std::vector<std::string> written;
-    if (!results_path.empty()) written = reports::write_report_set(reports::results_folder(results_path), results);
+    if (!results_path.empty()) written = write_merged_results(results_path, results);
     for (const auto& p : reports::write_report_set(s.out, results)) written.push_back(p);
 
     if (probe.available) print_table(section["benchmarks"]);

@@ -15,6 +15,7 @@ namespace ipcheck::catalog {
 namespace {
 
 constexpr const char* kClause = "ur.event.bidirectional";
+constexpr const char* kPending = "cuda.event.pending";    // a wait lasts until the signal
 constexpr auto kLetBlock = std::chrono::milliseconds(30);  // let the other side block in its wait
 
 struct ProducerEvents {
@@ -127,8 +128,15 @@ void consumer(Role& r) {
   r.step_into("during_wait");
   const auto t0 = std::chrono::steady_clock::now();
   const Seen woke = wait_for(r, forward.get(), kLongWait, kClause, "event_wait in the consumer");
-  r.check(woke, kClause, woke ? "the producer's signal ended the consumer's wait after " + ms(std::chrono::steady_clock::now() - t0)
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  r.check(woke, kClause, woke ? "the producer's signal ended the consumer's wait after " + ms(waited)
                               : "the consumer's wait timed out: the producer's signal never reached it");
+  // The producer signals only kLetBlock after it heard that this role waits: a wait that
+  // ended sooner never waited for that signal (an event that was complete all along).
+  if (woke)
+    r.check(waited >= kLetBlock / 2, woke.by, kPending,
+            "the consumer's wait lasted " + ms(waited) + "; the producer signaled no sooner than " + ms(kLetBlock) +
+                " after it began");
   receive_text(r, "producer-waiting");
   if (killed_at(r, "producer", "during_wait")) return outlive_producer(r, hf, forward, backward);
   std::this_thread::sleep_for(kLetBlock);
@@ -166,6 +174,7 @@ void successor(Role& r) {
 IPCHECK_CASE(Case("event.roundtrip",
                   "A signal crosses to a consumer blocked in a wait and back to the producer blocked in its own")
                  .clause(kClause)
+                 .clause(kPending)
                  .steps("producer", {"after_export", "after_send", "during_wait", "before_close"})
                  .steps("consumer", {"after_open", "during_wait", "before_close"})
                  .role("producer", producer)

@@ -1,5 +1,6 @@
 // ze.mem.null: null context, pointer and output arguments are refused (Level Zero with
 // parameter validation: INVALID_NULL_HANDLE / INVALID_NULL_POINTER, mapped to invalid).
+// cuda.mem.null: the same calls on CUDA, the nulls passed to the driver as asked.
 // Only APIs with such arguments can say anything: the call goes through native().
 #include "../common.hpp"
 
@@ -30,14 +31,16 @@ void caller(Role& r) {
       continue;
     }
     ++judged;
+    // Each API's profile judges its own clause; the other is observed (not claimed there).
     r.check_error(o, Errc::invalid, "ze.mem.null", what);
+    r.check_error(o, Errc::invalid, "cuda.mem.null", what);
   }
   if (judged == 0) r.skip("no null-argument call applies: " + absent);
   if (!absent.empty()) r.note("not applicable here: " + absent);
 }
 
 IPCHECK_CASE(Case("memory.null_arguments", "Null context, pointer and output arguments of get, open and close are refused")
-                 .clause("ze.mem.null")
+                 .clauses({"ze.mem.null", "cuda.mem.null"})
                  .role("caller", caller));
 
 }  // namespace

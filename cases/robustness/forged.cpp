@@ -200,7 +200,49 @@ void reuse_bystander(Role& r) {
   r.barrier("consumer-done");
 }
 
+// A layout that names the exporter's pid but is no ipcref record (CUDA's learned layout:
+// pid at bytes 8..11): the exited exporter's handle with that field set to the bystander's
+// pid is what the handle looks like once the pid was reused by another exporter. Refused,
+// or never the bystander's memory.
+void reuse_by_layout(Role& r, const HandleLayout& l, const ReceivedTarget& exited, const ReceivedTarget& bystander) {
+  send_text(r, "producer", "received", "");
+  r.note("producer ended: " + r.wait_exit("producer"));
+  const std::uint32_t pid = static_cast<std::uint32_t>(r.pid_of("bystander"));
+  {
+    SetupSteps setup(r);  // the layout read where the bystander's handle names its pid
+    r.require(field_value(l, bystander.handle.bytes, FieldRole::pid) == pid, kReuse,
+              "the bystander's handle names its pid " + std::to_string(pid) + " where layout '" + l.name + "' says");
+  }
+  std::vector<std::byte> forged = exited.handle.bytes;
+  forge_field(l, forged, FieldRole::pid, pid);
+  const std::string name = "the exited exporter's handle with its pid field (" + l.name + ") naming the bystander";
+  Opened o = open_target(r, HandleKind::memory, forged, -1);
+  if (o.outcome.ok()) {
+    const bool reached = static_cast<bool>(is_target(r, HandleKind::memory, o.object.get(), bystander.bytes, kBystanderSeed));
+    r.check(!reached, Evidence::of(o.outcome), kReuse,
+            name + " opened and " + (reached ? "maps the bystander's memory" : "maps something other than the bystander's memory"));
+    if (!reached) r.observe("robustness.open.pid_reuse.layout", "opened_not_bystander", kReuse);
+  } else {
+    check_clean_refusal(r, o.outcome, kReuse, name, "robustness.open.pid_reuse.refusal");
+  }
+  SetupSteps setup(r);
+  Opened real = open_target(r, HandleKind::memory, bystander.handle.bytes, bystander.handle.fd.get());
+  r.check_ok(real.outcome, kReuse, "open of the bystander's real handle");
+  if (real.outcome.ok())
+    r.check(is_target(r, HandleKind::memory, real.object.get(), bystander.bytes, kBystanderSeed), kReuse,
+            "the bystander's real handle maps its memory");
+  r.barrier("consumer-done");
+}
+
 void reuse_consumer(Role& r) {
+  if (!forgeable(r)) {
+    ReceivedTarget exited = receive_target(r, "exited");
+    ReceivedTarget bystander = receive_target(r, "bystander");
+    const HandleLayout* l = known_layout(r, "memory", exited.handle.bytes.size());
+    if (l && l->find(FieldRole::pid) >= 0 && l->find(FieldRole::guard) < 0)
+      return reuse_by_layout(r, *l, exited, bystander);
+    send_text(r, "producer", "received", "");
+  }
   need_forgeable(r);
   if (r.adapter().info().handle_layout != "ipcref/1")
     r.skip("handle layout '" + r.adapter().info().handle_layout +

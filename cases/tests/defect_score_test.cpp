@@ -90,6 +90,8 @@ const std::map<std::string, Collateral>& collateral() {
       {"stale_mapping_cache",
        {{"memory.open.repeat"}, "a cache keyed by exporter pid and descriptor serves a repeated open the first mapping",
         {"event.open.repeat"}}},
+      {"put_revokes_all",
+       {{"robustness.consumer.crash"}, "the case exports twice and puts both: the first put revokes the second export"}},
       {"put_ignores_refcount",
        {{"robustness.consumer.crash"}, "the case exports twice and puts both: the first put revokes the second export"}},
       {"phys_import_trusts_size",
@@ -125,6 +127,11 @@ const std::map<std::string, const char*>& unreachable_on_ze() {
       {"skip_pid_guard", "the fd-first handle carries its descriptor: no pid names the exporter on this path"},
       {"close_ignores_refcount", "the ze adapter keeps the reference count Level Zero lacks: ipcref's physical "
                                  "close is called once, after the last release"},
+      {"open_ignores_kind", "the driver's handle codec carries its own kind and refuses another kind's handle "
+                            "before ipcref's import (pool_opens_as_memory scores rb.open.cross_kind on ze)"},
+      {"put_revokes_all", "the driver counts gets per exported pointer: the case's two exports of one allocation "
+                          "are one driver export, and ipcref's put runs once, at its last put "
+                          "(put_ignores_refcount scores rb.put.one_export on ze)"},
       {"event_signal_private", "libze_ipcheck's events are slots of an event pool in memory the driver maps, not "
                                "ipcref events"},
   };

@@ -185,7 +185,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   }
   t.sides[0] = static_cast<SideState*>(shared);
   t.sides[1] = t.sides[0] + 1;
-  // The helper first, before this process holds any ipcref state it would inherit.
+  // The helper first, before this process holds any ipcref state it would inherit. A fork
+  // without exec, outside the supervisor: libFuzzer runs in this one process, and the helper
+  // only exports through ipcref (no GPU runtime is ever loaded here).
   const pid_t parent = ::getpid();
   t.helper = ::fork();
   if (t.helper == 0) {

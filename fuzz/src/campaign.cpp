@@ -3,8 +3,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,11 +23,9 @@
 #include "ipcheck/fuzz/symbolic.hpp"
 #include "ipcheck/reports/files.hpp"
 #include "ipcheck/reports/report_set.hpp"
-#include "ipcheck/runner.hpp"
+#include "ipcheck/run_record.hpp"
 #include "ipcheck/spawn.hpp"
 #include "protocol.hpp"
-
-#include "ipcheck_version.h"
 
 namespace ipcheck::fuzz {
 
@@ -298,14 +294,7 @@ void Campaign::start_producer() {
 
 // A pid that names no process: a child that has exited and been reaped.
 void Campaign::start_dead_pid() {
-  const pid_t p = ::fork();
-  if (p == 0) ::_exit(0);
-  if (p > 0) {
-    int st;
-    while (::waitpid(p, &st, 0) < 0 && errno == EINTR) {
-    }
-    dead_pid_ = p;
-  }
+  if (const auto p = reaped_pid()) dead_pid_ = *p;
 }
 
 std::shared_ptr<const MutatorContext> Campaign::wait_ready(Proc& p, const std::string& who) {
@@ -943,22 +932,15 @@ json Campaign::section() const {
 
 reports::RunInfo run_info(const CampaignOptions& o, const json& setup, const std::string& start, double duration) {
   reports::RunInfo r;
-  r.adapter = o.adapter;
+  stamp_run(r, o.adapter, start);
   if (const AdapterDesc* d = find_adapter(o.adapter)) r.profiles = d->profiles;
   const json info = setup.is_object() ? setup.value("info", json::object()) : json::object();
   r.driver_name = info.value("driver_name", "");
   r.driver_version = info.value("driver_version", "");
   r.transport = info.value("transport", "");
-  r.ipcheck_version = IPCHECK_VERSION;
-  r.start = start;
   r.duration_s = duration;
   r.audit = "off";
   r.audit_note = "fuzz campaigns audit each open themselves (descriptor and mapping probes)";
-  utsname u{};
-  if (::uname(&u) == 0) {
-    r.kernel = std::string(u.sysname) + " " + u.release;
-    r.hostname = u.nodename;
-  }
   r.options = {{"command", "fuzz"}, {"time_s", o.time_s}, {"runs", o.runs}, {"jobs", o.jobs}, {"seed", o.seed},
                {"corpus", o.corpus_dir}, {"transport", o.transport}, {"adapter_options", o.adapter_options},
                {"hang_s", o.hang_s}, {"stop_on", o.stop_on}};

@@ -15,6 +15,8 @@
 #include "ipcheck/fuzz/oracle.hpp"
 #include "ipcheck/reports/report_set.hpp"
 #include "ipcheck/reports/results.hpp"
+#include "export_c.hpp"
+#include "ipcheck/run_record.hpp"
 
 namespace ipcheck::fuzz {
 namespace {
@@ -62,12 +64,15 @@ int replay(const cli::Options& o, const CampaignOptions& base) {
 
 int fuzz(const std::vector<std::string>& args) {
   cli::Options o("fuzz", "--adapter NAME (--time S | --runs N) [-j N] [--seed K] [--corpus DIR] [--out DIR]\n"
-                         "       ipcheck fuzz --replay FILE",
+                         "       ipcheck fuzz --replay FILE\n"
+                         "       ipcheck fuzz --export-c FINDING -o repro.c [--results RESULTS.json | --out DIR]",
                  "Opens mutated handle bytes (field-aware and blind mutations of real exports) in\n"
                  "consumer processes and judges each open: it must fail cleanly, or map exactly one\n"
                  "exported allocation whose canary reads back in full. Crashes, hangs, leaks and\n"
                  "mappings of anything else are findings, saved minimised with a reproducer that\n"
                  "--replay reruns. Writes DIR/results.json (section \"fuzz\") and DIR/findings/.\n"
+                 "--export-c writes one CUDA finding as a standalone C program (libcuda by dlopen,\n"
+                 "its own producer and consumer processes) that exits 1 when the finding reproduces.\n"
                  "Exit status: 0 no finding, 1 findings (or the campaign could not run), 2 usage.");
   cli::add_adapter_options(o, "adapter to fuzz");
   o.value("--time", "S", "seconds of fuzzing")
@@ -81,10 +86,30 @@ int fuzz(const std::vector<std::string>& args) {
       .value("--minimise-time", "S", "seconds for minimising all findings", "30")
       .multi("--stop-on", "KIND", "end the campaign at the first finding of KIND (confused_deputy, crash, ...)")
       .value("--replay", "FILE", "rerun one finding's reproducer (findings/<id>.repro)")
+      .value("--export-c", "FINDING", "write a cuda finding (a findings/<id>.repro or <id>.json, or an id that --results "
+                                      "or --out names) as a standalone C program")
+      .value("-o", "FILE", "the C file --export-c writes")
       .flag("--quiet", "no live progress")
       .value("--skip-exit-code", "N", "exit with N when the adapter is not available here (for CTest)");
   return cli::run_command("fuzz", [&] {
     if (!o.parse(args)) return kOk;
+    if (o.has("--export-c")) {
+      if (!o.has("-o")) throw UsageError("--export-c writes a C file: name it with -o FILE");
+      for (const char* other : {"--replay", "--time", "--runs", "--corpus"})
+        if (o.has(other)) throw UsageError(std::string("--export-c writes a program; it takes no ") + other);
+      ExportCOptions x;
+      x.finding = o.get("--export-c");
+      x.results = o.get("--results");
+      x.campaign_dir = o.has("--out") ? o.get("--out") : "ipcheck-results/fuzz-cuda";
+      x.output = o.get("-o");
+      try {
+        std::printf("%s\n", export_c(x).c_str());
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--export-c ") + x.finding + ": " + e.what());
+      }
+      return kOk;
+    }
+    if (o.has("-o")) throw UsageError("-o names the C file of --export-c; a campaign writes to --out DIR");
     CampaignOptions c;
     const cli::AdapterChoice adapter = cli::adapter_choice(o);
     c.adapter = adapter.adapter;
@@ -130,10 +155,9 @@ int fuzz(const std::vector<std::string>& args) {
     reports::Results merged;
     if (!results_path.empty()) {
       try {
-        merged = reports::read_results(results_path);
-      } catch (const std::exception& e) {
-        throw UsageError("--results " + results_path + ": " + e.what() +
-                         "; give a results.json written by 'ipcheck run'");
+        merged = read_results_to_merge(results_path);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
       }
     }
     c.interrupted = &g_interrupted;
@@ -150,7 +174,7 @@ int fuzz(const std::vector<std::string>& args) {
       for (auto& x : merged.fuzz["findings"])
         if (x.contains("reproducer") && x["reproducer"].is_string())
           x["reproducer"] = fs::proximate(fs::path(out) / x["reproducer"].get<std::string>(), dir).string();
-      for (const auto& p : reports::write_report_set(dir, merged)) written.push_back(p);
+      for (const auto& p : write_merged_results(results_path, merged)) written.push_back(p);
     }
     auto print_written = [&] {
       for (const auto& p : written) std::printf("wrote %s\n", p.c_str());

@@ -17,6 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <vector>
+
+#include "ipcheck/adapter.hpp"
 #include "ipcheck/fuzz/canary.hpp"
 #include "ipcheck/fuzz/mutator.hpp"
 
@@ -24,6 +27,42 @@ namespace ipcheck::fuzz::detail {
 
 // Version of the campaign's export set-up; reproducers record it.
 inline constexpr const char* kSetup = "ipcheck.fuzz-setup/1";
+
+// The allocations of set-up kSetup, in the order each role makes them (roles.cpp builds
+// them; `fuzz --export-c` writes the same sequence into a standalone program).
+struct AllocSpec {
+  std::size_t bytes;
+  MemKind kind;
+  int device;  // wanted device (the last one when fewer exist)
+  bool decoy;
+  std::vector<std::uint64_t> exports;  // offsets of live exports
+  bool revoked;                        // one export, put before the campaign
+};
+
+// Set-up ipcheck.fuzz-setup/1. Decoys sit between exports so that descriptor numbers one
+// off an export's name a decoy; they are larger than any export so that an export's range
+// fits inside them (a confused deputy is then only stopped by the export proof).
+inline const std::vector<AllocSpec>& producer_setup() {
+  static const std::vector<AllocSpec> s = {
+      {4096, MemKind::device, 0, false, {0, 0}, false},  // two exports of the same bytes
+      {65536, MemKind::device, 0, true, {}, false},
+      {3 * 4096 + 123, MemKind::device, 0, false, {0}, false},  // not a page multiple
+      {65536, MemKind::device, 0, true, {}, false},
+      {65536, MemKind::device, 0, false, {4096 + 64}, false},  // an interior pointer
+      {65536, MemKind::device, 0, true, {}, false},
+      {8192, MemKind::shared, 1, false, {0}, false},
+      {4096, MemKind::device, 0, false, {}, true},
+  };
+  return s;
+}
+
+inline const std::vector<AllocSpec>& consumer_setup() {
+  static const std::vector<AllocSpec> s = {
+      {4096, MemKind::device, 0, false, {0}, false},
+      {65536, MemKind::device, 0, true, {}, false},
+  };
+  return s;
+}
 
 // A consumer's exit status when its runtime context is lost (context_lost reported): the
 // parent replaces it without calling it a crash.

@@ -32,39 +32,9 @@ namespace {
 using detail::WorkerPage;
 using nlohmann::json;
 
-struct AllocSpec {
-  std::size_t bytes;
-  MemKind kind;
-  int device;  // wanted device (the last one when fewer exist)
-  bool decoy;
-  std::vector<std::uint64_t> exports;  // offsets of live exports
-  bool revoked;                        // one export, put before the campaign
-};
-
-// Set-up ipcheck.fuzz-setup/1. Decoys sit between exports so that descriptor numbers one
-// off an export's name a decoy; they are larger than any export so that an export's range
-// fits inside them (a confused deputy is then only stopped by the export proof).
-const std::vector<AllocSpec>& producer_setup() {
-  static const std::vector<AllocSpec> s = {
-      {4096, MemKind::device, 0, false, {0, 0}, false},  // two exports of the same bytes
-      {65536, MemKind::device, 0, true, {}, false},
-      {3 * 4096 + 123, MemKind::device, 0, false, {0}, false},  // not a page multiple
-      {65536, MemKind::device, 0, true, {}, false},
-      {65536, MemKind::device, 0, false, {4096 + 64}, false},  // an interior pointer
-      {65536, MemKind::device, 0, true, {}, false},
-      {8192, MemKind::shared, 1, false, {0}, false},
-      {4096, MemKind::device, 0, false, {}, true},
-  };
-  return s;
-}
-
-const std::vector<AllocSpec>& consumer_setup() {
-  static const std::vector<AllocSpec> s = {
-      {4096, MemKind::device, 0, false, {0}, false},
-      {65536, MemKind::device, 0, true, {}, false},
-  };
-  return s;
-}
+using detail::AllocSpec;
+using detail::consumer_setup;
+using detail::producer_setup;
 
 std::set<int> open_fds() {
   std::set<int> out;
@@ -395,7 +365,7 @@ Consumer::Executed Consumer::execute(const Input& in) {
   Executed e;
   const int fd = in.descriptor >= 0 ? base_fds_[static_cast<std::size_t>(in.descriptor)]
                  : in.descriptor == kForeignDescriptor ? page_fd_.get() : -1;
-  Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0, 0);
+  Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0);
   if (!r.ok() && r.outcome.code == Errc::device_lost) {
     // Sticky: every later call would fail the same way. Usually the probe below caught the
     // input that did it; when not, this one names the symptom, and the worker is replaced.
@@ -612,7 +582,7 @@ int Consumer::run() {
   for (std::size_t b = 0; b < ctx_.bases.size(); ++b) {
     const Input& in = ctx_.bases[b];
     int fd = in.descriptor >= 0 ? base_fds_[static_cast<std::size_t>(in.descriptor)] : -1;
-    Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0, 0);
+    Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0);
     if (!r.ok()) continue;
     const std::string& name = ctx_.base_names[b];
     if (name.rfind("producer.export[", 0) == 0) {
@@ -633,6 +603,10 @@ int Consumer::run() {
   const int rc = start_.value("mode", "campaign") == "replay" ? replay() : campaign();
   ch_.send(MsgType::done, {"ok", ""});
   std::fflush(nullptr);
+  // A lost context: no destructor and no exit handler may call into the runtime again (CUDA:
+  // "the process must be terminated and relaunched"); one that crashed there was reported
+  // as a crash between inputs (reports/findings/cuda-580.159.04/ipcheck-crash-after-context-lost.md).
+  if (rc == detail::kRetired) ::_exit(rc);
   return rc;
 }
 

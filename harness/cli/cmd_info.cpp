@@ -3,27 +3,49 @@
 #include <iostream>
 
 #include "ipcheck/cli.hpp"
+#include "ipcheck/resources.hpp"
 #include "ipcheck/runner.hpp"
 
 namespace ipcheck::cli {
 namespace {
 
 int info(const std::vector<std::string>& args) {
-  Options o("info", "--adapter NAME [--format text|json]",
+  Options o("info", "--adapter NAME [--format text|json] | --resource-spec [--adapter NAME] [--slots N]",
             "Shows the adapter's driver name and version, its devices and their IPC aspects,\n"
-            "and the spec profiles it is judged on.");
-  add_adapter_options(o, "adapter to ask");
-  o.value("--format", "FORMAT", "text or json", "text");
+            "and the spec profiles it is judged on.\n"
+            "With --resource-spec, prints a CTest resource specification (version 1.0) with one\n"
+            "'gpus' entry per device the adapter finds (ids 0, 1, ... in the runtime's order), for\n"
+            "'ctest --resource-spec-file': the cuda and ze case tests then run side by side, each\n"
+            "on its own GPU (README: Running across a fleet).");
+  add_adapter_options(o, "adapter to ask (default: ref; cuda with --resource-spec)");
+  o.flag("--resource-spec", "print a CTest resource spec of the machine's GPUs")
+      .value("--slots", "N", "with --resource-spec: tests that may share one GPU", "1")
+      .value("--format", "FORMAT", "text or json", "text");
   return run_command("info", [&] {
     if (!o.parse(args)) return kOk;
     RunOptions r;
     const AdapterChoice adapter = adapter_choice(o);
-    r.adapter = adapter.adapter;
+    r.adapter = o.has("--adapter") || !o.has("--resource-spec") ? adapter.adapter : "cuda";
     r.adapter_options = adapter.options;
     r.transport = adapter.transport;
     const std::string format = o.get("--format");
     if (format != "text" && format != "json") throw UsageError("--format is '" + format + "'; use text or json");
+    if (o.has("--slots") && !o.has("--resource-spec")) throw UsageError("--slots goes with --resource-spec");
     const AdapterProbe p = probe_adapter(r);
+    if (o.has("--resource-spec")) {
+      const int slots = o.get_int("--slots", 1, 1024);
+      const nlohmann::json devices = p.available ? p.info.devices : nlohmann::json::array();
+      std::cout << resource_spec(devices, slots).dump(2) << "\n";
+      if (devices.empty())
+        std::fprintf(stderr, "ipcheck info: no GPU found by the %s adapter (%s): the spec lists none, so ctest runs no "
+                     "test that asks for one\n",
+                     r.adapter.c_str(), p.available ? "no device" : p.reason.c_str());
+      else if (device_mask_variable(r.adapter).empty())
+        std::fprintf(stderr, "ipcheck info: note: the %s adapter has no variable that limits its devices; only cuda "
+                     "and ze case tests ask CTest for a GPU\n",
+                     r.adapter.c_str());
+      return kOk;
+    }
     nlohmann::json j = {{"adapter", r.adapter},
                         {"available", p.available},
                         {"profiles", find_adapter(r.adapter)->profiles},

@@ -1,16 +1,21 @@
-// `ipcheck report`: renders, compares and summarises results.json files (render, diff,
-// history, baseline). Everything is computed from the files alone; nothing is run.
+// `ipcheck report`: renders, compares, merges and summarises results.json files (render,
+// diff, history, first-bad, merge, baseline), from files or from a results store (--db).
+// Everything is computed from the results alone; nothing is run.
 #include <cstdio>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "ipcheck/cli.hpp"
 #include "ipcheck/reports/diff.hpp"
 #include "ipcheck/reports/files.hpp"
 #include "ipcheck/reports/history.hpp"
+#include "ipcheck/reports/merge.hpp"
 #include "ipcheck/reports/render.hpp"
 #include "ipcheck/reports/stable.hpp"
+#include "ipcheck/reports/store.hpp"
+#include "ipcheck/verdict.hpp"
 
 namespace ipcheck::cli {
 namespace {
@@ -61,8 +66,32 @@ int guarded(const std::string& name, const std::function<int()>& body) {
     } catch (const FileError& e) {
       std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), e.what());
       return kUsage;
+    } catch (const reports::StoreError& e) {
+      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), e.what());
+      return kUsage;
+    } catch (const reports::MergeError& e) {
+      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), e.what());
+      return kUsage;
     }
   });
+}
+
+// --db FILE with --adapter, --gpu, --last: the runs a question is about.
+void add_store_selection(Options& o) {
+  o.value("--db", "FILE", "a results store (ipcheck store add) instead of files")
+      .value("--adapter", "NAME", "with --db: only runs of this adapter")
+      .value("--gpu", "GLOB", "with --db: only runs on these GPU models (device names; a bare word matches anywhere)")
+      .value("--last", "N", "with --db: only the last N runs, in the store's order (driver version, then start)");
+}
+
+reports::RunFilter store_selection(const Options& o) {
+  for (const char* k : {"--adapter", "--gpu", "--last"})
+    if (o.has(k) && !o.has("--db")) throw UsageError(std::string(k) + " selects runs of a store; give --db FILE too");
+  reports::RunFilter f;
+  f.adapter = o.get("--adapter");
+  f.gpu = o.get("--gpu");
+  if (o.has("--last")) f.last = o.get_int("--last", 1, 1000000);
+  return f;
 }
 
 int render(const std::vector<std::string>& args) {
@@ -115,24 +144,172 @@ int diff(const std::vector<std::string>& args) {
 }
 
 int history(const std::vector<std::string>& args) {
-  Options o("report history", "FILE... [--format text|md|html] [--changed] [-o OUT]",
+  Options o("report history", "FILE... | --db FILE [--adapter A] [--gpu G] [--last N]  [--format text|md|html] [--changed] [-o OUT]",
             "Summarises several runs side by side, one column per run in the order given\n"
             "(oldest first reads best): status counts, every case's status per run,\n"
-            "observations and benchmark medians; html adds the per-version trend picture.");
-  o.positional("FILE", "results.json files, one per run", true)
+            "observations and benchmark medians; html adds the per-version trend picture.\n"
+            "With --db, the runs of a results store, ordered by driver version (dotted numbers),\n"
+            "then start: the matrix of cases against driver versions, the same report as the\n"
+            "files it was made from.");
+  o.positional("FILE", "results.json files, one per run", true, false)
       .value("--format", "FORMAT", "text, md or html", "text")
       .flag("--changed", "only the cases whose status is not the same in every run");
+  add_store_selection(o);
   add_output(o);
   return guarded("report history", [&] {
     if (!o.parse(args)) return kOk;
     const std::string format = format_of(o, {"text", "md", "html"});
+    const reports::RunFilter filter = store_selection(o);
     std::vector<reports::HistoryRun> runs;
-    for (const auto& p : o.positionals()) runs.push_back({p, load(p)});
+    if (o.has("--db")) {
+      if (!o.positionals().empty())
+        throw UsageError("give results.json files or --db FILE, not both ('" + o.positionals()[0] + "' and --db)");
+      const auto store = reports::Store::open(o.get("--db"), false);
+      for (const auto& r : store.runs(filter)) runs.push_back({r.label, store.load(r.id)});
+      if (runs.empty())
+        throw FileError(o.get("--db") + ": no run matches" + (filter.adapter.empty() ? "" : " --adapter " + filter.adapter) +
+                        (filter.gpu.empty() ? "" : " --gpu " + filter.gpu) + "; 'ipcheck store ls --db " + o.get("--db") +
+                        "' lists the runs");
+    } else {
+      if (o.positionals().empty()) throw UsageError("missing FILE (results.json files), or give --db FILE");
+      for (const auto& p : o.positionals()) runs.push_back({p, load(p)});
+    }
     reports::HistoryOptions ho;
     ho.changed_only = o.has("--changed");
     emit(o, format == "text" ? reports::render_history_text(runs, ho)
                              : format == "md" ? reports::render_history_markdown(runs, ho)
                                               : reports::render_history_html(runs, ho));
+    return kOk;
+  });
+}
+
+int first_bad(const std::vector<std::string>& args) {
+  Options o("report first-bad", "CASE --db FILE [--adapter A] [--gpu G] [--format text|json] [-o OUT]",
+            "The first driver version in a results store where CASE got worse, and the last good one.\n"
+            "Versions in dotted-number order; on each, the worst status over its runs (pass < xfail <\n"
+            "fail < leak < timeout < crash). skip, error, incomplete and flaky judge nothing: such a\n"
+            "version is passed over, and listed with what it saw.\n"
+            "Exit status: 1 when the case got worse on some version, 0 when it never did, 2 for a bad\n"
+            "command line, a store that cannot be read, or a case no selected run has.");
+  o.positional("CASE", "a case id (with its injection point, if any)").value("--format", "FORMAT", "text or json", "text");
+  add_store_selection(o);
+  add_output(o);
+  return guarded("report first-bad", [&] {
+    if (!o.parse(args)) return kOk;
+    const std::string format = format_of(o, {"text", "json"});
+    if (!o.has("--db")) throw UsageError("first-bad reads a results store; give --db FILE (ipcheck store add fills one)");
+    const reports::RunFilter filter = store_selection(o);
+    const std::string id = o.positionals()[0];
+    const auto store = reports::Store::open(o.get("--db"), false);
+    auto runs = store.runs(filter);
+    const auto rows = store.case_rows(id);
+    std::set<long long> with_case;
+    for (const auto& r : rows) with_case.insert(r.run);
+    std::set<std::string> adapters;
+    std::vector<reports::StoredRun> kept;
+    for (const auto& r : runs)
+      if (with_case.count(r.id)) {
+        adapters.insert(r.adapter + " (" + r.driver_name + ")");
+        kept.push_back(r);
+      }
+    if (kept.empty())
+      throw FileError(o.get("--db") + ": no selected run has case '" + id + "'; 'ipcheck store ls --db " + o.get("--db") +
+                      "' lists the runs, 'ipcheck list' the case ids");
+    if (adapters.size() > 1) {
+      std::string list;
+      for (const auto& a : adapters) list += (list.empty() ? "" : ", ") + a;
+      throw UsageError("the store has '" + id + "' on several adapters or drivers (" + list +
+                       "), whose versions do not compare; choose one with --adapter (and --gpu)");
+    }
+    const auto fb = reports::find_first_bad(kept, rows);
+    std::set<std::string> gpus;
+    for (const auto& r : kept) gpus.insert(r.gpu);
+    std::string gpu_list;
+    for (const auto& g : gpus) gpu_list += (gpu_list.empty() ? "" : "; ") + (g.empty() ? std::string("?") : g);
+    auto statuses = [](const reports::VersionVerdict& v) {
+      std::string s = v.status ? reports::to_string(*v.status) : "(not judged)";
+      for (const auto u : v.unjudged) s += std::string(s.empty() ? "" : ", ") + reports::to_string(u);
+      return s;
+    };
+    if (format == "json") {
+      nlohmann::json versions = nlohmann::json::array();
+      for (const auto& v : fb.versions) {
+        nlohmann::json unjudged = nlohmann::json::array();
+        for (const auto u : v.unjudged) unjudged.push_back(reports::to_string(u));
+        versions.push_back({{"version", v.version},
+                            {"status", v.status ? nlohmann::json(reports::to_string(*v.status)) : nlohmann::json()},
+                            {"reason", v.reason},
+                            {"unjudged", unjudged},
+                            {"runs", v.runs}});
+      }
+      auto at = [&](const std::optional<std::size_t>& i) { return i ? versions[*i] : nlohmann::json(); };
+      emit(o, nlohmann::json{{"case", id},
+                             {"adapter", kept.front().adapter},
+                             {"driver", kept.front().driver_name},
+                             {"gpus", gpus},
+                             {"first_bad", at(fb.first_bad)},
+                             {"last_good", at(fb.last_good)},
+                             {"versions", versions}}
+                      .dump(2) +
+                  "\n");
+      return fb.first_bad ? kFailed : kOk;
+    }
+    std::string s = "ipcheck report first-bad: " + id + " on " + kept.front().adapter + " (" + kept.front().driver_name +
+                    "; " + gpu_list + "): " + std::to_string(kept.size()) + " run" + (kept.size() == 1 ? "" : "s") +
+                    ", " + std::to_string(fb.versions.size()) + " driver version" + (fb.versions.size() == 1 ? "" : "s") +
+                    "\n";
+    if (fb.first_bad) {
+      const auto& bad = fb.versions[*fb.first_bad];
+      const auto& good = fb.versions[*fb.last_good];
+      s += "  last good  " + good.version + "  " + reports::to_string(*good.status) + "\n";
+      s += "  first bad  " + bad.version + "  " + reports::to_string(*bad.status) +
+           (bad.reason.empty() ? "" : ": " + bad.reason) + "\n";
+    } else {
+      s += "  never got worse on these versions\n";
+    }
+    s += "versions, oldest first (the worst status over each version's runs):\n";
+    std::size_t w = 0;
+    for (const auto& v : fb.versions) w = std::max(w, v.version.size());
+    for (std::size_t i = 0; i < fb.versions.size(); ++i) {
+      const auto& v = fb.versions[i];
+      std::string line = "  " + v.version + std::string(w - v.version.size() + 2, ' ') + statuses(v);
+      line += "  (" + std::to_string(v.runs.size()) + " run" + (v.runs.size() == 1 ? "" : "s") + ")";
+      if (fb.first_bad && i == *fb.first_bad) line += "  <- first bad";
+      if (fb.last_good && i == *fb.last_good) line += "  <- last good";
+      s += line + "\n";
+    }
+    emit(o, s);
+    return fb.first_bad ? kFailed : kOk;
+  });
+}
+
+int merge(const std::vector<std::string>& args) {
+  Options o("report merge", "FILE... -o OUT [--allow-mixed]",
+            "Joins the results.json files of one run's shards (ipcheck run --shard K/N) into one\n"
+            "run: the cases in catalog order, counts and clause coverage judged again over all of\n"
+            "them, the expectations' matches summed, each case's audit unchanged; run.options.merged\n"
+            "lists the shards and says whether all of them are there. The merged file diffs like a\n"
+            "single run, and merging is associative (merged files merge again).\n"
+            "Refuses (exit 2) inputs of different adapters, drivers, ipcheck versions, catalogs, GPU\n"
+            "models, audit methods or run options unless --allow-mixed, and always a case that is in\n"
+            "two inputs.");
+  o.positional("FILE", "results.json files, one per shard", true)
+      .flag("--allow-mixed", "merge inputs that differ in adapter, driver, ipcheck, catalog, devices or options");
+  add_output(o);
+  return guarded("report merge", [&] {
+    if (!o.parse(args)) return kOk;
+    std::vector<reports::MergeInput> inputs;
+    for (const auto& p : o.positionals()) inputs.push_back({p, load(p)});
+    reports::MergeOptions mo;
+    mo.allow_mixed = o.has("--allow-mixed");
+    // The one judge of coverage, over the catalog the inputs were run with.
+    mo.coverage = [](reports::Results& r) { verdict::fill_clause_coverage(r, r.clauses); };
+    const reports::Merged m = reports::merge_results(inputs, mo);
+    for (const auto& n : m.notes) std::fprintf(stderr, "ipcheck report merge: note: %s\n", n.c_str());
+    emit(o, reports::to_json(m.results).dump(2) + "\n");
+    const auto& s = m.results.summary;
+    std::fprintf(stderr, "ipcheck report merge: %zu files, %d cases, %d unexpected%s\n", inputs.size(), s.total,
+                 s.unexpected, m.results.run.options["merged"].value("complete", false) ? "; every shard is here" : "");
     return kOk;
   });
 }
@@ -155,23 +332,30 @@ int baseline(const std::vector<std::string>& args) {
 const std::pair<const char*, const char*> kSubcommands[] = {
     {"render", "a results.json as Markdown, HTML or JUnit XML"},
     {"diff", "two runs compared; exit 1 when a case regressed"},
-    {"history", "several runs side by side, one column per run"},
+    {"history", "several runs side by side, one column per run (files, or a store: --db)"},
+    {"first-bad", "the first driver version in a store where a case got worse"},
+    {"merge", "the shards of one run joined into one results.json"},
     {"baseline", "a results.json without its volatile fields, to commit"},
 };
 
 int report(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::printf("usage: ipcheck report <subcommand> [options]      ipcheck report <subcommand> --help\n\n"
-                "Reads results.json files (schema ipcheck.results/1, reports/SCHEMA.md).\n\nsubcommands:\n");
-    for (const auto& [name, summary] : kSubcommands) std::printf("  %-9s %s\n", name, summary);
+                "Reads results.json files (schema ipcheck.results/2, reports/SCHEMA.md) or a results\n"
+                "store (ipcheck store, reports/STORE.md).\n\nsubcommands:\n");
+    for (const auto& [name, summary] : kSubcommands) std::printf("  %-10s %s\n", name, summary);
     return args.empty() ? kUsage : kOk;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "render") return render(rest);
   if (args[0] == "diff") return diff(rest);
   if (args[0] == "history") return history(rest);
+  if (args[0] == "first-bad") return first_bad(rest);
+  if (args[0] == "merge") return merge(rest);
   if (args[0] == "baseline") return baseline(rest);
-  std::fprintf(stderr, "ipcheck report: unknown subcommand '%s'; use render, diff, history or baseline\n", args[0].c_str());
+  std::fprintf(stderr,
+               "ipcheck report: unknown subcommand '%s'; use render, diff, history, first-bad, merge or baseline\n",
+               args[0].c_str());
   return kUsage;
 }
 

@@ -10,6 +10,7 @@
 #include "ipcheck/cli.hpp"
 #include "ipcheck/expectations.hpp"
 #include "ipcheck/reports/report_set.hpp"
+#include "ipcheck/resources.hpp"
 #include "ipcheck/runner.hpp"
 
 namespace ipcheck::cli {
@@ -54,6 +55,17 @@ int run(const std::vector<std::string>& args) {
              "bpf (a tracer watches every role from outside; falls back to proc, saying why, when it "
              "cannot load), proc (each role lists its own descriptors and mappings) or off",
              "bpf")
+      .value("--shard", "K/N",
+             "run only the K-th of N balanced parts of the selection (1-based; README: Running across a fleet); "
+             "auto: from a CI system's variables; without it, from IPCHECK_SHARD when set")
+      .value("--shard-total", "N", "with --shard auto: the number of shards for JOB_COMPLETION_INDEX (Kubernetes "
+             "indexed jobs give none)")
+      .value("--rerun-failures", "N",
+             "run a case that did not pass again, in fresh processes, up to N times; one that then passes is flaky",
+             "0")
+      .flag("--ctest-resources",
+            "give the roles the GPU CTest allocated to this test (CTEST_RESOURCE_GROUP_0_GPUS) as "
+            "CUDA_VISIBLE_DEVICES (cuda) or ZE_AFFINITY_MASK (ze); nothing when ctest has no resource spec")
       .flag("--include-hidden", "also run the harness's self-test cases")
       .flag("--quiet", "print only the summary")
       .value("--skip-exit-code", "N", "exit with N when every selected case was skipped (for CTest)");
@@ -75,6 +87,29 @@ int run(const std::vector<std::string>& args) {
     if (r.audit != "bpf" && r.audit != "proc" && r.audit != "off")
       throw UsageError("--audit is '" + r.audit + "'; use bpf, proc or off");
     r.inject = parse_inject(o.all("--inject"));
+    r.rerun_failures = o.get_int("--rerun-failures", 0, 100);
+    std::optional<int> shard_total;
+    if (o.has("--shard-total")) shard_total = o.get_int("--shard-total", 1, 1000000);
+    try {
+      const std::string given = o.get("--shard");
+      if (o.has("--shard") && given != "auto") {
+        r.shard = parse_shard(given);
+        if (shard_total) throw UsageError("--shard-total goes with --shard auto, not with --shard " + given);
+      } else {
+        r.shard = shard_from_environment(given == "auto", shard_total);
+        if (shard_total && !(r.shard && r.shard->source.rfind("JOB_COMPLETION_INDEX", 0) == 0))
+          throw UsageError("--shard-total " + std::to_string(*shard_total) +
+                           " is the total for JOB_COMPLETION_INDEX (a Kubernetes indexed job) with --shard auto; "
+                           "elsewhere give --shard K/N");
+      }
+      if (o.has("--ctest-resources"))
+        if (auto res = ctest_gpu_environment(r.adapter)) {
+          for (const auto& [k, v] : (*res)["env"].items()) r.env.push_back(k + "=" + v.get<std::string>());
+          r.resources = *res;
+        }
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
     if (o.has("--expectations")) {
       const std::string e = o.get("--expectations");
       r.expectations_path = e == "none" ? "" : e;
@@ -135,6 +170,14 @@ int run(const std::vector<std::string>& args) {
     if (s.errors)
       std::printf("%d case%s not judged: harness errors (not the adapter's); see each reason\n", s.errors,
                   s.errors == 1 ? "" : "s");
+    if (const int flaky = s.of(reports::Status::flaky))
+      std::printf("%d case%s flaky: did not pass, then passed on a rerun (not a failure of the run; see each case's "
+                  "attempts)\n",
+                  flaky, flaky == 1 ? "" : "s");
+    if (r.shard)
+      std::printf("shard %d/%d (from %s): %d of %d selected cases; join the shards with 'ipcheck report merge'\n",
+                  r.shard->index, r.shard->total, r.shard->source.c_str(), s.total,
+                  results.run.options["shard"].value("selected", 0));
     // Part of the summary, also under --quiet: why every case skipped (CTest shows it).
     if (const auto& opts = results.run.options; opts.contains("adapter_unavailable"))
       std::printf("skipped: %s\n", opts["adapter_unavailable"].get<std::string>().c_str());

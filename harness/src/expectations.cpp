@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "ipcheck/reports/files.hpp"
+#include "ipcheck/reports/version.hpp"
 
 namespace ipcheck {
 
@@ -37,28 +38,6 @@ std::string Expectation::explain() const {
 }
 
 namespace {
-
-// Dotted versions part by part: numbers as numbers, anything else as text.
-int compare_versions(const std::string& a, const std::string& b) {
-  std::size_t i = 0, j = 0;
-  while (i < a.size() || j < b.size()) {
-    const auto ea = a.find_first_of(".-+ ", i), eb = b.find_first_of(".-+ ", j);
-    const std::string pa = i < a.size() ? a.substr(i, ea == std::string::npos ? std::string::npos : ea - i) : "0";
-    const std::string pb = j < b.size() ? b.substr(j, eb == std::string::npos ? std::string::npos : eb - j) : "0";
-    const bool na = !pa.empty() && pa.find_first_not_of("0123456789") == std::string::npos;
-    const bool nb = !pb.empty() && pb.find_first_not_of("0123456789") == std::string::npos;
-    if (na && nb) {
-      const auto x = std::stoull(pa.size() > 18 ? pa.substr(0, 18) : pa);
-      const auto y = std::stoull(pb.size() > 18 ? pb.substr(0, 18) : pb);
-      if (x != y) return x < y ? -1 : 1;
-    } else if (pa != pb) {
-      return pa < pb ? -1 : 1;
-    }
-    i = ea == std::string::npos ? a.size() : ea + 1;
-    j = eb == std::string::npos ? b.size() : eb + 1;
-  }
-  return 0;
-}
 
 struct Bound {
   std::string op;  // >=, >, <=, <, =
@@ -91,7 +70,7 @@ void check_version_range(const std::string& range) { (void)parse_range(range); }
 
 bool version_in_range(const std::string& version, const std::string& range) {
   for (const auto& b : parse_range(range)) {
-    const int c = compare_versions(version, b.version);
+    const int c = reports::compare_versions(version, b.version);
     const bool ok = b.op == ">=" ? c >= 0 : b.op == ">" ? c > 0 : b.op == "<=" ? c <= 0 : b.op == "<" ? c < 0 : c == 0;
     if (!ok) return false;
   }
@@ -188,7 +167,7 @@ Expectations Expectations::parse(const std::string& text, const std::string& whe
     auto s = reports::parse_status(status);
     if (!s || *s == reports::Status::pass || *s == reports::Status::xfail || *s == reports::Status::skip ||
         *s == reports::Status::incomplete || *s == reports::Status::error)
-      throw std::runtime_error(at + ": status '" + status + "' cannot be expected; use fail, leak, timeout or crash");
+      throw std::runtime_error(at + ": status '" + status + "' cannot be expected; use fail, leak, timeout, crash or flaky");
     x.status = *s;
     // Matchers, then the reason (the rest of the line).
     std::size_t reason_at = pos;
@@ -228,6 +207,11 @@ Expectations Expectations::parse(const std::string& text, const std::string& whe
     if ((!x.match.leak.empty() && x.status != reports::Status::leak) ||
         (!x.match.signal.empty() && x.status != reports::Status::crash))
       throw std::runtime_error(at + ": leak= goes with status leak and signal= with status crash");
+    const ExpectationMatch& m = x.match;
+    if (x.status == reports::Status::flaky && (!m.check.empty() || !m.clause.empty() || !m.native.empty() ||
+                                               !m.role.empty() || !m.leak.empty() || !m.signal.empty()))
+      throw std::runtime_error(at + ": a flaky line takes only reason= (the failing attempt's reason) and driver=; "
+                               "check=, clause=, native=, role=, leak= and signal= go with fail, leak, timeout or crash");
     x.reason = trim(body.substr(std::min(reason_at, body.size())));
     if (block.open) {
       x.block = block.name;

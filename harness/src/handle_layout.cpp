@@ -115,7 +115,7 @@ void reseal_fnv_at(std::span<std::byte> data, std::size_t at) {
 }
 void reseal_cuda_fd_record(std::span<std::byte> data) { reseal_fnv_at(data, 40); }
 
-// The cuda adapter's physical-memory record (harness/adapters/cuda/fd_record.hpp).
+// The cuda adapter's physical-memory record (harness/adapters/cuda/include/ipcheck/cuda/fd_record.hpp).
 HandleLayout make_cuda_fd_record() {
   HandleLayout l;
   l.name = "cuda-fd-record/1";

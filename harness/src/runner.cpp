@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,8 +28,6 @@
 #include "ipcheck/spawn.hpp"
 #include "ipcheck/verdict.hpp"
 
-#include "ipcheck_version.h"
-
 namespace ipcheck {
 
 using nlohmann::json;
@@ -38,34 +35,12 @@ using reports::CaseResult;
 using reports::Status;
 using Clock = std::chrono::steady_clock;
 
-std::string self_executable() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("/proc/self/exe");
-}
-
 std::string default_expectations_file(const std::string& adapter) {
   namespace fs = std::filesystem;
   const fs::path p = fs::path(self_executable()).parent_path() / ".." / "share" / "ipcheck" / "expectations" /
                      (adapter + ".txt");
   std::error_code ec;
   return fs::exists(p, ec) ? fs::weakly_canonical(p, ec).string() : std::string();
-}
-
-std::string iso_now() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string last_line(const std::string& text) {
-  auto end = text.find_last_not_of("\n ");
-  if (end == std::string::npos) return {};
-  auto begin = text.rfind('\n', end);
-  return text.substr(begin == std::string::npos ? 0 : begin + 1, end - (begin == std::string::npos ? 0 : begin + 1) + 1);
 }
 
 namespace {
@@ -856,19 +831,14 @@ reports::Results run_suite(const RunOptions& options) {
     probe.info.adapter = o.adapter;
   }
   results.run = probe.info;
-  results.run.start = iso_now();
-  results.run.adapter = o.adapter;
-  results.run.ipcheck_version = IPCHECK_VERSION;
-  utsname u{};
-  if (::uname(&u) == 0) {
-    results.run.kernel = std::string(u.sysname) + " " + u.release;
-    results.run.hostname = u.nodename;
-  }
+  stamp_run(results.run, o.adapter, iso_now());
   results.run.audit = o.audit;
   results.run.audit_note = o.audit_note;
   results.run.options = {{"jobs", o.jobs},       {"filters", o.filters},   {"timeout_s", o.timeout_s},
                          {"transport", o.transport}, {"params", o.params}, {"adapter_options", o.adapter_options},
                          {"expectations", o.expectations_path}};
+  if (o.rerun_failures > 0) results.run.options["rerun_failures"] = o.rerun_failures;
+  if (!o.resources.is_null()) results.run.options["resources"] = o.resources;
   if (!o.inject.empty()) {
     std::vector<std::string> pts;
     for (const auto& p : o.inject) pts.push_back(p.describe());
@@ -893,6 +863,16 @@ reports::Results run_suite(const RunOptions& options) {
     for (const auto& p : o.inject)
       if (std::find(c->steps.begin(), c->steps.end(), p.describe()) != c->steps.end()) jobs.push_back({c, p});
   }
+  if (o.shard) {
+    // Only this shard's part of the selection, by the full id of each run (shard.hpp).
+    std::vector<std::string> ids;
+    for (const auto& j : jobs) ids.push_back(j.inject ? j.def->id + "@" + j.inject->describe() : j.def->id);
+    const auto mine = shard_members(ids, *o.shard);
+    results.run.options["shard"] = shard_json(*o.shard, ids.size(), mine);
+    std::vector<Job> part;
+    for (const std::size_t i : mine) part.push_back(jobs[i]);
+    jobs = std::move(part);
+  }
   results.cases.resize(jobs.size());
   std::mutex lock;
   std::size_t next = 0, finished = 0;
@@ -914,6 +894,7 @@ reports::Results run_suite(const RunOptions& options) {
         res.status = st;
         res.reason = std::move(why);
       };
+      bool ran = false, judged = false;  // ran: the id has its injection point; judged: expectations applied
       if (!limits.empty()) {
         not_run(Status::error, limits);
       } else if (!probe.available) {
@@ -923,15 +904,32 @@ reports::Results run_suite(const RunOptions& options) {
       } else if (o.interrupted && o.interrupted->load()) {
         not_run(Status::incomplete, "the run was interrupted before this case started");
       } else {
-        try {
-          res = run_case(*job.def, o, job.inject ? &*job.inject : nullptr);
-        } catch (const std::exception& e) {
-          not_run(Status::error, std::string("the runner failed running this case: ") + e.what());
+        // Each attempt in fresh processes, judged with the expectations; one that did not
+        // pass runs again (--rerun-failures), and the attempts make one result.
+        ran = true;
+        std::vector<CaseResult> attempts;
+        for (bool again = true; again;) {
+          res = CaseResult();
+          try {
+            res = run_case(*job.def, o, job.inject ? &*job.inject : nullptr);
+          } catch (const std::exception& e) {
+            not_run(Status::error, std::string("the runner failed running this case: ") + e.what());
+          }
+          if (job.inject) res.id += "@" + job.inject->describe();
+          {
+            std::lock_guard g(lock);
+            if (expected) expected->apply(res, probe.info.driver_version);
+          }
+          again = verdict::wants_rerun(res) && static_cast<int>(attempts.size()) < o.rerun_failures &&
+                  !(o.interrupted && o.interrupted->load());
+          attempts.push_back(std::move(res));
         }
+        res = verdict::combine_attempts(std::move(attempts));
+        judged = res.status != Status::flaky;  // a flaky case meets the expectations' flaky lines below
       }
-      if (job.inject) res.id += "@" + job.inject->describe();
+      if (job.inject && !ran) res.id += "@" + job.inject->describe();
       std::lock_guard g(lock);
-      if (expected) expected->apply(res, probe.info.driver_version);
+      if (expected && !judged) expected->apply(res, probe.info.driver_version);
       results.cases[i] = std::move(res);
       ++finished;
       if (o.on_case_done) o.on_case_done(results.cases[i], finished, jobs.size());

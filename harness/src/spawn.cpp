@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -24,6 +25,20 @@ namespace ipcheck {
 std::string signal_name(int sig) {
   const char* abbrev = ::sigabbrev_np(sig);
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+std::string self_executable() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("/proc/self/exe");
+}
+
+std::string last_line(const std::string& text) {
+  auto end = text.find_last_not_of("\n ");
+  if (end == std::string::npos) return {};
+  auto begin = text.rfind('\n', end);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  return text.substr(begin, end - begin + 1);
 }
 
 std::string ExitStatus::describe() const {
@@ -79,9 +94,17 @@ RoleProcess RoleProcess::start(const SpawnSpec& spec) {
   for (auto& v : env_s) envp.push_back(v.data());
   envp.push_back(nullptr);
 
-  int out[2], st[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) throw SpawnError(limit_error("pipe2", errno), errno);
-  unique_fd out_r(out[0]), out_w(out[1]);
+  int st[2];
+  unique_fd out_r, out_w;
+  if (spec.output_file.empty()) {
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) throw SpawnError(limit_error("pipe2", errno), errno);
+    out_r.reset(out[0]);
+    out_w.reset(out[1]);
+  } else {
+    out_w.reset(::open(spec.output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!out_w) throw SpawnError("cannot write " + spec.output_file + ": " + std::strerror(errno), errno);
+  }
   if (::pipe2(st, O_CLOEXEC) != 0) throw SpawnError(limit_error("pipe2", errno), errno);
   unique_fd st_r(st[0]), st_w(st[1]);
   unique_fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -109,7 +132,10 @@ RoleProcess RoleProcess::start(const SpawnSpec& spec) {
     ::dup2(hi_null, 0);
     ::dup2(hi_out, 1);
     ::dup2(hi_out, 2);
-    if (hi_chan >= 0) ::dup2(hi_chan, 3);
+    if (hi_chan >= 0)
+      ::dup2(hi_chan, 3);
+    else
+      ::close(3);
     ::dup3(hi_st, 4, O_CLOEXEC);  // closes on a successful exec: EOF tells the runner it worked
     ::close_range(5, ~0U, 0);
     ::execve(argv[0], argv.data(), envp.data());
@@ -124,7 +150,7 @@ RoleProcess RoleProcess::start(const SpawnSpec& spec) {
   p.pidfd_ = open_pidfd(pid);
   out_w.reset();
   st_w.reset();
-  ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
+  if (out_r) ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
   p.output_ = std::move(out_r);
   p.exec_status_ = std::move(st_r);
   p.executable_ = spec.executable;
@@ -208,6 +234,30 @@ const std::optional<ExitStatus>& RoleProcess::poll_exit() {
   return status_;
 }
 
+std::optional<ExitStatus> RoleProcess::wait_for(std::chrono::milliseconds limit) {
+  if (pid_ <= 0 || poll_exit()) return status_;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) break;
+    pollfd p[2] = {{pidfd_.get(), POLLIN, 0}, {output_.get(), POLLIN, 0}};  // a closed one (-1) is ignored
+    const int r = ::poll(p, 2, static_cast<int>(std::min<long long>(left, 1000)));
+    if (r > 0 && (p[1].revents & (POLLIN | POLLHUP))) read_output();
+    if (r > 0 && (p[0].revents & POLLIN)) break;
+  }
+  read_output();  // what is there now; a grandchild may hold the pipe open
+  if (poll_exit()) return status_;
+  signal_group(SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  ExitStatus killed;
+  killed.signal = SIGKILL;
+  status_ = killed;
+  return std::nullopt;
+}
+
 void RoleProcess::signal_group(int sig) const noexcept {
   if (pid_ > 0) ::kill(-pid_, sig);
 }
@@ -226,6 +276,16 @@ std::vector<std::string> RoleProcess::group_survivors() const {
       out.push_back(std::to_string(p) + " (" + procfs::comm_of(p) + ")");
   });
   return out;
+}
+
+std::optional<pid_t> reaped_pid() {
+  const pid_t p = ::fork();
+  if (p == 0) ::_exit(0);
+  if (p < 0) return std::nullopt;
+  int status;
+  while (::waitpid(p, &status, 0) < 0 && errno == EINTR) {
+  }
+  return p;
 }
 
 void become_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1); }

@@ -5,6 +5,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "ipcheck/spawn.hpp"  // last_line
+
 namespace ipcheck::verdict {
 
 using nlohmann::json;
@@ -17,14 +19,6 @@ using reports::Status;
 
 namespace {
 constexpr const char* kUniversal[] = {"harness", "rb"};
-
-std::string last_line(const std::string& text) {
-  auto end = text.find_last_not_of("\n ");
-  if (end == std::string::npos) return {};
-  auto begin = text.rfind('\n', end);
-  begin = begin == std::string::npos ? 0 : begin + 1;
-  return text.substr(begin, end - begin + 1);
-}
 
 std::string profile_of(const std::string& clause) { return clause.substr(0, clause.find('.')); }
 }  // namespace
@@ -191,6 +185,59 @@ void classify(const CaseFacts& f, CaseResult& c) {
   set(Status::pass, "");
 }
 
+// ---------------------------------------------------------------- attempts
+
+bool wants_rerun(const CaseResult& c) {
+  switch (c.status) {
+    case Status::fail:
+    case Status::leak:
+    case Status::timeout:
+    case Status::crash:
+    case Status::error: return true;
+    default: return false;
+  }
+}
+
+CaseResult combine_attempts(std::vector<CaseResult> attempts) {
+  if (attempts.empty()) throw std::invalid_argument("combine_attempts: no attempt");
+  if (attempts.size() == 1) return std::move(attempts.front());
+  double total_s = 0;
+  std::string statuses;
+  for (auto& a : attempts) {
+    a.attempts.clear();
+    total_s += a.duration_s;
+    statuses += (statuses.empty() ? "" : ", ") + std::string(reports::to_string(a.status));
+  }
+  const std::size_t n = attempts.size();
+  const std::string of_n = " of " + std::to_string(n);
+  CaseResult out;
+  if (attempts.back().status == Status::pass) {
+    out = attempts.back();
+    const auto failed = std::find_if(attempts.begin(), attempts.end() - 1,
+                                     [](const CaseResult& a) { return reports::is_judged(a.status); });
+    if (failed != attempts.end() - 1) {
+      out.status = Status::flaky;
+      out.reason = "passed on attempt " + std::to_string(n) + of_n + " after attempt " +
+                   std::to_string(failed - attempts.begin() + 1) + " was " + reports::to_string(failed->status) + ": " +
+                   failed->reason;
+    } else {
+      // Only harness errors before: they judged nothing, so the pass is the verdict.
+      for (std::size_t i = 0; i + 1 < n; ++i)
+        out.warnings.push_back("attempt " + std::to_string(i + 1) + of_n + " was a harness error, not judged: " +
+                               attempts[i].reason);
+    }
+  } else {
+    const auto judged = std::find_if(attempts.begin(), attempts.end(),
+                                     [](const CaseResult& a) { return reports::is_judged(a.status); });
+    out = judged != attempts.end() ? *judged : attempts.front();
+    out.warnings.push_back("ran " + std::to_string(n) + " times in fresh processes (--rerun-failures), never passed: " +
+                           statuses);
+  }
+  out.duration_s = total_s;
+  out.attempts = std::move(attempts);
+  return out;
+}
+
 // ---------------------------------------------------------------- expectations
 
 namespace {
@@ -230,8 +277,30 @@ std::string crash_signal(const CaseResult& c, std::string* role) {
 bool names_case(const Expectation& x, const CaseResult& c) { return line_names(x, c); }
 
 void ExpectationUse::apply(CaseResult& c, const std::string& driver_version) {
-  if (!reports::is_judged(c.status) || c.status == Status::pass || c.status == Status::xfail) return;
   const auto& lines = e_->entries();
+  if (c.status == Status::flaky) {
+    // A known flake: still flaky (never hidden), marked expected. reason= matches the failure.
+    const auto failed = std::find_if(c.attempts.begin(), c.attempts.end(),
+                                     [](const CaseResult& a) { return reports::is_judged(a.status) && a.status != Status::pass; });
+    const std::string failure = failed == c.attempts.end() ? c.reason : failed->reason;
+    std::string why, where;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      const auto& x = lines[i];
+      if (x.status != Status::flaky || !version_in_range(driver_version, x.driver) || !line_names(x, c) ||
+          !optional_glob(x.match.reason, failure))
+        continue;
+      ++matched_[i];
+      const std::string e = x.explain();
+      if (why.find(e) == std::string::npos) why += (why.empty() ? "" : "; ") + e;
+      where += (where.empty() ? "" : ", ") + x.where;
+    }
+    if (!where.empty()) {
+      c.expectation = why + " (" + where + ")";
+      c.expected_status = Status::flaky;
+    }
+    return;
+  }
+  if (!reports::is_judged(c.status) || c.status == Status::pass || c.status == Status::xfail) return;
   // Lines naming the case (by id, or a clause it checks) whose driver range holds.
   std::vector<std::size_t> candidates;
   for (std::size_t i = 0; i < lines.size(); ++i)
@@ -314,7 +383,8 @@ json ExpectationUse::report(const std::vector<CaseResult>& cases, const std::str
     if (!x.driver.empty()) l["driver"] = x.driver;
     if (!x.block.empty()) l["block"] = x.block;
     lines.push_back(l);
-    if (applies && ran && matched_[i] == 0) stale_list.push_back(x.where);
+    // A flaky line is never stale: a flake passes on most runs.
+    if (applies && ran && matched_[i] == 0 && x.status != Status::flaky) stale_list.push_back(x.where);
   }
   return {{"file", e_->path}, {"lines", lines}, {"stale", stale_list}};
 }
@@ -325,7 +395,7 @@ std::vector<std::string> ExpectationUse::stale(const std::vector<CaseResult>& ca
   const auto& entries = e_->entries();
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& x = entries[i];
-    if (matched_[i] || !version_in_range(driver_version, x.driver)) continue;
+    if (matched_[i] || x.status == Status::flaky || !version_in_range(driver_version, x.driver)) continue;
     const bool ran = std::any_of(cases.begin(), cases.end(), [&](const CaseResult& c) {
       return reports::is_judged(c.status) && line_names(x, c);
     });
@@ -369,11 +439,30 @@ void count_check(Tally& t, const Check& k) {
 
 }  // namespace
 
-void fill_clause_coverage(reports::Results& r) {
+std::vector<reports::ClauseInfo> catalog_clauses() {
+  std::vector<reports::ClauseInfo> out;
+  for (const auto& k : clauses()) {
+    reports::ClauseInfo ci;
+    ci.id = k.id;
+    ci.profile = k.profile();
+    ci.level = k.level;
+    ci.source = k.source;
+    ci.statement = k.statement;
+    ci.uncovered_reason = k.uncovered_reason;
+    for (const auto& c : cases())
+      if (!c.hidden && std::find(c.clauses.begin(), c.clauses.end(), k.id) != c.clauses.end()) ci.cases.push_back(c.id);
+    out.push_back(std::move(ci));
+  }
+  return out;
+}
+
+void fill_clause_coverage(reports::Results& r) { fill_clause_coverage(r, catalog_clauses()); }
+
+void fill_clause_coverage(reports::Results& r, std::vector<reports::ClauseInfo> catalog) {
   r.clauses.clear();
   std::map<std::string, Tally> tallies;
   for (const auto& c : r.cases) {
-    // A skipped, interrupted or errored case judged nothing, whatever it checked on the way.
+    // A skipped, interrupted, errored or flaky case judged nothing, whatever it checked on the way.
     if (!reports::is_judged(c.status)) continue;
     const Status underlying = c.status == Status::xfail && c.expected_status ? *c.expected_status : c.status;
     std::set<std::string> failed_here;
@@ -395,17 +484,16 @@ void fill_clause_coverage(reports::Results& r) {
         t.ran.insert(c.id);
       }
   }
-  for (const auto& k : clauses()) {
+  for (auto& from : catalog) {
     reports::ClauseInfo ci;
-    ci.id = k.id;
-    ci.profile = k.profile();
-    ci.level = k.level;
-    ci.source = k.source;
-    ci.statement = k.statement;
-    ci.uncovered_reason = k.uncovered_reason;
-    for (const auto& c : cases())
-      if (!c.hidden && std::find(c.clauses.begin(), c.clauses.end(), k.id) != c.clauses.end()) ci.cases.push_back(c.id);
-    const auto it = tallies.find(k.id);
+    ci.id = std::move(from.id);
+    ci.profile = std::move(from.profile);
+    ci.level = from.level;
+    ci.source = std::move(from.source);
+    ci.statement = std::move(from.statement);
+    ci.uncovered_reason = std::move(from.uncovered_reason);
+    ci.cases = std::move(from.cases);
+    const auto it = tallies.find(ci.id);
     if (it != tallies.end()) {
       const Tally& t = it->second;
       ci.by_runtime = t.runtime;

@@ -1,11 +1,13 @@
 // Deliberately broken roles: each must get the right verdict from the runner. Hidden
 // from `list` and `run` unless named exactly; linked only into ipcheck-selftest.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
+#include <string>
 
 #include "ipcheck/case.hpp"
 #include "ipcheck/clause.hpp"
@@ -233,6 +235,42 @@ IPCHECK_CASE(Case("selftest.inject.escape", "A child escapes the role's group ho
                            "forked pid " + std::to_string(child) + ", which left the role's process group");
                    r.step("escaped");
                    ::close(fd);
+                 }));
+
+// The test-only switch for flakes: IPCHECK_SELFTEST_FLAKY=<counter file>:<failures> makes the
+// first <failures> runs of this case fail (the file, shared by every run, counts them), and
+// the later ones pass. Without the variable it passes. (ipcheck run --rerun-failures.)
+int flaky_run_number(Role& r, std::string& spec, int& failures) {
+  const char* v = std::getenv("IPCHECK_SELFTEST_FLAKY");
+  if (!v) return -1;
+  spec = v;
+  const auto colon = spec.rfind(':');
+  r.require(colon != std::string::npos, "harness.selftest.must", "IPCHECK_SELFTEST_FLAKY is <file>:<failures>");
+  failures = std::atoi(spec.c_str() + colon + 1);
+  const int fd = ::open(spec.substr(0, colon).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  r.require(fd >= 0, "harness.selftest.must", "open the flake counter " + spec.substr(0, colon));
+  ::flock(fd, LOCK_EX);
+  char buf[16] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  const int run = n > 0 ? std::atoi(buf) : 0;
+  const std::string next = std::to_string(run + 1);
+  const bool wrote = ::pwrite(fd, next.data(), next.size(), 0) == static_cast<ssize_t>(next.size());
+  ::close(fd);  // releases the lock
+  r.require(wrote, "harness.selftest.must", "count this run in the flake counter");
+  return run;
+}
+
+IPCHECK_CASE(Case("selftest.flaky", "Fails on its first runs when IPCHECK_SELFTEST_FLAKY says so, then passes")
+                 .hidden()
+                 .clause("harness.selftest.must")
+                 .role("producer", [](Role& r) {
+                   std::string spec;
+                   int failures = 0;
+                   const int run = flaky_run_number(r, spec, failures);
+                   r.check(run < 0 || run >= failures, "harness.selftest.must",
+                           run < 0 ? std::string("no IPCHECK_SELFTEST_FLAKY: passes")
+                                   : "run " + std::to_string(run + 1) + " (IPCHECK_SELFTEST_FLAKY=" + spec +
+                                         ": the first " + std::to_string(failures) + " fail)");
                  }));
 
 }  // namespace

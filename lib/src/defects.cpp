@@ -29,6 +29,19 @@ constexpr info kCatalog[] = {
      "open takes an export's liveness from a copy of its slot in the data object's first page, which every "
      "descriptor and memory mapping of it reaches: an importer that writes an old copy back makes a put or freed "
      "export open again"},
+    {id::open_ignores_kind, "open_ignores_kind", "rb.open.cross_kind",
+     "open judges a handle by the kind its record names, not by the verb called: a physical-memory or event "
+     "handle opens as memory"},
+    {id::trust_record_range, "trust_record_range", "rb.open.forged_range",
+     "open matches only the export's token, not its offset and size: a resealed record with another range "
+     "inside the object maps bytes that were never exported"},
+    {id::interior_offset_page_aligned, "interior_offset_page_aligned", "rb.open.interior",
+     "get of a pointer inside an allocation records the offset of the pointer's page: the importer maps the bytes "
+     "before the pointer, neither the pointer's bytes nor the base"},
+    {id::put_revokes_all, "put_revokes_all", "rb.put.one_export",
+     "put of one export revokes every export of the same object"},
+    {id::virtual_map_from_zero, "virtual_map_from_zero", "sycl.phys.map.offset",
+     "virtual_map of a physical object at a non-zero offset maps from the object's start"},
 };
 
 [[maybe_unused]] id parse_env() noexcept {

@@ -130,7 +130,8 @@ handle get(void* ptr, const context& ctx) {
   if (!dev.has(aspect::ipc_memory))
     sys::fail(errc::feature_not_supported, cat("memory::get: device '", dev.name(),
                                                "' lacks aspect ipc_memory (clause sycl.mem.get.aspect)"));
-  const std::uint64_t offset = reinterpret_cast<std::uintptr_t>(ptr) - reinterpret_cast<std::uintptr_t>(a->base);
+  std::uint64_t offset = reinterpret_cast<std::uintptr_t>(ptr) - reinterpret_cast<std::uintptr_t>(a->base);
+  if (defects::is(defects::id::interior_offset_page_aligned)) offset -= offset % sys::page_size();
   return detail::handle_access::make(a->object->publish(offset, a->size - offset), *a->object);
 }
 
@@ -141,7 +142,10 @@ void put(handle& h, const context& ctx) {
   for (auto& [base, a] : r.allocations) {
     if (!a.object || !a.object->owns(f)) continue;
     if (a.ctx != ctx.id()) sys::fail(errc::invalid, "memory::put: the handle's memory belongs to another context");
-    if (!defects::is(defects::id::put_keeps_export)) a.object->revoke(f);
+    if (defects::is(defects::id::put_revokes_all))
+      a.object->revoke_all();
+    else if (!defects::is(defects::id::put_keeps_export))
+      a.object->revoke(f);
     detail::handle_access::mark_put(h);
     return;
   }

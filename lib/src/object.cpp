@@ -520,8 +520,9 @@ void prove_object(int fd, const record::fields& rec, record::kind kind, const ch
   if (rec.offset > h.payload_size || rec.size > h.payload_size - rec.offset)
     sys::fail(errc::invalid, cat(verb, ": handle range [", rec.offset, ", ", rec.offset + rec.size,
                                  ") is outside the ", h.payload_size, "-byte object"));
-  if (!defects::is(defects::id::skip_token_check) &&
-      (v.slot.token != rec.token || v.slot.offset != rec.offset || v.slot.size != rec.size))
+  const bool range_matches = defects::is(defects::id::trust_record_range) ||
+                             (v.slot.offset == rec.offset && v.slot.size == rec.size);
+  if (!defects::is(defects::id::skip_token_check) && (v.slot.token != rec.token || !range_matches))
     sys::fail(errc::invalid, cat(verb, ": descriptor ", rec.fd, " of pid ", rec.pid,
                                  " does not hold this export (token mismatch: the handle was put, its "
                                  "allocation freed, or the bytes forged; clause rb.put.revokes)"));
@@ -711,6 +712,9 @@ imported_object import_object(std::span<const std::byte> data, record::kind kind
       data = resized;
     }
   }
+  // Seeded defect: the record's own kind byte decides which kind is opened.
+  if (defects::is(defects::id::open_ignores_kind) && data.size() == record::size)
+    kind = record::decode(data).object_kind;
   // Seeded defect: a runtime whose import of garbage leaves a sticky error behind.
   static bool context_lost = false;
   if (defects::is(defects::id::lose_context_on_garbage) && context_lost)

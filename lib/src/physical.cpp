@@ -133,8 +133,9 @@ void virtual_map(const context& ctx, void* ptr, std::size_t bytes, physical_mem 
     if (p < start + len && start < p + bytes)
       sys::fail(errc::invalid, cat("virtual_map: ", ptr, " overlaps a range mapped already; unmap it first"));
   const int prot = acc == access::read_write ? PROT_READ | PROT_WRITE : PROT_READ;
+  const std::size_t from = defects::is(defects::id::virtual_map_from_zero) ? 0 : offset;
   void* got = ::mmap(ptr, bytes, prot, MAP_SHARED | MAP_FIXED, obj.fd(),
-                     static_cast<off_t>(detail::payload_file_offset() + offset));
+                     static_cast<off_t>(detail::payload_file_offset() + from));
   if (got == MAP_FAILED) sys::fail(errc::exhausted, cat("virtual_map: mmap failed: ", sys::errno_text(errno)));
   res.mapped.emplace(p, bytes);
 }

@@ -2,6 +2,7 @@
 // "Physical memory" that concern the library's own semantics.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
 
 #include "ipcref/ipcref.hpp"
@@ -239,6 +240,26 @@ TEST_F(Physical, virtual_map_read_only_is_enforced) {
   EXPECT_EQ(r.as<volatile unsigned char>()[0], 0);
   // A write through a read-only mapping faults.
   EXPECT_DEATH(r.as<volatile unsigned char>()[0] = 1, "");
+}
+
+// sycl.phys.map.offset: mapping an (opened) physical object at a non-zero offset shows the
+// object's bytes from that offset.
+TEST_F(Physical, sycl_phys_map_offset) {
+  physical_ref pm = create();
+  reserved_range whole(ctx, bytes);
+  whole.map(pm.get(), bytes);
+  fill_pattern(whole.get(), bytes, 17);
+  physical_ref opened = open(phys::get(pm.get(), ctx));
+  for (std::size_t offset : {gran, 2 * gran, bytes - gran}) {
+    SCOPED_TRACE(offset);
+    for (physical_mem which : {pm.get(), opened.get()}) {
+      const std::size_t len = bytes - offset;
+      reserved_range part(ctx, len);
+      virtual_map(ctx, part.get(), len, which, offset, access::read_write);
+      EXPECT_EQ(std::memcmp(part.get(), whole.as<char>() + offset, len), 0);
+      virtual_unmap(ctx, part.get(), len);
+    }
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstring>
 #include <string>
 
 #include <vector>
@@ -136,6 +137,49 @@ TEST_F(Robustness, rb_open_garbage_handmade) {
     EXPECT_TRUE(fails_with([&] { opened_ptr(mem::open(b, ctx, dev), ctx); }, errc::invalid));
   }
   EXPECT_EQ(get_resource_counts().open_mappings, 0u);
+}
+
+// rb.open.cross_kind: every kind's handle presented to every other kind's open is refused.
+TEST_F(Robustness, rb_open_cross_kind) {
+  usm_ptr a(malloc_device(physical_granularity(), dev, ctx), ctx);
+  handle memory = mem::get(a.get(), ctx);
+  physical_ref pm(physical_create(ctx, dev, physical_granularity(), true), ctx);
+  handle physical = phys::get(pm.get(), ctx);
+  event_ref e(event_create(ctx, dev, {true, false}), ctx);
+  handle event = ev::get(e.get(), ctx);
+  const auto as_memory = [&](const handle& h) { opened_ptr(mem::open(h.data(), ctx, dev), ctx); };
+  const auto as_physical = [&](const handle& h) { physical_ref(phys::open(h.data(), ctx, dev), ctx); };
+  const auto as_event = [&](const handle& h) { event_ref(ev::open(h.data(), ctx, dev), ctx); };
+  EXPECT_TRUE(fails_with([&] { as_physical(memory); }, errc::invalid, {"memory handle"}));
+  EXPECT_TRUE(fails_with([&] { as_event(memory); }, errc::invalid, {"memory handle"}));
+  EXPECT_TRUE(fails_with([&] { as_memory(physical); }, errc::invalid, {"physical_memory handle"}));
+  EXPECT_TRUE(fails_with([&] { as_event(physical); }, errc::invalid, {"physical_memory handle"}));
+  EXPECT_TRUE(fails_with([&] { as_memory(event); }, errc::invalid, {"event handle"}));
+  EXPECT_TRUE(fails_with([&] { as_physical(event); }, errc::invalid, {"event handle"}));
+  EXPECT_EQ(get_resource_counts().open_mappings, 0u);
+}
+
+// rb.open.forged_range: a live export's record with another range of the same object,
+// checksum made valid, is refused; the export itself still opens exactly its bytes.
+TEST_F(Robustness, rb_open_forged_range) {
+  const std::size_t bytes = 4 * 4096;
+  usm_ptr a(malloc_device(bytes, dev, ctx), ctx);
+  fill_pattern(a.get(), bytes, 91);
+  handle h = mem::get(a.as<char>() + 4096, ctx);  // exports [4096, bytes)
+  const std::vector<std::pair<const char*, void (*)(record::fields&)>> edits = {
+      {"offset 0 (the unexported first page)", [](record::fields& f) { f.offset = 0; }},
+      {"offset + 4096", [](record::fields& f) { f.offset += 4096; f.size -= 4096; }},
+      {"size / 2", [](record::fields& f) { f.size /= 2; }},
+      {"size + 4096 from offset 0", [](record::fields& f) { f.offset = 0; f.size += 4096; }},
+  };
+  for (const auto& [what, edit] : edits) {
+    SCOPED_TRACE(what);
+    const record::bytes b = forged(h, edit);
+    EXPECT_TRUE(fails_with([&] { opened_ptr(mem::open(b, ctx, dev), ctx); }, errc::invalid, {"token mismatch"}));
+  }
+  opened_ptr o(mem::open(h.data(), ctx, dev), ctx);
+  EXPECT_EQ(std::memcmp(o.get(), a.as<char>() + 4096, bytes - 4096), 0);
+  EXPECT_EQ(get_pointer_info(o.get(), ctx).size, bytes - 4096);
 }
 
 // This process's pid with another identity guard is a process that has exited.

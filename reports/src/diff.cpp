@@ -53,6 +53,7 @@ std::string tally(const Diff& d) {
   };
   parts.push_back(plural(d.regressions.size(), "regression", "regressions"));
   add(d.fixes.size(), "fix", "fixes");
+  add(d.flaky.size(), "flaky case (passed on a rerun)", "flaky cases (passed on a rerun)");
   add(d.errors.size(), "case not judged (harness error)", "cases not judged (harness errors)");
   add(d.changes.size(), "other status change", "other status changes");
   add(d.added.size(), "new case", "new cases");
@@ -85,9 +86,10 @@ bool Diff::driver_changed() const {
 }
 
 bool Diff::empty() const {
-  return regressions.empty() && fixes.empty() && changes.empty() && errors.empty() && clauses.empty() &&
+  return regressions.empty() && fixes.empty() && changes.empty() && errors.empty() && flaky.empty() && clauses.empty() &&
          added.empty() && removed.empty() &&
-         observations.empty() && bench.empty() && bench_added.empty() && bench_removed.empty() && profiles.empty();
+         observations.empty() && bench.empty() && bench_added.empty() && bench_removed.empty() && profiles.empty() &&
+         !fuzz.changed();
 }
 
 namespace {
@@ -142,6 +144,53 @@ bool beyond_noise(const Benchmark& a, const Benchmark& b) {
   return std::fabs(b.median - a.median) > std::fabs(a.spread) + std::fabs(b.spread);
 }
 
+bool beyond_cross_machine_noise(const Benchmark& a, const Benchmark& b) {
+  if (a.repetitions < 2 || b.repetitions < 2 || a.ratio <= 0 || b.ratio <= 0 || a.median <= 0 || b.median <= 0) return false;
+  const double spread = std::fabs(a.spread) / a.median + std::fabs(b.spread) / b.median;
+  const double factor = std::max(b.ratio / a.ratio, a.ratio / b.ratio);
+  return factor > kCrossMachineFactor * (1 + spread);
+}
+
+namespace {
+
+std::string finding_class(const FuzzFinding& f) { return f.outcome + " (" + f.clause + ")"; }
+
+FuzzDiff diff_fuzz(const Results& a, const Results& b) {
+  FuzzDiff d;
+  const FuzzSummary x = fuzz_summary(a), y = fuzz_summary(b);
+  if (!x.present && !y.present) return d;
+  if (!x.present || !y.present) {
+    d.note = std::string("fuzz campaigns not compared: the ") + (x.present ? "new" : "old") + " run has none";
+    return d;
+  }
+  d.compared = true;
+  d.old_executions = x.executions;
+  d.new_executions = y.executions;
+  std::map<std::string, std::pair<long long, long long>> counts;
+  for (const auto& [k, v] : x.verdicts) counts[k].first = v;
+  for (const auto& [k, v] : y.verdicts) counts[k].second = v;
+  for (const auto& [k, v] : counts)
+    if (v.first != v.second) d.outcomes.emplace_back(k, v.first, v.second);
+  std::set<std::string> old_classes, new_classes;
+  for (const auto& f : x.findings) old_classes.insert(finding_class(f));
+  for (const auto& f : y.findings) new_classes.insert(finding_class(f));
+  for (const auto& c : new_classes)
+    if (!old_classes.count(c)) d.classes_new.push_back(c);
+  for (const auto& c : old_classes)
+    if (!new_classes.count(c)) d.classes_gone.push_back(c);
+  return d;
+}
+
+// Different machines: both runs name their host and the names differ, or both list their
+// devices and the lists differ. A run that does not say is taken as the same machine.
+bool same_machine(const Results& a, const Results& b) {
+  const bool hosts_differ = !a.run.hostname.empty() && !b.run.hostname.empty() && a.run.hostname != b.run.hostname;
+  const bool devices_differ = !a.run.devices.empty() && !b.run.devices.empty() && a.run.devices != b.run.devices;
+  return !hosts_differ && !devices_differ;
+}
+
+}  // namespace
+
 Diff diff_results(const Results& a, const Results& b, const std::string& old_label, const std::string& new_label) {
   Diff d;
   d.old_run = label_of(a, old_label);
@@ -150,6 +199,9 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
   const auto new_cases = by_id(b);
   for (const auto& [id, n] : new_cases) {
     auto it = old_cases.find(id);
+    if (n->status == Status::flaky)
+      d.flaky.push_back({id, it == old_cases.end() ? std::nullopt : std::optional<Status>(it->second->status),
+                         text::first_line(n->reason), !n->expectation.empty()});
     if (it == old_cases.end()) {
       d.added.push_back({id, n->status, text::first_line(n->reason)});
       continue;
@@ -160,7 +212,10 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
       StatusChange c{id, o->status, n->status, text::first_line(n->reason)};
       const int from = severity(o->status), to = severity(n->status);
       // A harness error judged nothing: never a regression or a fix of the driver, listed apart.
-      if (n->status == Status::error && o->status != Status::error)
+      // A flaky case is listed apart too (d.flaky), whatever it was before.
+      if (n->status == Status::flaky) {
+        // listed in d.flaky above
+      } else if (n->status == Status::error && o->status != Status::error)
         d.errors.push_back(c);
       else if (from < 0 || to < 0)
         d.changes.push_back(c);
@@ -204,6 +259,7 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
                      " run was audited with '" + (a.run.audit == "bpf" ? b.run.audit : a.run.audit) +
                      "', not bpf";
 
+  d.fuzz = diff_fuzz(a, b);
   const auto old_list = benchmarks(a), new_list = benchmarks(b);
   if (old_list.empty() != new_list.empty()) {
     // A run without benchmarks did not run them: nothing to compare, nothing removed.
@@ -213,6 +269,7 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
   }
   std::map<std::string, Benchmark> old_bench;
   for (const auto& x : old_list) old_bench.emplace(x.name, x);
+  d.bench_across_machines = !old_list.empty() && !same_machine(a, b);
   std::set<std::string> seen;
   for (const auto& y : new_list) {
     seen.insert(y.name);
@@ -224,8 +281,10 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
     const Benchmark& x = it->second;
     if (x.repetitions < 2 || y.repetitions < 2) {
       d.bench_unjudged.push_back(y.name);
-    } else if (beyond_noise(x, y)) {
-      const bool slower = y.median > x.median;
+    } else if (d.bench_across_machines && (x.ratio <= 0 || y.ratio <= 0)) {
+      d.bench_no_floor.push_back(y.name);  // absolute figures of two machines say nothing of the driver
+    } else if (d.bench_across_machines ? beyond_cross_machine_noise(x, y) : beyond_noise(x, y)) {
+      const bool slower = d.bench_across_machines ? y.ratio > x.ratio : y.median > x.median;
       d.bench.push_back({y.name, y.unit, x.median, y.median, x.spread, y.spread, x.repetitions, y.repetitions,
                          x.ratio, y.ratio, y.higher_is_better ? !slower : slower});
     } else {
@@ -272,6 +331,14 @@ std::string render_diff_text(const Diff& d) {
   changes("regressions", d.regressions);
   changes("fixes", d.fixes);
   changes("not judged in the new run: harness errors (never a regression; see each reason)", d.errors);
+  if (!d.flaky.empty()) {
+    s += fmt("\nflaky in the new run: did not pass, then passed on a rerun (%zu; never a regression)\n", d.flaky.size());
+    for (const auto& f : d.flaky) {
+      const std::string was = f.old_status ? std::string("was ") + to_string(*f.old_status) : "new case";
+      s += "  " + text::pad(f.id, w) + "  " + text::pad(was, sw);
+      s = text::trim_end(s + "  " + (f.expected ? "(expected) " : "") + f.reason) + "\n";
+    }
+  }
   changes("other status changes, to or from skip, incomplete or error (never a regression)", d.changes);
   auto entries = [&](const char* title, const std::vector<CaseEntry>& list, const char* prefix) {
     if (list.empty()) return;
@@ -303,6 +370,12 @@ std::string render_diff_text(const Diff& d) {
     s += fmt("\nbenchmark changes beyond noise (%zu)\n", d.bench.size());
     for (const auto& b : d.bench) s += "  " + text::pad(b.name, bw) + "  " + bench_line(b) + "\n";
   }
+  if (d.fuzz.compared) {
+    s += fmt("\nfuzz campaign: %lld -> %lld executions\n", d.fuzz.old_executions, d.fuzz.new_executions);
+    for (const auto& [k, o, n] : d.fuzz.outcomes) s += fmt("  outcome %s: %lld -> %lld\n", k.c_str(), o, n);
+    for (const auto& c : d.fuzz.classes_new) s += "  new finding class: " + c + "\n";
+    for (const auto& c : d.fuzz.classes_gone) s += "  finding class gone: " + c + "\n";
+  }
   if (!d.profiles.empty()) {
     s += fmt("\ncall profile changes, per call (%zu)\n", d.profiles.size());
     for (const auto& c : d.profiles)
@@ -319,6 +392,11 @@ std::string render_diff_text(const Diff& d) {
   if (!d.bench_removed.empty())
     notes.push_back(plural(d.bench_removed.size(), "removed benchmark", "removed benchmarks"));
   if (!d.bench_note.empty()) notes.push_back(d.bench_note);
+  if (!d.fuzz.note.empty()) notes.push_back(d.fuzz.note);
+  if (d.bench_across_machines)
+    notes.push_back(fmt("benchmarks compared across machines: ratios to their in-run floors only, noise %.1fx", kCrossMachineFactor));
+  if (!d.bench_no_floor.empty())
+    notes.push_back(plural(d.bench_no_floor.size(), "benchmark", "benchmarks") + " without a floor not compared across machines");
   if (!notes.empty()) {
     std::string line;
     for (const auto& n : notes) line += (line.empty() ? "" : "; ") + n;
@@ -348,6 +426,14 @@ std::string render_diff_markdown(const Diff& d) {
   changes("Regressions", d.regressions);
   changes("Fixes", d.fixes);
   changes("Not judged in the new run (harness errors)", d.errors);
+  if (!d.flaky.empty()) {
+    s += fmt("\n### Flaky in the new run: passed on a rerun (%zu, never a regression)\n\n| case | old | expected | reason |\n"
+             "|---|---|---|---|\n",
+             d.flaky.size());
+    for (const auto& f : d.flaky)
+      s += "| " + md_code(f.id) + " | " + (f.old_status ? to_string(*f.old_status) : "(new)") + " | " +
+           (f.expected ? "yes" : "no") + " | " + md(f.reason) + " |\n";
+  }
   changes("Other status changes", d.changes);
   auto entries = [&](const char* title, const std::vector<CaseEntry>& list) {
     if (list.empty()) return;
@@ -382,6 +468,22 @@ std::string render_diff_markdown(const Diff& d) {
     s += fmt("\nBenchmarks within noise: %d; not judged (fewer than 2 repetitions): %zu; new: %zu; removed: %zu.\n",
              d.bench_within_noise, d.bench_unjudged.size(), d.bench_added.size(), d.bench_removed.size());
   if (!d.bench_note.empty()) s += "\n" + md(d.bench_note) + ".\n";
+  if (d.bench_across_machines)
+    s += fmt("\nThe runs come from different machines: benchmarks compared as ratios to their in-run floors only "
+             "(beyond noise: moved by more than %.1fx); %zu without a floor not compared.\n",
+             kCrossMachineFactor, d.bench_no_floor.size());
+  if (d.fuzz.compared) {
+    s += fmt("\n### Fuzz campaign\n\nExecutions: %lld -> %lld.\n", d.fuzz.old_executions, d.fuzz.new_executions);
+    if (!d.fuzz.outcomes.empty()) {
+      s += "\n| outcome | old | new |\n|---|---|---|\n";
+      for (const auto& [k, o, n] : d.fuzz.outcomes) s += "| " + md_code(k) + fmt(" | %lld | %lld |\n", o, n);
+    }
+    for (const auto& c : d.fuzz.classes_new) s += "\n- new finding class: " + md(c);
+    for (const auto& c : d.fuzz.classes_gone) s += "\n- finding class gone: " + md(c);
+    if (!d.fuzz.classes_new.empty() || !d.fuzz.classes_gone.empty()) s += "\n";
+  } else if (!d.fuzz.note.empty()) {
+    s += "\n" + md(d.fuzz.note) + ".\n";
+  }
   if (!d.profiles.empty()) {
     s += fmt("\n### Call profile changes, per call (%zu)\n\n| case | role | verb | counter | old | new |\n"
              "|---|---|---|---|---|---|\n",
@@ -414,6 +516,10 @@ json diff_to_json(const Diff& d) {
     for (const auto& c : list) a.push_back({{"id", c.id}, {"status", to_string(c.status)}, {"reason", c.reason}});
     return a;
   };
+  json flaky = json::array();
+  for (const auto& f : d.flaky)
+    flaky.push_back({{"id", f.id}, {"old", f.old_status ? json(to_string(*f.old_status)) : json()},
+                     {"expected", f.expected}, {"reason", f.reason}});
   json clauses = json::array();
   for (const auto& c : d.clauses) clauses.push_back({{"id", c.id}, {"old", to_string(c.from)}, {"new", to_string(c.to)}});
   json obs = json::array();
@@ -432,6 +538,15 @@ json diff_to_json(const Diff& d) {
     profiles.push_back({{"case", c.case_id}, {"role", c.role}, {"verb", c.verb}, {"counter", c.counter},
                         {"old_per_call", c.from}, {"new_per_call", c.to}, {"old_calls", c.old_calls},
                         {"new_calls", c.new_calls}});
+  json fuzz_outcomes = json::array();
+  for (const auto& [k, o, n] : d.fuzz.outcomes) fuzz_outcomes.push_back({{"outcome", k}, {"old", o}, {"new", n}});
+  json fuzz = {{"compared", d.fuzz.compared},
+               {"note", d.fuzz.note},
+               {"old_executions", d.fuzz.old_executions},
+               {"new_executions", d.fuzz.new_executions},
+               {"outcome_changes", fuzz_outcomes},
+               {"classes_new", d.fuzz.classes_new},
+               {"classes_gone", d.fuzz.classes_gone}};
   return {{"schema", kDiffSchema},
           {"old", run(d.old_run)},
           {"new", run(d.new_run)},
@@ -441,6 +556,7 @@ json diff_to_json(const Diff& d) {
           {"fixes", changes(d.fixes)},
           {"status_changes", changes(d.changes)},
           {"errors", changes(d.errors)},
+          {"flaky", flaky},
           {"clause_changes", clauses},
           {"new_cases", entries(d.added)},
           {"removed_cases", entries(d.removed)},
@@ -451,6 +567,9 @@ json diff_to_json(const Diff& d) {
           {"bench_added", d.bench_added},
           {"bench_removed", d.bench_removed},
           {"bench_note", d.bench_note},
+          {"bench_across_machines", d.bench_across_machines},
+          {"bench_no_floor", d.bench_no_floor},
+          {"fuzz", fuzz},
           {"profile_changes", profiles},
           {"profile_note", d.profile_note}};
 }

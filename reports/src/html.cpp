@@ -158,6 +158,16 @@ void problems(std::string& s, const Results& r, const RenderOptions& o) {
     s += fmt("<h3>%s (%d)</h3>\n<ul class=\"problems\">\n", title, n) + items + "</ul>\n";
   }
   if (!any) s += "<p>None: every case passed, was skipped, or failed as its expectation says.</p>\n";
+  // Flaky cases fail nothing, but a person must see them.
+  std::string flaky;
+  int n = 0;
+  for (const auto& c : r.cases)
+    if (c.status == Status::flaky) {
+      ++n;
+      flaky += "<li>" + case_link(c.id) + ": " + html(text::first_line(c.reason)) +
+               (c.expectation.empty() ? "" : " (expected: " + html(c.expectation) + ")") + "</li>\n";
+    }
+  if (n) s += fmt("<h3>Flaky: passed on a rerun (%d)</h3>\n<ul class=\"problems\">\n", n) + flaky + "</ul>\n";
   s += "</section>\n";
 }
 
@@ -167,6 +177,13 @@ void details(std::string& s, const CaseResult& c) {
   if (!c.expectation.empty()) s += "<p>expectation: " + html(c.expectation) + "</p>\n";
   if (!c.injection.empty()) s += "<p>fault injected at <code>" + html(c.injection) + "</code></p>\n";
   for (const auto& w : c.warnings) s += "<p>warning: " + html(w) + "</p>\n";
+  if (!c.attempts.empty()) {
+    s += "<p>attempts, each in fresh processes:</p>\n<ol>\n";
+    for (const auto& a : c.attempts)
+      s += "<li>" + badge(to_string(a.status)) + " " + text::duration(a.duration_s) +
+           (a.reason.empty() ? "" : ": " + html(text::first_line(a.reason))) + "</li>\n";
+    s += "</ol>\n";
+  }
   if (!c.clauses.empty()) {
     std::string list;
     for (const auto& k : c.clauses) list += (list.empty() ? "" : ", ") + ("<code>" + html(k) + "</code>");
@@ -239,7 +256,10 @@ void case_table(std::string& s, const Results& r) {
     std::string search = c.id + " " + c.area + " " + to_string(c.status) + " " + c.reason;
     for (auto& ch : search) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     // Rank: worse is larger; skip and incomplete below pass so that a sort puts them apart.
-    const int rank = c.status == Status::incomplete ? 6 : c.status == Status::error ? 7 : severity(c.status);
+    const int rank = c.status == Status::incomplete ? 6
+                     : c.status == Status::error    ? 7
+                     : c.status == Status::flaky    ? 1
+                                                    : severity(c.status);
     s += "<tbody class=\"case\" id=\"" + html(case_anchor(c.id)) + "\" data-index=\"" + std::to_string(index++) +
          "\" data-id=\"" + html(c.id) + "\" data-area=\"" + html(c.area) + "\" data-status=\"" + to_string(c.status) +
          "\" data-rank=\"" + std::to_string(rank) + "\" data-time=\"" + fmt("%.6f", c.duration_s) + "\" data-problem=\"" +

@@ -1,5 +1,6 @@
 // JUnit XML as Jenkins, GitLab and GitHub test reporters read it: one <testsuite> per area,
-// one <testcase> per case (classname "<adapter>.<area>").
+// one <testcase> per case (classname "<adapter>.<area>"). A flaky case passes, with each
+// attempt that did not as Maven Surefire's <flakyFailure> or <flakyError> (Jenkins shows them).
 #include <map>
 
 #include "ipcheck/reports/render.hpp"
@@ -93,6 +94,15 @@ std::string render_junit(const Results& r) {
       s += ">\n";
       switch (c->status) {
         case Status::pass: break;
+        case Status::flaky:
+          for (const auto& a : c->attempts) {
+            if (!is_problem(a.status)) continue;
+            const bool failure = a.status == Status::fail || a.status == Status::leak;
+            const char* element = failure ? "flakyFailure" : "flakyError";
+            s += std::string("      <") + element + " type=\"" + to_string(a.status) + "\" message=\"" +
+                 xml(text::first_line(a.reason)) + "\">" + xml_text(problem_text(a)) + "</" + element + ">\n";
+          }
+          break;
         case Status::xfail:
           s += "      <skipped type=\"xfail\" message=\"" + xml("xfail: " + reason) + "\">" +
                xml_text(c->expectation.empty() ? c->reason : "expectation: " + c->expectation) + "</skipped>\n";

@@ -114,9 +114,10 @@ std::string render_markdown(const Results& r, const RenderOptions& o) {
   }
   if (!any) s += "\nNone: every case passed, was skipped, or failed as its expectation says.\n";
 
-  std::vector<const CaseResult*> xfails, skips, warned;
+  std::vector<const CaseResult*> xfails, flaky, skips, warned;
   for (const auto& c : r.cases) {
     if (c.status == Status::xfail) xfails.push_back(&c);
+    if (c.status == Status::flaky) flaky.push_back(&c);
     if (c.status == Status::skip) skips.push_back(&c);
     if (!c.warnings.empty()) warned.push_back(&c);
   }
@@ -125,6 +126,18 @@ std::string render_markdown(const Results& r, const RenderOptions& o) {
     for (const CaseResult* c : xfails)
       s += "- " + md_code(c->id) + ": " + md(text::first_line(c->reason)) +
            (c->expectation.empty() ? "" : "; expectation: " + md(c->expectation)) + "\n";
+  }
+  if (!flaky.empty()) {
+    s += fmt("\n## Flaky: passed on a rerun (%zu)\n\nNot a failure of the run, and never a regression; each attempt ran in "
+             "fresh processes.\n\n",
+             flaky.size());
+    for (const CaseResult* c : flaky) {
+      s += "- " + md_code(c->id) + ": " + md(text::first_line(c->reason)) +
+           (c->expectation.empty() ? "" : "; expected: " + md(c->expectation)) + "\n";
+      for (std::size_t i = 0; i < c->attempts.size(); ++i)
+        s += fmt("  - attempt %zu: ", i + 1) + to_string(c->attempts[i].status) +
+             (c->attempts[i].reason.empty() ? "" : ": " + md(text::first_line(c->attempts[i].reason))) + "\n";
+    }
   }
   if (!skips.empty()) {
     s += fmt("\n## Skipped (%zu)\n\n", skips.size());

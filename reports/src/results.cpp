@@ -17,7 +17,8 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kStatusNames[] = {"pass", "xfail", "fail", "leak", "timeout", "crash", "skip", "incomplete", "error"};
+constexpr const char* kStatusNames[] = {"pass", "xfail", "fail", "leak", "timeout", "crash", "skip", "incomplete", "error",
+                                        "flaky"};
 constexpr const char* kLevelNames[] = {"must", "should", "observe"};
 constexpr const char* kCheckResultNames[] = {"pass", "fail", "warn", "observed"};
 constexpr const char* kDeciderNames[] = {"runtime", "adapter", "harness", "unknown"};
@@ -127,10 +128,15 @@ Check check_from(const json& j, const std::string& case_id) {
   return c;
 }
 
-json case_json(const CaseResult& c) {
-  json j = {{"id", c.id}, {"description", c.description}, {"area", c.area}, {"status", to_string(c.status)},
-            {"reason", c.reason}, {"clauses", c.clauses}, {"observations", c.observations},
+json case_json(const CaseResult& c, bool attempt = false) {
+  json j = {{"status", to_string(c.status)}, {"reason", c.reason}, {"observations", c.observations},
             {"duration_s", c.duration_s}};
+  if (!attempt) {
+    j["id"] = c.id;
+    j["description"] = c.description;
+    j["area"] = c.area;
+    j["clauses"] = c.clauses;
+  }
   if (!c.expectation.empty()) j["expectation"] = c.expectation;
   if (c.expected_status) j["expected_status"] = to_string(*c.expected_status);
   if (!c.injection.empty()) j["injection"] = c.injection;
@@ -151,11 +157,22 @@ json case_json(const CaseResult& c) {
     audit["findings"].push_back(
         {{"role", f.role}, {"kind", f.kind}, {"item", f.item}, {"verb", f.verb}, {"detail", f.detail}});
   j["audit"] = audit;
+  if (!c.attempts.empty()) {
+    j["attempts"] = json::array();
+    for (const auto& a : c.attempts) j["attempts"].push_back(case_json(a, true));
+  }
   return j;
 }
 
-CaseResult case_from(const json& j) {
+// An attempt has no id of its own: `parent` is the case it belongs to.
+CaseResult case_from(const json& j, const CaseResult* parent = nullptr) {
   CaseResult c;
+  if (parent) {
+    c.id = parent->id;
+    c.description = parent->description;
+    c.area = parent->area;
+    c.clauses = parent->clauses;
+  }
   get_to(j, "id", c.id);
   if (c.id.empty()) throw SchemaError("results: a case has no \"id\"");
   get_to(j, "description", c.description);
@@ -221,6 +238,8 @@ CaseResult case_from(const json& j) {
     }
     c.audit.erase("findings");
   }
+  if (auto it = j.find("attempts"); it != j.end() && it->is_array() && !parent)
+    for (const auto& a : *it) c.attempts.push_back(case_from(a, &c));
   return c;
 }
 
@@ -251,7 +270,8 @@ int severity(Status s) noexcept {
     case Status::crash: return 5;
     case Status::skip:
     case Status::incomplete:
-    case Status::error: return -1;
+    case Status::error:
+    case Status::flaky: return -1;
   }
   return -1;
 }

@@ -27,6 +27,37 @@ void scrub_json(nlohmann::json& j) {
   }
 }
 
+// "(/some/where/cuda.txt:12)" -> "(cuda.txt:12)": where an expectations file sat is the
+// machine's business; which line of it matched is the run's.
+const std::regex& file_line() {
+  static const std::regex r("(?:/[^\\s():]+)*/([^/\\s():]+:[0-9]+)");
+  return r;
+}
+
+void stable_case(CaseResult& c) {
+  c.duration_s = 0;
+  c.expectation = std::regex_replace(c.expectation, file_line(), "$1");
+  c.reason = scrub_volatile(c.reason);
+  for (auto& k : c.checks) k.message = scrub_volatile(k.message);
+  for (auto& [k, v] : c.observations) v = scrub_volatile(v);
+  for (auto& e : c.native_errors) e.message = scrub_volatile(e.message);
+  for (auto& x : c.roles) {
+    x.pid = 0;
+    x.duration_s = 0;
+    x.output_tail = scrub_volatile(x.output_tail);
+  }
+  for (auto& w : c.warnings) w = std::regex_replace(scrub_volatile(w), file_line(), "$1");
+  scrub_json(c.audit);
+  if (auto roles = c.audit.find("roles"); roles != c.audit.end() && roles->is_object())
+    for (auto& [name, role] : roles->items())
+      if (role.is_object() && role.contains("pid")) role["pid"] = 0;
+  for (auto& f : c.findings) {
+    f.item = scrub_volatile(f.item);
+    f.detail = scrub_volatile(f.detail);
+  }
+  for (auto& a : c.attempts) stable_case(a);
+}
+
 }  // namespace
 
 Results stable_copy(const Results& in) {
@@ -38,36 +69,17 @@ Results stable_copy(const Results& in) {
   r.run.runner = nlohmann::json::object();
   if (r.run.options.is_object()) {
     r.run.options.erase("jobs");
+    // A merged run's shards: where and when each ran is the machines' business.
+    if (auto m = r.run.options.find("merged"); m != r.run.options.end() && m->is_object() && m->contains("shards"))
+      for (auto& shard : (*m)["shards"])
+        if (shard.is_object())
+          for (const char* k : {"hostname", "start", "duration_s", "jobs", "runner"}) shard.erase(k);
     if (auto e = r.run.options.find("expectations"); e != r.run.options.end() && e->is_string()) {
       const std::string path = e->get<std::string>();
       *e = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
     }
   }
-  // "(/some/where/cuda.txt:12)" -> "(cuda.txt:12)": where an expectations file sat is the
-  // machine's business; which line of it matched is the run's.
-  static const std::regex file_line("(?:/[^\\s():]+)*/([^/\\s():]+:[0-9]+)");
-  for (auto& c : r.cases) {
-    c.duration_s = 0;
-    c.expectation = std::regex_replace(c.expectation, file_line, "$1");
-    c.reason = scrub_volatile(c.reason);
-    for (auto& k : c.checks) k.message = scrub_volatile(k.message);
-    for (auto& [k, v] : c.observations) v = scrub_volatile(v);
-    for (auto& e : c.native_errors) e.message = scrub_volatile(e.message);
-    for (auto& x : c.roles) {
-      x.pid = 0;
-      x.duration_s = 0;
-      x.output_tail = scrub_volatile(x.output_tail);
-    }
-    for (auto& w : c.warnings) w = std::regex_replace(scrub_volatile(w), file_line, "$1");
-    scrub_json(c.audit);
-    if (auto roles = c.audit.find("roles"); roles != c.audit.end() && roles->is_object())
-      for (auto& [name, role] : roles->items())
-        if (role.is_object() && role.contains("pid")) role["pid"] = 0;
-    for (auto& f : c.findings) {
-      f.item = scrub_volatile(f.item);
-      f.detail = scrub_volatile(f.detail);
-    }
-  }
+  for (auto& c : r.cases) stable_case(c);
   r.summary = summarize(r.cases);
   return r;
 }

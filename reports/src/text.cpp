@@ -250,6 +250,7 @@ const char* status_color(Status s) noexcept {
     case Status::skip: return "#78909c";
     case Status::incomplete: return "#455a64";
     case Status::error: return "#5d4037";
+    case Status::flaky: return "#f9a825";
   }
   return "#000";
 }

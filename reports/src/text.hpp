@@ -46,9 +46,9 @@ std::string pad(std::string_view s, std::size_t width);
 std::size_t width(std::string_view s);
 
 // Statuses in the order a person reads them: problems first, the worst first.
-inline constexpr Status kProblemsFirst[] = {Status::crash, Status::timeout, Status::leak, Status::fail,
-                                            Status::error,  Status::incomplete, Status::xfail, Status::skip,
-                                            Status::pass};
+inline constexpr Status kProblemsFirst[] = {Status::crash, Status::timeout, Status::leak,  Status::fail,
+                                            Status::error, Status::incomplete, Status::flaky, Status::xfail,
+                                            Status::skip,  Status::pass};
 // Clause verdicts in the order a person reads them: problems first.
 inline constexpr ClauseVerdict kVerdictsFirst[] = {ClauseVerdict::fail,     ClauseVerdict::xfail,
                                                    ClauseVerdict::warn,     ClauseVerdict::emulated,

@@ -179,8 +179,13 @@ TEST(Bench, DirectionFollowsWhatIsBetter) {
   EXPECT_FALSE(d.has_regression()) << "benchmarks are reported, not gated";
 }
 
-TEST(Bench, FixtureChanges) {
-  const Diff d = fixture_diff(kOld, kNew);
+TEST(Bench, FixtureChangesOnOneMachine) {
+  // The fixtures come from two CI hosts; on one machine the medians themselves are compared.
+  Results a = fixture(kOld), b = fixture(kNew);
+  b.run.hostname = a.run.hostname;
+  b.run.devices = a.run.devices;
+  const Diff d = diff_results(a, b, "old", "new");
+  EXPECT_FALSE(d.bench_across_machines);
   ASSERT_EQ(d.bench.size(), 2u);
   EXPECT_EQ(d.bench[0].name, "mem_open/4KiB");
   EXPECT_TRUE(d.bench[0].worse);
@@ -192,6 +197,71 @@ TEST(Bench, FixtureChanges) {
   const Diff none = fixture_diff(kOld, kMid);
   EXPECT_TRUE(none.bench_removed.empty()) << "a run without benchmarks removed none";
   EXPECT_EQ(none.bench_note, "benchmarks not compared: the new run has none");
+}
+
+TEST(Bench, AcrossMachinesOnlyRatiosToFloorsCount) {
+  // gpu-ci-7 then gpu-ci-3: mem_open's median rose 20% and event_signal_wait's fell 25%, but
+  // their ratios to the in-run floors moved by 1.20x and 1.33x, within the cross-machine noise.
+  const Diff d = fixture_diff(kOld, kNew);
+  EXPECT_TRUE(d.bench_across_machines);
+  EXPECT_TRUE(d.bench.empty());
+  EXPECT_EQ(d.bench_within_noise, 3);
+  EXPECT_EQ(d.bench_unjudged, std::vector<std::string>{"harness_case_overhead"});
+  EXPECT_NE(render_diff_text(d).find("ratios to their in-run floors only"), std::string::npos) << render_diff_text(d);
+}
+
+Benchmark floored(double median, double spread, double floor) {
+  Benchmark b = bench(median, spread, 10);
+  b.floor = floor;
+  b.ratio = median / floor;
+  return b;
+}
+
+TEST(Bench, CrossMachineNoiseIsAFactorOnTheRatio) {
+  EXPECT_FALSE(beyond_cross_machine_noise(floored(100, 1, 100), floored(130, 1, 100))) << "30%: the H100/H200 spread";
+  EXPECT_TRUE(beyond_cross_machine_noise(floored(100, 1, 100), floored(200, 1, 100))) << "twice the floor ratio";
+  EXPECT_TRUE(beyond_cross_machine_noise(floored(200, 1, 100), floored(100, 1, 100))) << "half of it";
+  EXPECT_FALSE(beyond_cross_machine_noise(floored(100, 40, 100), floored(200, 40, 100))) << "noisy runs widen it";
+  EXPECT_FALSE(beyond_cross_machine_noise(bench(100, 1, 10), bench(300, 1, 10))) << "no floor: not comparable";
+}
+
+TEST(Bench, WithoutAFloorNotComparedAcrossMachines) {
+  Results a = run_of({}), b = run_of({});
+  a.run.hostname = "h100-a";
+  b.run.hostname = "h100-b";
+  a.bench = {{"benchmarks", {{{"name", "catalog"}, {"unit", "s"}, {"median", 10}, {"spread", 0.1}, {"repetitions", 5}}}}};
+  b.bench = {{"benchmarks", {{{"name", "catalog"}, {"unit", "s"}, {"median", 30}, {"spread", 0.1}, {"repetitions", 5}}}}};
+  const Diff d = diff_results(a, b, "a", "b");
+  EXPECT_TRUE(d.bench.empty());
+  EXPECT_EQ(d.bench_no_floor, std::vector<std::string>{"catalog"});
+}
+
+Results fuzzed(long long executions, nlohmann::json verdicts, std::vector<std::pair<std::string, std::string>> findings) {
+  Results r = run_of({});
+  r.fuzz = {{"status", "completed"}, {"executions", executions}, {"verdicts", verdicts}, {"findings", nlohmann::json::array()}};
+  for (const auto& [outcome, clause] : findings) r.fuzz["findings"].push_back({{"outcome", outcome}, {"clause", clause}});
+  return r;
+}
+
+TEST(FuzzDiff, ExecutionsOutcomesAndFindingClasses) {
+  const Results a = fuzzed(1000, {{"rejected", 990}, {"findings", 10}},
+                           {{"crash", "rb.open.garbage"}, {"context_lost", "rb.open.garbage"}});
+  const Results b = fuzzed(1200, {{"rejected", 1195}, {"findings", 5}},
+                           {{"crash", "rb.open.garbage"}, {"confused_deputy", "rb.open.confused_deputy"}});
+  const Diff d = diff_results(a, b, "a", "b");
+  ASSERT_TRUE(d.fuzz.compared);
+  EXPECT_EQ(d.fuzz.old_executions, 1000);
+  EXPECT_EQ(d.fuzz.new_executions, 1200);
+  ASSERT_EQ(d.fuzz.outcomes.size(), 2u);
+  EXPECT_EQ(d.fuzz.classes_new, std::vector<std::string>{"confused_deputy (rb.open.confused_deputy)"});
+  EXPECT_EQ(d.fuzz.classes_gone, std::vector<std::string>{"context_lost (rb.open.garbage)"});
+  EXPECT_FALSE(d.empty());
+  EXPECT_FALSE(d.has_regression()) << "fuzz changes are reported, not gated";
+  const std::string text = render_diff_text(d);
+  EXPECT_NE(text.find("new finding class: confused_deputy (rb.open.confused_deputy)"), std::string::npos) << text;
+  EXPECT_NE(text.find("1000 -> 1200 executions"), std::string::npos) << text;
+  EXPECT_TRUE(diff_results(a, a, "a", "a").fuzz.outcomes.empty());
+  EXPECT_FALSE(diff_results(a, run_of({}), "a", "none").fuzz.compared);
 }
 
 TEST(DiffGolden, Text) { EXPECT_TRUE(matches_golden("diff.txt", render_diff_text(fixture_diff(kOld, kNew)))); }

@@ -125,6 +125,35 @@ TEST(Junit, SkipsAreMarkedAndEveryCharacterIsLegal) {
   EXPECT_NE(x.find("bell \\x07 and nul \\x00 here"), std::string::npos);
 }
 
+// A run where memory.roundtrip.page crashed, then passed on a rerun.
+Results with_a_flake() {
+  Results r = fixture("ze-1.3.29735.json");
+  CaseResult& c = r.cases[0];
+  CaseResult crashed = c, passed = c;
+  crashed.status = Status::crash;
+  crashed.reason = "consumer died by SIGSEGV";
+  c.attempts = {crashed, passed};
+  c.status = Status::flaky;
+  c.reason = "passed on attempt 2 of 2 after attempt 1 was crash: consumer died by SIGSEGV";
+  r.summary = summarize(r.cases);
+  return r;
+}
+
+TEST(Flaky, EveryFormatShowsTheFlakeAndItsAttempts) {
+  const Results r = with_a_flake();
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("## Flaky: passed on a rerun (1)"), std::string::npos);
+  EXPECT_NE(md.find("  - attempt 1: crash: consumer died by SIGSEGV"), std::string::npos) << md;
+  EXPECT_NE(md.find("| flaky | 1 |"), std::string::npos);
+  const std::string html = render_html(r);
+  EXPECT_NE(html.find("<h3>Flaky: passed on a rerun (1)</h3>"), std::string::npos);
+  EXPECT_NE(html.find("attempts, each in fresh processes"), std::string::npos);
+  const std::string x = render_junit(r);
+  EXPECT_EQ(testing::xml_problem(x), "");
+  EXPECT_EQ(count(x, "<flakyError type=\"crash\" message=\"consumer died by SIGSEGV\">"), 1u) << x;
+  EXPECT_NE(x.find("failures=\"1\" errors=\"0\""), std::string::npos) << "a flake is neither failure nor error";
+}
+
 TEST(XmlCheck, CatchesWhatItShould) {
   EXPECT_EQ(testing::xml_problem("<a><b x=\"1\"/>t &amp; u</a>"), "");
   EXPECT_NE(testing::xml_problem("<a><b></a>"), "");

@@ -54,6 +54,16 @@ _ipcheck_report_test(run-writes-reports 0
                      TEXT "wrote ${_out}/run/report.html"
                      FILES "${_out}/run/results.json" "${_out}/run/report.md" "${_out}/run/report.html" "${_out}/run/junit.xml")
 file(MAKE_DIRECTORY "${_out}/cli")
+_ipcheck_report_test(merge-nothing 2 "${_exe}|report|merge" TEXT "missing FILE")
+_ipcheck_report_test(merge-mixed 2 "${_exe}|report|merge|${_old}|${_new}|-o|${_out}/cli/mixed.json"
+                     TEXT "differ in driver.version: '1.3.29735' and '1.6.31294'" "--allow-mixed")
+_ipcheck_report_test(first-bad-needs-db 2 "${_exe}|report|first-bad|memory.roundtrip.page" TEXT "give --db FILE")
+
+# The results store over the fixtures: one copy per run, history --db equal to the files',
+# first-bad naming the version that broke a case.
+add_test(NAME "store-cli:fixtures"
+         COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DDATA=${_data}" "-DOUT=${_out}/store" -P "${_r}/tests/store.cmake")
+set_tests_properties("store-cli:fixtures" PROPERTIES LABELS "reports;fleet")
 
 # The reference against its committed baseline: this version's, else the newest there is.
 set(_baseline "${_r}/baselines/ref-${PROJECT_VERSION}.json")

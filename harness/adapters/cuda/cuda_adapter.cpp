@@ -5,15 +5,28 @@
 // Mapping (CUDA driver API reference, 13.0):
 //   memory     cuMemAlloc / cuMemAllocHost / cuMemAllocManaged; write and read through
 //              cuMemcpyHtoD (then cuCtxSynchronize) and cuMemcpyDtoH
-//   mem IPC    cuIpcGetMemHandle, cuIpcOpenMemHandle (flags 0 = the required
-//              CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), cuIpcCloseMemHandle; no put in CUDA.
-//              Repeated opens go to the driver unchanged: CUDA returns the same pointer,
-//              reference counted, and each open needs its own close.
+//   mem IPC    cuIpcGetMemHandle, cuIpcOpenMemHandle (flags a case names go to CUDA exactly,
+//              0 as 0, which CUDA refuses; a case that names none, kDefaultOpenFlags, gets
+//              CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, the one flag CUDA documents and requires,
+//              as a runtime without open flags passes it), cuIpcCloseMemHandle; no put in CUDA. Repeated opens go to the
+//              driver unchanged: CUDA returns the same pointer, reference counted, and each
+//              open needs its own close.
 //   events     cuEventCreate (ipc: CU_EVENT_INTERPROCESS; profiling off:
 //              CU_EVENT_DISABLE_TIMING), cuIpcGetEventHandle / cuIpcOpenEventHandle,
-//              signal = cuEventRecord on the default stream, query = cuEventQuery, wait =
-//              cuEventQuery polled until the timeout, release = cuEventDestroy. No put,
-//              reset or retain in CUDA.
+//              query = cuEventQuery, wait = cuEventQuery polled until it completes or the
+//              timeout, release = cuEventDestroy. No put, reset or retain in CUDA.
+//              A never-recorded CUDA event is complete (cuEventQuery answers CUDA_SUCCESS),
+//              so an IPC event is made pending at creation: recorded on a stream of its own
+//              behind cuStreamWaitValue32 on a word of host memory the device sees (the
+//              event's gate), which stays closed until the creating process signals; signal
+//              = the host writes the gate's value, and the record completes on the device.
+//              Both the exporter's event and every opened one then answer CUDA_ERROR_NOT_READY
+//              from cuEventQuery until that signal, CUDA_SUCCESS after: the pending state and
+//              its end are CUDA's answers, through both handles. A signal through an opened
+//              event, or a second signal, is cuEventRecord on the default stream.
+//   test only  IPCHECK_CUDA_FAULT=private_event (environment): every record goes to a
+//              private event (CU_EVENT_DISABLE_TIMING, not interprocess) instead of the IPC
+//              event, the defect the event cases exist to catch; they must fail under it.
 //   physical   cuMemCreate (POSIX fd handle type when ipc), cuMemExportToShareableHandle,
 //              the fd moved by SCM_RIGHTS or pidfd_getfd, cuMemImportFromShareableHandle,
 //              cuMemAddressReserve / cuMemMap / cuMemSetAccess / cuMemUnmap / cuMemRelease.
@@ -26,6 +39,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -33,8 +47,9 @@
 #include <sstream>
 #include <thread>
 
-#include "cuda_driver.hpp"
-#include "fd_record.hpp"
+#include "ipcheck/cuda/cuda_driver.hpp"
+#include "ipcheck/cuda/fd_record.hpp"
+#include "ipcheck/adapter_toolkit.hpp"
 #include "ipcheck/adapter.hpp"
 #include "ipcref/unique_fd.hpp"
 
@@ -174,6 +189,8 @@ class CudaAdapter final : public Adapter {
   ~CudaAdapter() override {
     // Objects a case left behind die with the primary context (the audit already ran).
     if (!cu_) return;
+    // Gated records a case left pending complete first, so that no stream waits forever.
+    for (auto& [id, e] : events_) open_gate(e);
     for (auto& d : devices_)
       if (d.ctx) cu_->cuDevicePrimaryCtxRelease_v2(d.handle);
   }
@@ -236,7 +253,16 @@ class CudaAdapter final : public Adapter {
     if (!scm_ && config.runner_pid > 0)
       ::prctl(PR_SET_PTRACER, static_cast<unsigned long>(config.runner_pid), 0, 0, 0);
     driver_version_ = nvidia_driver_version(cu_->path(), driver_version_source_);
-    return warm_up();
+    if (const char* f = std::getenv("IPCHECK_CUDA_FAULT"); f && *f) {
+      if (std::string(f) != "private_event")
+        return Outcome::failure(Errc::invalid, std::string("cuda: IPCHECK_CUDA_FAULT='") + f +
+                                                   "' is not a fault this adapter knows; the one test-only fault is private_event");
+      fault_private_event_ = true;
+      std::fprintf(stderr, "[cuda] TEST-ONLY FAULT IPCHECK_CUDA_FAULT=private_event: events are recorded on private events\n");
+    }
+    if (Outcome o = warm_up(); !o.ok()) return o;
+    make_gates();  // after the warm-up: a context reset there would take the gate page with it
+    return Outcome::success();
   }
 
   AdapterInfo info() override {
@@ -255,7 +281,12 @@ class CudaAdapter final : public Adapter {
     i.extra["libcuda"] = cu_->path();
     i.extra["driver_version_source"] = driver_version_source_.empty() ? "none found" : driver_version_source_;
     i.extra["cuda_driver_api"] = std::to_string(api_version_);
-    i.extra["mem_open_flags_default"] = "CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS (flags 0 asks for it)";
+    i.extra["mem_open_flags"] = "passed to cuIpcOpenMemHandle as the case asked (0 is 0; CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS is 0x1)";
+    i.extra["mem_open_flags_default"] = "CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS (0x1): CUDA requires it; flags 0 answer CUDA_ERROR_INVALID_VALUE";
+    i.extra["event_gate"] = gate_host_ ? "IPC events are recorded at creation behind cuStreamWaitValue32 on host memory "
+                                         "(" + std::to_string(kGateSlots) + " gates); signal opens the gate"
+                                       : "unavailable: " + gate_error_.describe();
+    if (fault_private_event_) i.extra["test_fault"] = "IPCHECK_CUDA_FAULT=private_event (records go to private events)";
     i.extra["mem_open_repeat"] = "passed to the driver unchanged: CUDA returns the same pointer, reference counted";
     i.extra["handles"] = "memory and events: CUDA's 64-byte IPC handles; physical memory: a 48-byte record naming a POSIX fd";
     i.extra["not_in_cuda"] = "mem_put, event_put, event_reset, event_retain";
@@ -364,12 +395,13 @@ class CudaAdapter final : public Adapter {
       return {Outcome::failure(Errc::invalid, "cuda: handle is " + std::to_string(bytes.size()) +
                                                   " bytes, CUipcMemHandle is " + std::to_string(kIpcHandleSize) +
                                                   " (clause sycl.mem.open.size)")};
-    if (flags > 0xffffffffull)
+    if (flags != kDefaultOpenFlags && flags > 0xffffffffull)
       return {Outcome::failure(Errc::invalid, "cuda: open flags " + hex(flags) + " do not fit cuIpcOpenMemHandle's unsigned int")};
     if (auto o = use(device, "mem_open"); !o.ok()) return {o};
     CUipcMemHandle h;
     std::memcpy(h.reserved, bytes.data(), sizeof h);
-    const unsigned f = flags == 0 ? kIpcMemLazyEnablePeerAccess : static_cast<unsigned>(flags);
+    // What the case asked for, 0 included; the plain open passes the flag CUDA requires.
+    const unsigned f = flags == kDefaultOpenFlags ? kIpcMemLazyEnablePeerAccess : static_cast<unsigned>(flags);
     CUdeviceptr p = 0;
     if (const CUresult r = cu_->cuIpcOpenMemHandle_v2(&p, h, f); r != CUDA_SUCCESS)
       return {fail(r, "cuIpcOpenMemHandle(flags " + hex(f) + ", device " + std::to_string(device) + ")")};
@@ -576,8 +608,18 @@ class CudaAdapter final : public Adapter {
     CUevent ev = nullptr;
     if (const CUresult r = cu_->cuEventCreate(&ev, f); r != CUDA_SUCCESS)
       return {fail(r, "cuEventCreate(" + event_flag_names(f) + ")")};
+    Event e;
+    e.ev = ev;
+    e.device = device;
+    // An IPC event starts pending (see the top of this file): recorded behind a closed gate.
+    if (flags.ipc) {
+      if (Outcome o = arm(e); !o.ok()) {
+        drop(e);
+        return {o};
+      }
+    }
     const ObjectId id = next_id_++;
-    events_[id] = Event{ev, device, false};
+    events_[id] = e;
     return {Outcome::runtime_success("cuEventCreate"), id};
   }
 
@@ -609,15 +651,33 @@ class CudaAdapter final : public Adapter {
     if (const CUresult r = cu_->cuIpcOpenEventHandle(&ev, h); r != CUDA_SUCCESS)
       return {fail(r, "cuIpcOpenEventHandle(device " + std::to_string(device) + ")")};
     const ObjectId id = next_id_++;
-    events_[id] = Event{ev, device, true};
+    Event e;
+    e.ev = ev;
+    e.device = device;
+    e.opened = true;
+    events_[id] = e;
     return {Outcome::runtime_success("cuIpcOpenEventHandle"), id};
   }
 
+  // The creator's first signal opens the event's gate: the record CUDA holds pending since
+  // creation completes on the device (the host write is the adapter's; whether the event
+  // then completes is cuEventQuery's answer). Any other signal records the event again.
   Outcome event_signal(ObjectId id) override {
     Event* e = find_event(id);
     if (!e) return unknown("event", id);
     if (auto o = use(e->device, "event_signal"); !o.ok()) return o;
-    if (const CUresult r = cu_->cuEventRecord(e->ev, nullptr); r != CUDA_SUCCESS)
+    if (e->gate_closed) {
+      open_gate(*e);
+      return Outcome::success();
+    }
+    CUevent target = e->ev;
+    if (fault_private_event_) {
+      if (!e->priv)
+        if (const CUresult r = cu_->cuEventCreate(&e->priv, kEventDisableTiming); r != CUDA_SUCCESS)
+          return fail(r, "cuEventCreate(CU_EVENT_DISABLE_TIMING) for the test-only private_event fault");
+      target = e->priv;
+    }
+    if (const CUresult r = cu_->cuEventRecord(target, nullptr); r != CUDA_SUCCESS)
       return fail(r, "cuEventRecord(default stream)");
     return Outcome::runtime_success("cuEventRecord");
   }
@@ -666,10 +726,37 @@ class CudaAdapter final : public Adapter {
   Outcome event_release(ObjectId id) override {
     Event* e = find_event(id);
     if (!e) return unknown("event", id);
+    open_gate(*e);  // a record still pending completes before its event goes
     if (const CUresult r = cu_->cuEventDestroy_v2(e->ev); r != CUDA_SUCCESS)
       return fail(r, std::string("cuEventDestroy(") + (e->opened ? "an opened event" : "a created event") + ")");
+    e->ev = nullptr;
+    drop(*e);
     events_.erase(id);
     return Outcome::runtime_success("cuEventDestroy");
+  }
+
+  // native("null_argument", {verb, argument}): CUDA's call with that argument null, as asked.
+  // CUDA's IPC calls take no context (they act on the current one): those combinations do
+  // not exist here. native("event_unrecorded"): cuEventQuery on an IPC event never recorded
+  // (not armed), CUDA's answer in the outcome's native code (cuda.event.unrecorded).
+  Outcome native(const std::string& what, const std::map<std::string, std::string>& args) override {
+    const auto arg = [&](const char* k) { return args.count(k) ? args.at(k) : std::string(); };
+    if (what == "null_argument") return null_argument(arg("verb"), arg("argument"));
+    if (what == "event_unrecorded") {
+      if (auto o = use(0, "event_unrecorded"); !o.ok()) return o;
+      CUevent ev = nullptr;
+      if (const CUresult r = cu_->cuEventCreate(&ev, kEventInterprocess | kEventDisableTiming); r != CUDA_SUCCESS)
+        return fail(r, "cuEventCreate(CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING)");
+      const CUresult q = cu_->cuEventQuery(ev);
+      cu_->cuEventDestroy_v2(ev);
+      Outcome o = Outcome::runtime_success("cuEventQuery");
+      o.native = q;
+      o.native_name = cu_->error_name(q);
+      o.message = "cuEventQuery on a never-recorded IPC event answered " + o.native_name;
+      if (q != CUDA_SUCCESS && q != CUDA_ERROR_NOT_READY) return fail(q, "cuEventQuery on a never-recorded IPC event");
+      return o;
+    }
+    return Adapter::native(what, args);
   }
 
  private:
@@ -688,7 +775,134 @@ class CudaAdapter final : public Adapter {
     CUevent ev = nullptr;
     int device = 0;
     bool opened = false;
+    CUstream stream = nullptr;  // the gated record's stream (created events)
+    int slot = -1;              // the gate's word in gate_host_
+    bool gate_closed = false;   // the gated record is still pending on the device
+    CUevent priv = nullptr;     // IPCHECK_CUDA_FAULT=private_event: what gets recorded instead
   };
+  static constexpr int kGateSlots = 1024;  // words of the one gate page
+
+  // One page of pinned host memory mapped for the device; word i is gate i. Made once per
+  // process, before the role's audit baseline (it lives as long as the context).
+  void make_gates() {
+    if (!cu_->has_stream_wait()) {
+      gate_error_ = Outcome::failure(Errc::not_implemented, "cuda: " + cu_->path() +
+                                                                " lacks cuStreamWaitValue32_v2/cuMemHostAlloc (needed to hold an event pending)");
+      return;
+    }
+    void* host = nullptr;
+    if (const CUresult r = cu_->cuMemHostAlloc(&host, kGateSlots * sizeof(std::uint32_t), kMemHostAllocDeviceMap);
+        r != CUDA_SUCCESS) {
+      gate_error_ = fail(r, "cuMemHostAlloc(4096 bytes, CU_MEMHOSTALLOC_DEVICEMAP) for the event gates");
+      return;
+    }
+    CUdeviceptr dev = 0;
+    if (const CUresult r = cu_->cuMemHostGetDevicePointer_v2(&dev, host, 0); r != CUDA_SUCCESS) {
+      gate_error_ = fail(r, "cuMemHostGetDevicePointer for the event gates");
+      cu_->cuMemFreeHost(host);
+      return;
+    }
+    std::memset(host, 0, kGateSlots * sizeof(std::uint32_t));
+    gate_host_ = static_cast<std::uint32_t*>(host);
+    gate_dev_ = dev;
+    gate_value_.assign(kGateSlots, 0);
+    gate_used_.assign(kGateSlots, false);
+  }
+
+  // Records `e` on a new stream behind a wait for gate word `slot` to reach a value the host
+  // has not written yet: CUDA holds the record, and so the event, pending until open_gate.
+  Outcome arm(Event& e) {
+    if (!gate_host_) return gate_error_;
+    const auto free_slot = std::find(gate_used_.begin(), gate_used_.end(), false);
+    if (free_slot == gate_used_.end())
+      return Outcome::failure(Errc::exhausted, "cuda: all " + std::to_string(kGateSlots) +
+                                                   " event gates are in use (one per live IPC event of this process)");
+    const int slot = static_cast<int>(free_slot - gate_used_.begin());
+    if (const CUresult r = cu_->cuStreamCreate(&e.stream, kStreamNonBlocking); r != CUDA_SUCCESS)
+      return fail(r, "cuStreamCreate(CU_STREAM_NON_BLOCKING) for the event's gate");
+    // Values only grow: a gate opened before (the word holds its last value) is closed again.
+    const std::uint32_t value = gate_value_[static_cast<std::size_t>(slot)] + 1;
+    const CUdeviceptr word = gate_dev_ + static_cast<CUdeviceptr>(slot) * sizeof(std::uint32_t);
+    if (const CUresult r = cu_->cuStreamWaitValue32_v2(e.stream, word, value, kStreamWaitValueGeq); r != CUDA_SUCCESS)
+      return fail(r, "cuStreamWaitValue32(gate " + std::to_string(slot) + ", CU_STREAM_WAIT_VALUE_GEQ " +
+                         std::to_string(value) + ")");
+    gate_value_[static_cast<std::size_t>(slot)] = value;
+    gate_used_[static_cast<std::size_t>(slot)] = true;
+    e.slot = slot;
+    e.gate_closed = true;
+    CUevent target = e.ev;
+    if (fault_private_event_) {
+      if (const CUresult r = cu_->cuEventCreate(&e.priv, kEventDisableTiming); r != CUDA_SUCCESS)
+        return fail(r, "cuEventCreate(CU_EVENT_DISABLE_TIMING) for the test-only private_event fault");
+      target = e.priv;
+    }
+    if (const CUresult r = cu_->cuEventRecord(target, e.stream); r != CUDA_SUCCESS)
+      return fail(r, "cuEventRecord(the event's gated stream)");
+    return Outcome::success();
+  }
+
+  // The host's write that lets the gated record run (idempotent).
+  void open_gate(Event& e) {
+    if (!e.gate_closed) return;
+    __atomic_store_n(&gate_host_[e.slot], gate_value_[static_cast<std::size_t>(e.slot)], __ATOMIC_SEQ_CST);
+    e.gate_closed = false;
+  }
+
+  // Frees what an event holds besides its CUevent (which the caller destroyed, or not made).
+  void drop(Event& e) {
+    open_gate(e);
+    if (e.ev) cu_->cuEventDestroy_v2(e.ev);
+    e.ev = nullptr;
+    if (e.priv) cu_->cuEventDestroy_v2(e.priv);
+    e.priv = nullptr;
+    if (e.stream) cu_->cuStreamDestroy_v2(e.stream);  // returns at once; the stream goes once drained
+    e.stream = nullptr;
+    if (e.slot >= 0) gate_used_[static_cast<std::size_t>(e.slot)] = false;
+    e.slot = -1;
+  }
+
+  Outcome null_argument(const std::string& verb, const std::string& arg) {
+    const std::string known =
+        "mem_get (pointer, out), mem_open (out), mem_close (pointer), event_get (handle, out); "
+        "CUDA's IPC calls take no context";
+    if (auto o = use(0, "null_argument"); !o.ok()) return o;
+    if (verb == "mem_get" && arg == "pointer") {
+      CUipcMemHandle h{};
+      const CUresult r = cu_->cuIpcGetMemHandle(&h, 0);
+      return r == CUDA_SUCCESS ? Outcome::runtime_success("cuIpcGetMemHandle") : fail(r, "cuIpcGetMemHandle(&h, 0)");
+    }
+    if (verb == "mem_get" && arg == "out") {
+      CUdeviceptr p = 0;
+      if (const CUresult r = cu_->cuMemAlloc_v2(&p, 4096); r != CUDA_SUCCESS) return fail(r, "cuMemAlloc(4096 bytes)");
+      const CUresult r = cu_->cuIpcGetMemHandle(nullptr, p);
+      cu_->cuMemFree_v2(p);
+      return r == CUDA_SUCCESS ? Outcome::runtime_success("cuIpcGetMemHandle")
+                               : fail(r, "cuIpcGetMemHandle(NULL, a live allocation)");
+    }
+    if (verb == "mem_open" && arg == "out") {
+      CUipcMemHandle h{};
+      const CUresult r = cu_->cuIpcOpenMemHandle_v2(nullptr, h, 0);
+      return r == CUDA_SUCCESS ? Outcome::runtime_success("cuIpcOpenMemHandle")
+                               : fail(r, "cuIpcOpenMemHandle(NULL, a zero handle, 0)");
+    }
+    if (verb == "mem_close" && arg == "pointer") {
+      const CUresult r = cu_->cuIpcCloseMemHandle(0);
+      return r == CUDA_SUCCESS ? Outcome::runtime_success("cuIpcCloseMemHandle") : fail(r, "cuIpcCloseMemHandle(0)");
+    }
+    if (verb == "event_get" && (arg == "handle" || arg == "out")) {
+      CUevent ev = nullptr;
+      if (arg == "out")
+        if (const CUresult r = cu_->cuEventCreate(&ev, kEventInterprocess | kEventDisableTiming); r != CUDA_SUCCESS)
+          return fail(r, "cuEventCreate(CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING)");
+      CUipcEventHandle h{};
+      const CUresult r = arg == "out" ? cu_->cuIpcGetEventHandle(nullptr, ev) : cu_->cuIpcGetEventHandle(&h, nullptr);
+      if (ev) cu_->cuEventDestroy_v2(ev);
+      return r == CUDA_SUCCESS ? Outcome::runtime_success("cuIpcGetEventHandle")
+                               : fail(r, arg == "out" ? "cuIpcGetEventHandle(NULL, an IPC event)" : "cuIpcGetEventHandle(&h, NULL)");
+    }
+    return Outcome::failure(Errc::not_implemented,
+                            "null_argument: no CUDA call for verb '" + verb + "' with a null '" + arg + "'; known: " + known);
+  }
 
   // An outcome for a failed CUDA call: the code mapped, the native name and sentence.
   Outcome fail(CUresult r, const std::string& call) const {
@@ -755,42 +969,15 @@ class CudaAdapter final : public Adapter {
   // The exporter's descriptor through pidfd_open + pidfd_getfd, after proving the pid is
   // still the process that exported (its start time).
   Result<int> take_fd(const FdRecord& rec) {
-    const int pid = static_cast<int>(rec.pid);
-    unique_fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-    if (!pidfd) {
-      const int err = errno;
-      return {Outcome::failure(err == ESRCH ? Errc::exporter_gone : Errc::other,
-                               "cuda: pidfd_open(" + std::to_string(pid) + ") failed: " + std::strerror(err) +
-                                   (err == ESRCH ? " (the exporter has exited)" : ""),
-                               err, err == ESRCH ? "ESRCH" : "errno")};
-    }
-    if (cuda_adapter::process_start_time(pid) != rec.start_time)
-      return {Outcome::failure(Errc::exporter_gone, "cuda: pid " + std::to_string(pid) +
-                                                        " is no longer the exporter (its start time differs: the pid was reused)")};
-    const int fd = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), rec.fd, 0));
-    if (fd < 0) {
-      const int err = errno;
-      const Errc code = err == EPERM ? Errc::permission_denied : err == EBADF ? Errc::invalid
-                        : err == ESRCH ? Errc::exporter_gone : Errc::other;
-      std::string fix = err == EPERM ? " (ptrace access refused: Yama ptrace_scope? run with --transport scm)"
-                        : err == EBADF ? " (not open in the exporter: put already, or a forged record)" : "";
-      return {Outcome::failure(code, "cuda: pidfd_getfd(pid " + std::to_string(pid) + ", fd " + std::to_string(rec.fd) +
-                                         ") failed: " + std::strerror(err) + fix,
-                               err, err == EPERM ? "EPERM" : err == EBADF ? "EBADF" : "errno")};
-    }
-    return {Outcome::success(), fd};
+    unique_fd fd;
+    if (Outcome o = toolkit::take_exporter_fd({static_cast<int>(rec.pid), rec.fd, rec.start_time}, "cuda: ", fd);
+        !o.ok())
+      return {o};
+    return {Outcome::success(), fd.release()};
   }
 
-  // This process's start time (the records' proof of the exporter), read from /proc once:
-  // again only in a forked child (another pid) or while the read gives nothing.
-  std::uint64_t own_start_time() {
-    const pid_t pid = ::getpid();
-    if (pid != start_time_pid_ || start_time_ == 0) {
-      start_time_ = cuda_adapter::process_start_time(pid);
-      start_time_pid_ = pid;
-    }
-    return start_time_;
-  }
+  // This process's start time (the records' proof of the exporter).
+  static std::uint64_t own_start_time() { return toolkit::own_start_time(); }
 
   Outcome relocate_export_fd(unique_fd& fd) {
     if (const int err = export_numbers_.place(fd); err != 0)
@@ -909,9 +1096,7 @@ class CudaAdapter final : public Adapter {
   int api_version_ = 0;
   std::string driver_version_, driver_version_source_, warm_up_;
   bool scm_ = false;
-  cuda_adapter::ExportFdNumbers export_numbers_;
-  pid_t start_time_pid_ = 0;     // the process own_start_time() read start_time_ for
-  std::uint64_t start_time_ = 0;
+  toolkit::ExportFdNumbers export_numbers_;
   ObjectId next_id_ = 1;
   std::map<DevPtr, MemKind> allocations_;
   std::map<ObjectId, Phys> phys_;
@@ -919,6 +1104,12 @@ class CudaAdapter final : public Adapter {
   std::map<DevPtr, int> reservations_;  // base -> device
   std::map<DevPtr, VmMap> vm_maps_;
   std::map<ObjectId, Event> events_;
+  bool fault_private_event_ = false;  // IPCHECK_CUDA_FAULT=private_event (test only)
+  std::uint32_t* gate_host_ = nullptr;
+  CUdeviceptr gate_dev_ = 0;
+  std::vector<std::uint32_t> gate_value_;  // per gate: the value its wait asks for (the last one)
+  std::vector<bool> gate_used_;
+  Outcome gate_error_ = Outcome::failure(Errc::not_implemented, "cuda: the event gates were never made");
 };
 
 const AdapterRegistration reg{{"cuda",

@@ -1,4 +1,4 @@
-#include "cuda_driver.hpp"
+#include "ipcheck/cuda/cuda_driver.hpp"
 
 #include <dlfcn.h>
 #include <link.h>

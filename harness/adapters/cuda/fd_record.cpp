@@ -1,14 +1,8 @@
-#include "fd_record.hpp"
+#include "ipcheck/cuda/fd_record.hpp"
 
-#include <fcntl.h>
-#include <sys/resource.h>
+#include "ipcheck/adapter_toolkit.hpp"
 
-#include <algorithm>
-#include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace ipcheck::cuda_adapter {
 
@@ -19,26 +13,9 @@ namespace {
 //  24 start_time u64  32 size u64  40 checksum u64 (FNV-1a of bytes 0..39)
 constexpr std::size_t kChecksumAt = 40;
 
-std::uint64_t fnv1a(std::span<const std::byte> bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (std::byte b : bytes) {
-    h ^= static_cast<std::uint8_t>(b);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-template <class T>
-void put(std::vector<std::byte>& out, std::size_t at, T v) {
-  std::memcpy(out.data() + at, &v, sizeof v);
-}
-
-template <class T>
-T get(std::span<const std::byte> in, std::size_t at) {
-  T v;
-  std::memcpy(&v, in.data() + at, sizeof v);
-  return v;
-}
+using toolkit::record::fnv1a;
+using toolkit::record::get;
+using toolkit::record::put;
 
 }  // namespace
 
@@ -85,37 +62,6 @@ std::optional<FdRecord> FdRecord::decode(std::span<const std::byte> bytes, std::
     return std::nullopt;
   }
   return r;
-}
-
-int ExportFdNumbers::place(ipcref::unique_fd& fd) {
-  if (next_ == 0) {
-    rlimit lim{};
-    const rlim_t soft = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 1024;
-    next_ = static_cast<int>(std::min<rlim_t>(soft / 2, 4096));
-    end_ = static_cast<int>(std::min<rlim_t>(soft, 16384));
-  }
-  if (next_ < 64 || next_ >= end_) return 0;
-  const int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, next_);
-  if (moved < 0) return errno == EINVAL || errno == EMFILE ? 0 : errno;
-  next_ = moved + 1;
-  fd.reset(moved);
-  return 0;
-}
-
-std::uint64_t process_start_time(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return 0;
-  // Field 2 (comm) may hold spaces and parentheses: count fields after the last ')'.
-  const auto close = line.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(line.substr(close + 1));
-  std::string field;
-  for (int i = 3; i <= 22; ++i) {
-    if (!(rest >> field)) return 0;
-    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
-  }
-  return 0;
 }
 
 }  // namespace ipcheck::cuda_adapter

@@ -51,8 +51,8 @@
 #include <optional>
 #include <sstream>
 
-#include "../cuda/fd_record.hpp"  // ExportFdNumbers, process_start_time
 #include "ipcheck/adapter.hpp"
+#include "ipcheck/adapter_toolkit.hpp"
 #include "ipcref/unique_fd.hpp"
 #include "vk_cuda_interop.hpp"
 #include "vk_loader.hpp"
@@ -401,6 +401,7 @@ class VkAdapter final : public Adapter {
   }
 
   Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags) override {
+    if (flags == kDefaultOpenFlags) flags = 0;  // the API's plain open asks for nothing
     Dev* d = dev(device);
     if (!d) return {bad_device(device)};
     if (flags != 0)
@@ -1154,30 +1155,7 @@ class VkAdapter final : public Adapter {
                                                    " (the export was put)", errno, "EBADF");
       return Outcome::success();
     }
-    unique_fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-    if (!pidfd) {
-      const int err = errno;
-      return Outcome::failure(err == ESRCH ? Errc::exporter_gone : Errc::invalid,
-                              "pidfd_open(" + std::to_string(pid) + "): " + std::strerror(err) +
-                                  (err == ESRCH ? " (the exporter has exited)" : ""),
-                              err, err == ESRCH ? "ESRCH" : "errno");
-    }
-    if (cuda_adapter::process_start_time(pid) != rec.start_time)
-      return Outcome::failure(Errc::exporter_gone, "pid " + std::to_string(pid) +
-                                                       " is no longer the exporter (its start time differs: the pid was reused)");
-    out.reset(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), rec.fd, 0)));
-    if (!out) {
-      const int err = errno;
-      const Errc c = err == ESRCH ? Errc::exporter_gone
-                     : (err == EPERM || err == EACCES) ? Errc::permission_denied
-                                                       : Errc::invalid;
-      return Outcome::failure(c, "pidfd_getfd(pid " + std::to_string(pid) + ", fd " + std::to_string(rec.fd) +
-                                     "): " + std::strerror(err) +
-                                     (err == EBADF ? " (not open in the exporter: put already, or a forged record)" : "") +
-                                     (c == Errc::permission_denied ? " (Yama? run with --transport scm)" : ""),
-                              err, strerrorname_np(err) ? strerrorname_np(err) : "errno");
-    }
-    return Outcome::success();
+    return toolkit::take_exporter_fd({pid, rec.fd, rec.start_time}, "", out);
   }
 
   static void identity(int fd, FdRecord& rec) {
@@ -1232,14 +1210,7 @@ class VkAdapter final : public Adapter {
     return Outcome::success();
   }
 
-  std::uint64_t own_start_time() {
-    const pid_t pid = ::getpid();
-    if (pid != start_time_pid_ || start_time_ == 0) {
-      start_time_ = cuda_adapter::process_start_time(pid);
-      start_time_pid_ = pid;
-    }
-    return start_time_;
-  }
+  static std::uint64_t own_start_time() { return toolkit::own_start_time(); }
 
   // ---- semaphores
 
@@ -1408,9 +1379,7 @@ class VkAdapter final : public Adapter {
   std::map<ObjectId, Ev> events_;
   ObjectId next_id_ = 1;
   DevPtr synthetic_next_ = 0;
-  cuda_adapter::ExportFdNumbers export_numbers_;
-  pid_t start_time_pid_ = 0;
-  std::uint64_t start_time_ = 0;
+  toolkit::ExportFdNumbers export_numbers_;
 };
 
 const AdapterRegistration reg{{"vk",

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "../cuda/cuda_driver.hpp"
+#include "ipcheck/cuda/cuda_driver.hpp"
 #include "ipcheck/case.hpp"  // pattern, first_mismatch
 
 namespace ipcheck::vk {

@@ -1,5 +1,7 @@
 #include "vk_record.hpp"
 
+#include "ipcheck/adapter_toolkit.hpp"
+
 #include <cstring>
 
 namespace ipcheck::vk {
@@ -10,26 +12,9 @@ namespace {
 //   0 magic[8]  8 version u32  12 kind u32  16 pid u32  20 fd i32  24 start_time u64
 //  32 size u64  40 offset u64  48 memory_type u32  52 handle_type u32  56 flags u32
 //  60 device u32  64 buffer_size u64  72 ino u64  80 dev u64  88 checksum u64 (FNV-1a of 0..87)
-std::uint64_t fnv1a(std::span<const std::byte> bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (std::byte b : bytes) {
-    h ^= static_cast<std::uint8_t>(b);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-template <class T>
-void put(std::vector<std::byte>& out, std::size_t at, T v) {
-  std::memcpy(out.data() + at, &v, sizeof v);
-}
-
-template <class T>
-T get(std::span<const std::byte> in, std::size_t at) {
-  T v;
-  std::memcpy(&v, in.data() + at, sizeof v);
-  return v;
-}
+using toolkit::record::fnv1a;
+using toolkit::record::get;
+using toolkit::record::put;
 
 }  // namespace
 

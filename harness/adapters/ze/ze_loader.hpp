@@ -13,11 +13,12 @@
 #include <string>
 
 #include "ze_ipcheck/newer_api.h"
+#include "ze_ipcheck/result_name.hpp"
 
 namespace ipcheck::ze {
 
-// "ZE_RESULT_ERROR_INVALID_ARGUMENT"
-const char* result_name(ze_result_t r) noexcept;
+// "ZE_RESULT_ERROR_INVALID_ARGUMENT": the table libze_ipcheck names its codes with too.
+using ze_ipcheck::result_name;
 
 #define IPCHECK_ZE_CORE_FUNCTIONS(X)                                                                                  \
   X(zeInit) X(zeDriverGet) X(zeDriverGetApiVersion) X(zeDriverGetProperties) X(zeDriverGetIpcProperties)              \

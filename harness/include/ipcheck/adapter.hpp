@@ -129,6 +129,11 @@ struct AdapterConfig {
   int runner_pid = 0;                          // allowed to take descriptors under Yama
 };
 
+// mem_open's `flags` when a case asks for no flags in particular: what a runtime whose API has
+// none (SYCL, UR) passes. Each adapter names its value in `info` (mem_open_flags_default):
+// 0 everywhere except cuda, whose cuIpcOpenMemHandle requires CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS.
+inline constexpr std::uint64_t kDefaultOpenFlags = ~std::uint64_t{0};
+
 class Adapter {
  public:
   virtual ~Adapter() = default;
@@ -147,7 +152,8 @@ class Adapter {
   virtual Result<Exported> mem_get(DevPtr ptr);
   virtual Outcome mem_put(ObjectId export_id);
   // `fd` is the descriptor received with the bytes (or -1); `flags` are native open flags.
-  virtual Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags = 0);
+  virtual Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device,
+                                  std::uint64_t flags = kDefaultOpenFlags);
   virtual Outcome mem_close(DevPtr ptr);
 
   // Physical memory and virtual ranges.
@@ -190,7 +196,8 @@ class Adapter {
   //       context | pointer | handle | out): the verb with that argument null; answers
   //       the runtime's code (Level Zero with parameter validation:
   //       ZE_RESULT_ERROR_INVALID_NULL_HANDLE / _NULL_POINTER, mapped to invalid).
-  // Open flags travel in mem_open's `flags` (native bits; 0 is the API's default).
+  // Open flags travel in mem_open's `flags`: native bits exactly as given (0 is 0), or
+  // kDefaultOpenFlags for what the API's plain open passes.
   virtual Outcome native(const std::string& what, const std::map<std::string, std::string>& args);
 
  protected:

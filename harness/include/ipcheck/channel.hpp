@@ -19,7 +19,8 @@ namespace ipcheck {
 using ipcref::unique_fd;
 
 enum class MsgType : std::uint16_t {
-  hello = 1,     // role -> runner: role name, pid
+  hello = 1,     // role -> runner: role name, pid, address of ipcheck_verb_mark (for the BPF audit;
+                 // a fuzz-role sends only name and pid)
   start,         // runner -> role: JSON (peer pids, options, fault injection)
   send,          // role -> runner: to, tag, bytes [+fd]
   deliver,       // runner -> role: from, tag, bytes [+fd]

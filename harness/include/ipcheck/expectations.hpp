@@ -11,8 +11,8 @@
 //   event.roundtrip      leak  leak=*/dev/shm/cuda.shm.*
 //   @end
 //
-// Status: fail, leak, timeout or crash (what the deviation makes the case). What must
-// match besides the status (globs; all given must match):
+// Status: fail, leak, timeout or crash (what the deviation makes the case), or flaky (below).
+// What must match besides the status (globs; all given must match):
 //   check=   the message of a failed check        clause=  the clause of a failed check
 //   native=  the native code name of a failed check (CUDA_ERROR_INVALID_VALUE)
 //   role=    the role of a failed check, a crashed role or a leak
@@ -22,6 +22,13 @@
 // A line covers failures, not cases: a case is xfail only when every failed check, every
 // leak, or its crash or timeout is covered; a new, different failure keeps its status.
 // A line that matched nothing while a case it names ran is reported as stale.
+//
+// `flaky` names a known flake: a case that did not pass and then passed on a rerun
+// (ipcheck run --rerun-failures N) stays `flaky` and is marked expected (its expectation and
+// expected_status say so); it never becomes xfail or pass. A flaky line covers no failure:
+// a case that fails on every attempt keeps its status. It takes only reason= (matched against
+// the first failing attempt's reason) and driver=, and is never stale (a flake passes on
+// most runs).
 #pragma once
 
 #include <optional>

@@ -5,12 +5,16 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ipcheck/auditor.hpp"
 #include "ipcheck/case.hpp"
+#include "ipcheck/run_record.hpp"
+#include "ipcheck/spawn.hpp"
 #include "ipcheck/reports/results.hpp"
+#include "ipcheck/shard.hpp"
 
 namespace ipcheck {
 
@@ -35,6 +39,14 @@ struct RunOptions {
   Auditor* auditor = nullptr;
   std::string audit_note;            // why the method differs from the one asked for
   std::vector<std::string> env;      // extra "KEY=VALUE" for role processes
+  // A case that did not pass (verdict::wants_rerun) runs again, in fresh processes, up to
+  // this many times; verdict::combine_attempts makes one result of its attempts.
+  int rerun_failures = 0;
+  // Only this shard of the selection (ipcheck/shard.hpp); recorded in run.options.shard.
+  std::optional<Shard> shard;
+  // The role environment set from CTest's resource allocation (--ctest-resources), recorded
+  // in run.options.resources as given: {gpus: [{id, slots}], env: {VAR: value}}.
+  nlohmann::json resources;
   std::atomic<bool>* interrupted = nullptr;
   // Called from worker threads (serialised) as each case finishes.
   std::function<void(const reports::CaseResult&, std::size_t done, std::size_t total)> on_case_done;
@@ -66,13 +78,8 @@ reports::Results run_suite(const RunOptions& options);
 // options.audit_note. Returns false on the fallback.
 bool prepare_audit(RunOptions& options, std::unique_ptr<Auditor>& holder);
 
-std::string self_executable();
 // The adapter's expectations file that travels with the binary
 // (<bin>/../share/ipcheck/expectations/<adapter>.txt); empty when there is none.
 std::string default_expectations_file(const std::string& adapter);
-// The current UTC time as ISO 8601 ("2024-05-01T12:00:00Z").
-std::string iso_now();
-// The last line of `text` that holds more than spaces, without its trailing spaces ("" if none).
-std::string last_line(const std::string& text);
 
 }  // namespace ipcheck

@@ -1,7 +1,9 @@
-// The process driver: starts one role by fork + exec in its own process group, with
-// PR_SET_PDEATHSIG, a close-on-exec status pipe that reports a failed exec, and its
-// stdout and stderr captured into one pipe. The runner (which never loads a GPU
-// runtime) is the only caller; every child it starts is reaped.
+// The supervisor: the one place that forks and execs (docs/ARCHITECTURE.md, "The process
+// model"). It starts a child by fork + exec in its own process group, with
+// PR_SET_PDEATHSIG, a close-on-exec status pipe that reports a failed exec, and its stdout
+// and stderr captured into one pipe (or written to a log file), then watches, waits for,
+// kills and reaps it. Its callers are the parents that never load a GPU runtime: the
+// runner, the fuzz campaign and `ipcheck bench`; every child they start is reaped.
 #pragma once
 
 #include <sys/types.h>
@@ -22,7 +24,10 @@ struct SpawnSpec {
   std::string executable;              // absolute path
   std::vector<std::string> args;       // argv[1..]
   std::vector<std::string> env;        // "KEY=VALUE" set on top of the runner's environment
-  int channel_fd = -1;                 // becomes fd 3 in the child
+  int channel_fd = -1;                 // becomes fd 3 in the child (closed there when -1)
+  // Empty: stdout and stderr go to a pipe the parent reads (read_output, output_tail).
+  // Otherwise they go to this file, created or truncated before the fork.
+  std::string output_file;
 };
 
 // A failed exec, with the errno the child reported.
@@ -70,6 +75,9 @@ class RoleProcess {
 
   // Reaps the child if it has exited; the status once known.
   const std::optional<ExitStatus>& poll_exit();
+  // Waits up to `limit` for the child to exit (reading its output pipe meanwhile) and
+  // reaps it. Empty when it outlived `limit`: its group is then killed and reaped.
+  std::optional<ExitStatus> wait_for(std::chrono::milliseconds limit);
   const std::optional<ExitStatus>& status() const noexcept { return status_; }
 
   // Signals the role's process group (the role and whatever it forked).
@@ -95,6 +103,15 @@ void become_subreaper();
 // Kills and reaps every child of this process not in `keep` (orphans that were
 // re-parented here); returns them as "pid (comm)".
 std::vector<std::string> reap_orphans(const std::vector<pid_t>& keep = {});
+
+// A pid that names no process: a child forked, exited and reaped (empty if fork failed).
+std::optional<pid_t> reaped_pid();
+
+// This executable's path (/proc/self/exe): what roles are exec'd from by default.
+std::string self_executable();
+// The last line of `text` that holds more than spaces, without its trailing spaces ("" if
+// none): what a person is shown of a process's output tail.
+std::string last_line(const std::string& text);
 
 std::string signal_name(int sig);
 // A system call that failed with `err`, and for limit errors (EAGAIN, EMFILE, ENFILE,

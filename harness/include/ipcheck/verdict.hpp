@@ -88,6 +88,24 @@ struct CaseFacts {
 // error, timeout, crash, leak, fail, skip; a harness fault is never charged to the adapter.
 void classify(const CaseFacts& f, reports::CaseResult& c);
 
+// ---- attempts (ipcheck run --rerun-failures N)
+
+// Whether a case may be run again in fresh processes: it did not pass, and its status is one
+// another attempt can change (fail, leak, timeout, crash, error). Never pass, xfail (its
+// deviation is known), skip, incomplete (the run was interrupted) or flaky.
+bool wants_rerun(const reports::CaseResult& c);
+
+// One case from its attempts, in the order they ran (expectations already applied to each;
+// the runner stops at the first that passed). One attempt: that attempt, unchanged. Else,
+// with every attempt kept in `attempts` and duration_s their sum:
+// - the last passed after a judged failure (fail, leak, timeout, crash): `flaky`, with the
+//   last attempt's record and a reason naming the first failure;
+// - the last passed after harness errors only: `pass` (an error judged nothing), with a
+//   warning naming each error;
+// - none passed: the first judged attempt (else the first), as one run would have said it,
+//   with a warning listing every attempt's status.
+reports::CaseResult combine_attempts(std::vector<reports::CaseResult> attempts);
+
 // How the lines of an expectations file matched over a run.
 class ExpectationUse {
  public:
@@ -95,7 +113,8 @@ class ExpectationUse {
   // Turns a deviation the file lists into xfail, when every failure of the case is covered
   // by a line (status, and what the line says must match); a case with a failure no line
   // covers keeps its status, with the covered failures marked expected. `driver_version`
-  // selects lines limited to a driver range.
+  // selects lines limited to a driver range. A flaky case named by a `flaky` line stays
+  // flaky, marked expected (expectation and expected_status set).
   void apply(reports::CaseResult& c, const std::string& driver_version);
   // {file, lines: [{where, pattern, status, matched, applies}], stale: [where...]}: a line
   // is stale when its driver range applies, a case it names ran, and it matched nothing.
@@ -114,5 +133,11 @@ bool names_case(const Expectation& x, const reports::CaseResult& c);
 // Fills results.clauses: every clause of the catalog with its cases, what decided it and
 // its verdict over this run (reports::ClauseVerdict).
 void fill_clause_coverage(reports::Results& r);
+// The same over the clauses given (their id, profile, level, source, statement and cases
+// kept, everything else judged again): a merge of shards judges over the catalog its inputs
+// were run with, whichever ipcheck merges them.
+void fill_clause_coverage(reports::Results& r, std::vector<reports::ClauseInfo> catalog);
+// The registered catalog's clauses, not judged yet (verdict not_run), with their cases.
+std::vector<reports::ClauseInfo> catalog_clauses();
 
 }  // namespace ipcheck::verdict

@@ -26,6 +26,11 @@ enum class id : int {
   stale_mapping_cache,     // mappings are cached by (pid, fd) and served after reallocation
   lose_context_on_garbage, // malformed handle bytes poison the process: every later open is device_lost
   importer_writes_liveness, // liveness read from a copy in the data object, in every importer's reach
+  open_ignores_kind,       // open takes the kind from the record, not from the verb called
+  trust_record_range,      // open maps the record's offset and size without matching them to the export
+  interior_offset_page_aligned, // an interior export records its offset rounded down to a page
+  put_revokes_all,         // put revokes every export of the object, not the one put
+  virtual_map_from_zero,   // virtual_map maps a physical object from its start, whatever the offset
 };
 
 struct info {

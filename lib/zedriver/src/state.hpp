@@ -28,6 +28,7 @@
 
 #include "ipcref/ipcref.hpp"
 #include "ze_ipcheck/handle_layout.hpp"
+#include "ze_ipcheck/result_name.hpp"
 
 namespace zedriver {
 
@@ -51,7 +52,7 @@ std::string cat(const Args&... args) {
 
 [[noreturn]] inline void fail(ze_result_t code, const std::string& message) { throw Error(code, message); }
 
-const char* result_name(ze_result_t r) noexcept;
+using ze_ipcheck::result_name;  // ze_ipcheck/result_name.hpp
 ze_result_t from_ipcref(ipcref::errc e) noexcept;
 
 // The message of the last failing call of this thread ("" after a success).

@@ -6,7 +6,8 @@
 
 #include <filesystem>
 
-#include "fd_record.hpp"
+#include "ipcheck/cuda/fd_record.hpp"
+#include "ipcheck/adapter_toolkit.hpp"
 #include "ipcheck/adapter.hpp"
 
 namespace ipcheck {
@@ -71,13 +72,13 @@ TEST(FdRecord, RejectsNonPositiveFields) {
 }
 
 TEST(FdRecord, StartTimeNamesLiveProcessesOnly) {
-  EXPECT_GT(cuda_adapter::process_start_time(::getpid()), 0u);
-  EXPECT_EQ(cuda_adapter::process_start_time(0x3fffffff), 0u);
+  EXPECT_GT(toolkit::process_start_time(::getpid()), 0u);
+  EXPECT_EQ(toolkit::process_start_time(0x3fffffff), 0u);
 }
 
 // A put export's number is never handed to a later export of the same process.
 TEST(ExportFdNumbers, NumbersClimbAndAreNeverReused) {
-  cuda_adapter::ExportFdNumbers numbers;
+  toolkit::ExportFdNumbers numbers;
   std::vector<int> got;
   for (int i = 0; i < 3; ++i) {
     int p[2];

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,15 @@ struct StatusChange {
   Status from = Status::pass;
   Status to = Status::pass;
   std::string reason;  // the new run's reason for its status
+};
+
+// A case that is flaky in the new run: it did not pass, then passed on a rerun. Listed
+// apart, never a regression (whatever it was in the old run).
+struct FlakyCase {
+  std::string id;
+  std::optional<Status> old_status;  // nullopt: not in the old run
+  std::string reason;                // the new run's: which attempts failed, and how
+  bool expected = false;             // an expectations line names it flaky
 };
 
 struct CaseEntry {
@@ -71,12 +81,24 @@ struct ProfileChange {
   long long old_calls = 0, new_calls = 0;
 };
 
+// Two fuzz campaigns side by side: executions, the oracle's outcome counts, and finding
+// classes (outcome and clause) that appeared or went.
+struct FuzzDiff {
+  bool compared = false;
+  std::string note;  // why not compared (a run has no campaign)
+  long long old_executions = 0, new_executions = 0;
+  std::vector<std::tuple<std::string, long long, long long>> outcomes;  // name, old, new (those that differ)
+  std::vector<std::string> classes_new, classes_gone;
+  bool changed() const { return !outcomes.empty() || !classes_new.empty() || !classes_gone.empty(); }
+};
+
 struct Diff {
   RunLabel old_run, new_run;
   std::vector<StatusChange> regressions;  // worst new status first, then by id
   std::vector<StatusChange> fixes;        // best new status first, then by id
   std::vector<StatusChange> changes;      // to or from skip, incomplete or error (never a regression)
   std::vector<StatusChange> errors;       // judged in the old run, a harness error in the new: not judged
+  std::vector<FlakyCase> flaky;           // every case flaky in the new run, by id
   std::vector<ClauseChange> clauses;      // coverage verdicts that changed
   std::vector<CaseEntry> added;           // cases only in the new run
   std::vector<CaseEntry> removed;         // cases only in the old run
@@ -86,6 +108,11 @@ struct Diff {
   std::vector<std::string> bench_unjudged;  // compared, but a run has fewer than 2 repetitions
   std::vector<std::string> bench_added, bench_removed;
   std::string bench_note;                 // why benchmarks were not compared (a run has none)
+  // The runs come from different machines (host name or devices differ): benchmarks are
+  // compared only as ratios to their in-run floors, with the cross-machine noise model.
+  bool bench_across_machines = false;
+  std::vector<std::string> bench_no_floor;  // across machines, a benchmark without a floor: not comparable
+  FuzzDiff fuzz;
   std::vector<ProfileChange> profiles;    // call profiles that changed (both runs audited with bpf)
   std::string profile_note;               // why call profiles were not compared
 
@@ -101,6 +128,12 @@ Diff diff_results(const Results& old_run, const Results& new_run, const std::str
 // True when the difference between two medians is beyond the noise of both runs: the
 // intervals median ± spread do not overlap. Fewer than 2 repetitions: no measured noise, false.
 bool beyond_noise(const Benchmark& a, const Benchmark& b);
+
+// Across machines only the ratio to the in-run floor is compared: beyond noise when it moved
+// by more than kCrossMachineFactor, widened by both runs' relative spreads. Calibrated on an
+// unchanged driver (580.159.04) run on an H100 and an H200, whose ratios moved by up to 30%.
+inline constexpr double kCrossMachineFactor = 1.5;
+bool beyond_cross_machine_noise(const Benchmark& a, const Benchmark& b);
 
 std::string render_diff_text(const Diff& d);
 std::string render_diff_markdown(const Diff& d);

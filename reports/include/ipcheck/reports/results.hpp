@@ -25,19 +25,22 @@ inline constexpr std::string_view kSchema = "ipcheck.results/2";
 // Case statuses. Comparison order (worse is larger): pass < xfail < fail < leak < timeout
 // < crash; skip never counts as a change; incomplete means the run itself was cut short;
 // error means the harness or the machine failed (a role could not start, a limit was hit):
-// nothing was judged, and nothing is charged to the adapter.
-enum class Status { pass, xfail, fail, leak, timeout, crash, skip, incomplete, error };
+// nothing was judged, and nothing is charged to the adapter; flaky means the case did not
+// pass, was run again (--rerun-failures) and then passed: every attempt is kept, it is not
+// ranked (never a regression or a fix) and does not fail the run.
+enum class Status { pass, xfail, fail, leak, timeout, crash, skip, incomplete, error, flaky };
 inline constexpr Status kAllStatuses[] = {Status::pass,  Status::xfail, Status::fail, Status::leak,
                                           Status::timeout, Status::crash, Status::skip, Status::incomplete,
-                                          Status::error};
+                                          Status::error, Status::flaky};
 
 const char* to_string(Status s) noexcept;
 std::optional<Status> parse_status(std::string_view s) noexcept;
-// Rank in the comparison order; -1 for skip, incomplete and error, which are not ranked.
+// Rank in the comparison order; -1 for skip, incomplete, error and flaky, which are not ranked.
 int severity(Status s) noexcept;
 // True for the statuses that make a run fail (fail, leak, timeout, crash, incomplete, error).
 bool is_problem(Status s) noexcept;
-// True for the statuses a driver can be charged with (pass to crash): not skip, incomplete, error.
+// True for the statuses a driver can be charged with (pass to crash): not skip, incomplete,
+// error or flaky (its attempts disagree, so it decides nothing on its own).
 bool is_judged(Status s) noexcept;
 
 // A clause's level: a violated must fails its case, a should warns, an observe records.
@@ -132,6 +135,11 @@ struct CaseResult {
   std::vector<AuditFinding> findings;
   std::string injection;              // fault injection point ("producer:after_export") or empty
   double duration_s = 0;
+  // With --rerun-failures, every run of the case in order (the first included), each a
+  // whole record without id, description, area and clauses (they are the case's); empty
+  // when the case ran once. The case's own fields are those of the attempt that decided
+  // its status (verdict::combine_attempts).
+  std::vector<CaseResult> attempts;
 };
 
 // Records `value` for observation `name`, keeping every distinct value seen.

@@ -12,8 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "ipcref/unique_fd.hpp"
-
 namespace ipcheck::cuda_adapter {
 
 struct FdRecord {
@@ -31,23 +29,5 @@ struct FdRecord {
   // The record in `bytes`, or nullopt with `why` naming the first thing wrong.
   static std::optional<FdRecord> decode(std::span<const std::byte> bytes, std::string& why);
 };
-
-// Moves exported descriptors to numbers this process never used for one before, so that a
-// record whose export was put names a closed number (pidfd_getfd: EBADF) rather than a
-// later export that took the lowest free number. Numbers climb from half the soft
-// RLIMIT_NOFILE (at most 4096, keeping the kernel's table small); when the window is used
-// up, or the limit is too small for one, a descriptor keeps its number (which may repeat).
-class ExportFdNumbers {
- public:
-  // Moves `fd` (closing the old number); 0, or the errno of a failure other than no room.
-  int place(ipcref::unique_fd& fd);
-  int next() const { return next_; }
-
- private:
-  int next_ = 0, end_ = 0;
-};
-
-// Start time of `pid` (/proc/<pid>/stat field 22), or 0 when the process is not there.
-std::uint64_t process_start_time(int pid);
 
 }  // namespace ipcheck::cuda_adapter

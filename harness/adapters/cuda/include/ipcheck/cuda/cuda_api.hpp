@@ -87,6 +87,10 @@ inline constexpr unsigned kIpcMemLazyEnablePeerAccess = 0x1;  // CU_IPC_MEM_LAZY
 inline constexpr unsigned kEventDisableTiming = 0x2;          // CU_EVENT_DISABLE_TIMING
 inline constexpr unsigned kEventInterprocess = 0x4;           // CU_EVENT_INTERPROCESS
 inline constexpr unsigned kMemAttachGlobal = 0x1;             // CU_MEM_ATTACH_GLOBAL
+inline constexpr unsigned kEventDefault = 0x0;                // CU_EVENT_DEFAULT
+inline constexpr unsigned kStreamNonBlocking = 0x1;           // CU_STREAM_NON_BLOCKING
+inline constexpr unsigned kStreamWaitValueGeq = 0x0;          // CU_STREAM_WAIT_VALUE_GEQ
+inline constexpr unsigned kMemHostAllocDeviceMap = 0x2;       // CU_MEMHOSTALLOC_DEVICEMAP
 
 // CUdevice_attribute values.
 enum CUdevice_attribute : int {
@@ -196,6 +200,11 @@ using PFN_cuEventSynchronize = CUresult (*)(CUevent event);
 using PFN_cuEventDestroy_v2 = CUresult (*)(CUevent event);
 using PFN_cuIpcGetEventHandle = CUresult (*)(CUipcEventHandle* handle, CUevent event);
 using PFN_cuIpcOpenEventHandle = CUresult (*)(CUevent* event, CUipcEventHandle handle);
+using PFN_cuStreamCreate = CUresult (*)(CUstream* stream, unsigned flags);
+using PFN_cuStreamDestroy_v2 = CUresult (*)(CUstream stream);
+using PFN_cuStreamWaitValue32_v2 = CUresult (*)(CUstream stream, CUdeviceptr addr, std::uint32_t value, unsigned flags);
+using PFN_cuMemHostAlloc = CUresult (*)(void** ptr, std::size_t bytes, unsigned flags);
+using PFN_cuMemHostGetDevicePointer_v2 = CUresult (*)(CUdeviceptr* dptr, void* p, unsigned flags);
 using PFN_cuMemCreate = CUresult (*)(CUmemGenericAllocationHandle* handle, std::size_t bytes,
                                      const CUmemAllocationProp* prop, unsigned long long flags);
 using PFN_cuMemRelease = CUresult (*)(CUmemGenericAllocationHandle handle);

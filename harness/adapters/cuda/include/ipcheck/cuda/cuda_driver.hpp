@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_api.hpp"
+#include "ipcheck/cuda/cuda_api.hpp"
 
 namespace ipcheck::cuda_api {
 
@@ -61,7 +61,12 @@ namespace ipcheck::cuda_api {
   X(cuMemSetAccess, "cuMemSetAccess")                                            \
   X(cuImportExternalMemory, "cuImportExternalMemory")                            \
   X(cuExternalMemoryGetMappedBuffer, "cuExternalMemoryGetMappedBuffer")          \
-  X(cuDestroyExternalMemory, "cuDestroyExternalMemory")
+  X(cuDestroyExternalMemory, "cuDestroyExternalMemory")                        \
+  X(cuStreamCreate, "cuStreamCreate")                                            \
+  X(cuStreamDestroy_v2, "cuStreamDestroy_v2")                                    \
+  X(cuStreamWaitValue32_v2, "cuStreamWaitValue32_v2")                            \
+  X(cuMemHostAlloc, "cuMemHostAlloc")                                            \
+  X(cuMemHostGetDevicePointer_v2, "cuMemHostGetDevicePointer_v2")
 
 class Driver {
  public:
@@ -81,6 +86,11 @@ class Driver {
   std::string error_text(CUresult r) const;
   // Optional functions that this driver lacks, by symbol.
   const std::vector<std::string>& missing_optional() const { return missing_optional_; }
+  // What the event gate needs (a stream wait on host memory the device can see).
+  bool has_stream_wait() const {
+    return cuStreamCreate && cuStreamDestroy_v2 && cuStreamWaitValue32_v2 && cuMemHostAlloc &&
+           cuMemHostGetDevicePointer_v2;
+  }
   bool has_vmm() const {
     return cuMemCreate && cuMemRelease && cuMemExportToShareableHandle && cuMemImportFromShareableHandle &&
            cuMemGetAllocationGranularity && cuMemGetAllocationPropertiesFromHandle && cuMemAddressReserve &&

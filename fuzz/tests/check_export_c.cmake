@@ -1,0 +1,81 @@
+# `ipcheck fuzz --export-c`: CUDA findings become C programs that build with a plain C
+# compiler (C11, warnings as errors, libdl only); other adapters' findings and findings without
+# an input are refused with their reason.
+#   -DIPCHECK=<ipcheck> -DSRC=<repository root> -DOUT=<scratch folder> -DCC=<C compiler>
+file(REMOVE_RECURSE "${OUT}")
+file(MAKE_DIRECTORY "${OUT}")
+set(baseline "${SRC}/reports/baselines/cuda-580.159.04-h100.json")
+set(fixtures "${SRC}/fuzz/tests/fixtures")
+
+function(export_ok name finding)
+  execute_process(COMMAND "${IPCHECK}" fuzz --export-c "${finding}" -o "${OUT}/${name}.c" ${ARGN}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "export of ${finding} failed (exit ${rc}): ${out}${err}")
+  endif()
+  execute_process(COMMAND "${CC}" -std=c11 -Wall -Wextra -Werror -o "${OUT}/${name}" "${OUT}/${name}.c" -ldl
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${OUT}/${name}.c does not compile:\n${out}${err}")
+  endif()
+  file(READ "${OUT}/${name}.c" text)
+  set(text "${text}" PARENT_SCOPE)
+endfunction()
+
+function(expect_in text what)
+  string(FIND "${text}" "${what}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the exported program lacks '${what}'")
+  endif()
+endfunction()
+
+function(export_refused finding reason)
+  execute_process(COMMAND "${IPCHECK}" fuzz --export-c "${finding}" -o "${OUT}/refused.c" ${ARGN}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2 OR NOT "${out}${err}" MATCHES "${reason}")
+    message(FATAL_ERROR "export of ${finding} should be refused (exit 2, '${reason}'); got exit ${rc}: ${out}${err}")
+  endif()
+  if(EXISTS "${OUT}/refused.c")
+    message(FATAL_ERROR "a refused export wrote ${OUT}/refused.c")
+  endif()
+endfunction()
+
+# A finding of the committed H100 baseline, by id (its reproducer files were not kept: the
+# input comes from the section's mutation text).
+export_ok(deputy confused_deputy-bytes_24 --results "${baseline}")
+expect_in("${text}" "finding confused_deputy-bytes_24")
+expect_in("${text}" "NVIDIA driver 580.159.04")
+expect_in("${text}" "Written by: ipcheck ")
+expect_in("${text}" "#define EXPECTED_VERDICT V_CONFUSED_DEPUTY")
+expect_in("${text}" "#define BASE_NAME \"producer.export[2]\"")
+expect_in("${text}" "{24, 8, SRC_LITERAL, 0, 0, 0, 0x17a0000000200ull,")
+expect_in("${text}" "{\"producer.alloc[3]\", 65536, KIND_DEVICE, 0, 1, 0,")
+# Without a driver the program says so and exits 2 (set-up error), never 0 or 1.
+execute_process(COMMAND "${CMAKE_COMMAND}" -E env REPRO_LIBCUDA=${OUT}/no-such-libcuda.so "${OUT}/deputy"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT out MATCHES "set-up error" OR NOT out MATCHES "cannot load")
+  message(FATAL_ERROR "without a driver the program should exit 2 with a set-up error; got ${rc}: ${out}${err}")
+endif()
+
+# A value taken from another export and a pid: resolved in the program's own run.
+export_ok(pid_swap "unknown_mapping-bytes_24+bytes_8" --results "${baseline}")
+expect_in("${text}" "{24, 8, SRC_PRODUCER_EXPORT, 4, 24, 8, 0x4420000000200ull,")
+expect_in("${text}" "#define BASE_SIDE 1")
+
+# A reproducer file with the learned layout: named fields, the size field checked.
+export_ok(learned "${fixtures}/cuda-offset-learned.repro")
+expect_in("${text}" "{28, 4, SRC_LITERAL, 0, 0, 0, 0x17a00ull,")
+expect_in("${text}" "{8, 4, SRC_PRODUCER_PID, 0, 0, 0, 0x360ull,")
+expect_in("${text}" "{16, 8, SRC_PRODUCER_EXPORT, 0, 16, 8, 0x1000ull,")
+expect_in("${text}" "#define SIZE_FIELD_OFFSET 16")
+
+# Refusals.
+export_refused("${fixtures}/ref-fd.repro" "supports cuda findings")
+export_refused(crash-audit "has no input" --results "${baseline}")
+export_refused(no-such-finding "has no fuzz finding 'no-such-finding'" --results "${baseline}")
+execute_process(COMMAND "${IPCHECK}" fuzz --export-c confused_deputy-bytes_24 --results "${baseline}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT "${out}${err}" MATCHES "-o FILE")
+  message(FATAL_ERROR "--export-c without -o should be a usage error naming -o; got ${rc}: ${out}${err}")
+endif()
+message(STATUS "exported, compiled and refused as expected")

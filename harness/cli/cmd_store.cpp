@@ -1,0 +1,126 @@
+// `ipcheck store`: a results store, one SQLite file holding many runs (GPU models x driver
+// builds), for `ipcheck report history --db` and `ipcheck report first-bad`.
+#include <cstdio>
+#include <iostream>
+
+#include "ipcheck/cli.hpp"
+#include "ipcheck/reports/store.hpp"
+
+namespace ipcheck::cli {
+namespace {
+
+std::string size_of(long long bytes) {
+  char buf[32];
+  if (bytes < 10 * 1024) std::snprintf(buf, sizeof buf, "%lld B", bytes);
+  else if (bytes < 10 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024);
+  else std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1024 * 1024));
+  return buf;
+}
+
+std::string db_of(const Options& o) {
+  if (!o.has("--db")) throw UsageError("--db FILE is missing: the store to use (created by the first 'store add')");
+  return o.get("--db");
+}
+
+int fail(const char* sub, const std::exception& e) {
+  std::fprintf(stderr, "ipcheck store %s: %s\n", sub, e.what());
+  return kUsage;
+}
+
+int add(const std::vector<std::string>& args) {
+  Options o("store add", "RESULTS.json... --db FILE",
+            "Adds runs to a results store (created when missing). A run already there (the same\n"
+            "content: SHA-256 of its canonical JSON) is kept once: adding it again changes nothing.\n"
+            "Each run is kept whole (its results.json, compressed) with one row per case.");
+  o.positional("RESULTS.json", "results.json files (a run, or shards merged with 'ipcheck report merge')", true)
+      .value("--db", "FILE", "the store (an SQLite file)");
+  return run_command("store add", [&] {
+    if (!o.parse(args)) return kOk;
+    const std::string db = db_of(o);
+    try {
+      auto store = reports::Store::open(db, true);
+      for (const auto& p : o.positionals()) {
+        const reports::Results r = reports::read_results(p);
+        const auto a = store.add(r, p);
+        std::printf("%s run %lld (%s): %s %s %s, %d cases, started %s: %s\n", a.fresh ? "added" : "already stored as",
+                    a.id, a.digest.substr(0, 12).c_str(), r.run.adapter.c_str(), r.run.driver_name.c_str(),
+                    r.run.driver_version.c_str(), r.summary.total, r.run.start.c_str(), p.c_str());
+      }
+    } catch (const reports::SchemaError& e) {
+      return fail("add", e);
+    } catch (const reports::StoreError& e) {
+      return fail("add", e);
+    }
+    return kOk;
+  });
+}
+
+int ls(const std::vector<std::string>& args) {
+  Options o("store ls", "--db FILE [--adapter A] [--gpu G] [--format text|json]",
+            "Lists the runs of a results store in its order: adapter, driver, driver version\n"
+            "(dotted numbers), start.");
+  o.value("--db", "FILE", "the store (an SQLite file)")
+      .value("--adapter", "NAME", "only runs of this adapter")
+      .value("--gpu", "GLOB", "only runs on these GPU models (a bare word matches anywhere)")
+      .value("--format", "FORMAT", "text or json", "text");
+  return run_command("store ls", [&] {
+    if (!o.parse(args)) return kOk;
+    const std::string db = db_of(o);
+    const std::string format = o.get("--format");
+    if (format != "text" && format != "json") throw UsageError("--format is '" + format + "'; use text or json");
+    try {
+      const auto store = reports::Store::open(db, false);
+      reports::RunFilter f;
+      f.adapter = o.get("--adapter");
+      f.gpu = o.get("--gpu");
+      const auto runs = store.runs(f);
+      if (format == "json") {
+        nlohmann::json a = nlohmann::json::array();
+        for (const auto& r : runs)
+          a.push_back({{"id", r.id},           {"digest", r.digest},         {"label", r.label},
+                       {"adapter", r.adapter}, {"driver", {{"name", r.driver_name}, {"version", r.driver_version}}},
+                       {"gpu", r.gpu},         {"hostname", r.hostname},     {"ipcheck_version", r.ipcheck_version},
+                       {"start", r.start},     {"duration_s", r.duration_s}, {"total", r.total},
+                       {"unexpected", r.unexpected}, {"added_at", r.added_at}, {"json_bytes", r.json_bytes},
+                       {"stored_bytes", r.stored_bytes}});
+        std::cout << nlohmann::json{{"db", db}, {"schema_version", store.schema_version()}, {"runs", a}}.dump(2) << "\n";
+        return kOk;
+      }
+      long long stored = 0;
+      for (const auto& r : runs) stored += r.stored_bytes;
+      std::printf("%s: %zu run%s (store schema %d), %s of results kept\n", db.c_str(), runs.size(),
+                  runs.size() == 1 ? "" : "s", store.schema_version(), size_of(stored).c_str());
+      if (runs.empty()) return kOk;
+      std::printf("%5s  %-8s  %-34s  %-24s  %-20s  %5s  %5s  %9s  %s\n", "id", "adapter", "driver", "gpu", "start",
+                  "cases", "unexp", "stored", "added from");
+      for (const auto& r : runs)
+        std::printf("%5lld  %-8s  %-34s  %-24s  %-20s  %5d  %5d  %9s  %s\n", r.id, r.adapter.c_str(),
+                    (r.driver_name + " " + r.driver_version).c_str(), r.gpu.c_str(), r.start.c_str(), r.total,
+                    r.unexpected, size_of(r.stored_bytes).c_str(), r.label.c_str());
+    } catch (const reports::StoreError& e) {
+      return fail("ls", e);
+    }
+    return kOk;
+  });
+}
+
+int store(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::printf("usage: ipcheck store <subcommand> --db FILE [options]      ipcheck store <subcommand> --help\n\n"
+                "A results store: many runs in one SQLite file (reports/STORE.md), read by\n"
+                "'ipcheck report history --db' and 'ipcheck report first-bad'.\n\nsubcommands:\n"
+                "  add  runs (results.json files) into the store; a run already there is kept once\n"
+                "  ls   the runs of the store\n");
+    return args.empty() ? kUsage : kOk;
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "add") return add(rest);
+  if (args[0] == "ls") return ls(rest);
+  std::fprintf(stderr, "ipcheck store: unknown subcommand '%s'; use add or ls\n", args[0].c_str());
+  return kUsage;
+}
+
+const CommandRegistration reg{{"store", "keep runs in a results store (SQLite) for history and first-bad", store}};
+
+}  // namespace
+}  // namespace ipcheck::cli

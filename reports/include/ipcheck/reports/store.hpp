@@ -1,0 +1,125 @@
+// The results store: many runs (GPU models x driver builds, every night) in one SQLite file,
+// to ask questions across them: the matrix of cases against driver versions
+// (`ipcheck report history --db`), the first driver version where a case got worse
+// (`ipcheck report first-bad`). Each run is kept whole (its results.json, compressed), so
+// any report can be made again; one row per case makes history and first-bad fast.
+// reports/STORE.md documents the schema, its versions and how they migrate.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ipcheck/reports/results.hpp"
+
+struct sqlite3;
+
+namespace ipcheck::reports {
+
+// PRAGMA user_version of a store this ipcheck writes; older ones are migrated on opening.
+inline constexpr int kStoreSchemaVersion = 2;
+// PRAGMA application_id: "ipck", so that another SQLite file is never taken for a store.
+inline constexpr int kStoreApplicationId = 0x6970636b;
+
+// A store that cannot be opened, read or written, or a file that is not one; the message
+// names the file and the fix.
+class StoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One stored run, as `ipcheck store ls` lists it.
+struct StoredRun {
+  long long id = 0;
+  std::string digest;  // SHA-256 of the run's canonical JSON: its key
+  std::string label;   // the path it was added from
+  std::string adapter, driver_name, driver_version, gpu, hostname, kernel, ipcheck_version, start, added_at;
+  double duration_s = 0;
+  int total = 0, unexpected = 0;
+  long long json_bytes = 0;    // the results.json (canonical, compact)
+  long long stored_bytes = 0;  // as kept (zlib)
+};
+
+// Which runs a question is about; empty fields select everything.
+struct RunFilter {
+  std::string adapter;
+  std::string gpu;  // a glob over the run's GPU models (device names joined by ", "); a bare word matches anywhere
+  int last = 0;     // only the last N runs in the store's order (0: all)
+};
+
+// The content key of a run: SHA-256 over its JSON as this ipcheck writes it compactly
+// (to_json(r).dump(): keys sorted, no spaces), so that the same run read from any file,
+// re-indented or converted from an older schema, has one key; another run (another start
+// time, host or outcome) has another.
+std::string content_digest(const Results& r);
+
+// The GPU models of a run: the distinct device names, in order, joined by ", ".
+std::string gpu_of(const RunInfo& run);
+
+class Store {
+ public:
+  // Opens (and with `create`, creates) the store at `path`, migrating an older schema.
+  static Store open(const std::string& path, bool create);
+  // The same, migrating no further than `schema_version`: makes the stores of older ipchecks
+  // that the migration tests start from.
+  static Store open(const std::string& path, bool create, int schema_version);
+  Store(Store&& other) noexcept;
+  Store& operator=(Store&&) = delete;
+  ~Store();
+
+  struct Added {
+    long long id = 0;
+    bool fresh = false;  // false: the same run was already there (nothing changed)
+    std::string digest;
+  };
+  // Adds a run unless the same run (by content_digest) is there already.
+  Added add(const Results& r, const std::string& label);
+
+  // Runs in the store's order: driver version (compare_versions), then start, then id.
+  std::vector<StoredRun> runs(const RunFilter& f = {}) const;
+  // A stored run's results, as they were added.
+  Results load(long long id) const;
+
+  struct CaseRow {
+    long long run = 0;
+    Status status = Status::pass;
+    std::string reason;
+    int attempts = 1;
+  };
+  // The case's row in each run that has it (run ids as `runs` gives them).
+  std::vector<CaseRow> case_rows(const std::string& case_id) const;
+
+  int schema_version() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+// ---- first-bad: the first driver version where a case got worse
+
+// A case's verdict on one driver version, over every run of that version.
+struct VersionVerdict {
+  std::string version;
+  std::optional<Status> status;      // the worst judged status (pass to crash); nullopt: none judged it
+  std::string reason;                // of the run that gave `status`
+  std::vector<std::string> runs;     // labels of the runs of this version that have the case
+  std::vector<Status> unjudged;      // skip, error, incomplete, flaky seen on this version
+};
+
+struct FirstBad {
+  std::vector<VersionVerdict> versions;  // oldest first
+  std::optional<std::size_t> first_bad;  // index into versions
+  std::optional<std::size_t> last_good;  // the judged version just before it
+};
+
+// Versions in dotted-number order; on each, the worst judged status over its runs. The first
+// version whose status is worse (reports::severity) than that of the judged version before it
+// is the first bad one, and that version the last good one. skip, error, incomplete and
+// flaky judge nothing: such a version is passed over (and listed with what it saw).
+FirstBad find_first_bad(const std::vector<StoredRun>& runs, const std::vector<Store::CaseRow>& rows);
+
+}  // namespace ipcheck::reports

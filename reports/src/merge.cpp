@@ -1,0 +1,389 @@
+#include "ipcheck/reports/merge.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+namespace ipcheck::reports {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kJoin = " | ";
+
+// Values allowed to differ (hosts, kernels) or allowed by --allow-mixed: every distinct value,
+// sorted, joined by " | ". A value already joined is split first, so that merging is associative.
+std::string joined(const std::vector<std::string>& values) {
+  std::set<std::string> all;
+  for (const auto& v : values) {
+    for (std::size_t at = 0;;) {
+      const auto bar = v.find(kJoin, at);
+      const std::string part = v.substr(at, bar == std::string::npos ? std::string::npos : bar - at);
+      if (!part.empty()) all.insert(part);
+      if (bar == std::string::npos) break;
+      at = bar + 3;
+    }
+  }
+  std::string s;
+  for (const auto& v : all) s += (s.empty() ? "" : kJoin) + v;
+  return s;
+}
+
+// "2026-11-15T10:00:00Z" -> seconds since the epoch; nullopt when it is not that form.
+std::optional<long long> epoch_of(const std::string& iso) {
+  std::tm tm{};
+  if (iso.size() != 20 || !::strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return std::nullopt;
+  return static_cast<long long>(::timegm(&tm));
+}
+
+std::string iso_of(long long epoch) {
+  const std::time_t t = static_cast<std::time_t>(epoch);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// What a run's cases are of its whole selection: one entry per shard that ran them.
+json shard_entries(const Results& r) {
+  const json& opt = r.run.options;
+  auto entry = [&](const json& shard) {
+    json e = {{"index", shard.value("index", 1)},
+              {"total", shard.value("total", 1)},
+              {"source", shard.value("source", "")},
+              {"selected", shard.value("selected", 0)},
+              {"hostname", r.run.hostname},
+              {"start", r.run.start},
+              {"duration_s", r.run.duration_s},
+              {"jobs", opt.value("jobs", 0)},
+              {"cases", r.cases.size()},
+              {"runner", r.run.runner}};
+    return e;
+  };
+  if (auto m = opt.find("merged"); m != opt.end() && m->is_object() && m->contains("shards"))
+    return (*m)["shards"];
+  if (auto s = opt.find("shard"); s != opt.end() && s->is_object()) return json::array({entry(*s)});
+  return json::array({entry(json{{"index", 1}, {"total", 1}, {"source", "unsharded"},
+                                  {"selected", r.cases.size()}})});
+}
+
+// Each case's position in the run's whole selection (its catalog order), when known.
+std::vector<std::optional<std::size_t>> positions_of(const Results& r) {
+  const json& opt = r.run.options;
+  json list;
+  if (auto m = opt.find("merged"); m != opt.end() && m->is_object()) list = m->value("positions", json());
+  else if (auto s = opt.find("shard"); s != opt.end() && s->is_object()) list = s->value("positions", json());
+  std::vector<std::optional<std::size_t>> out(r.cases.size());
+  if (list.is_null()) {
+    // Neither a shard nor a merge: the run is its whole selection, in order.
+    if (opt.find("merged") == opt.end() && opt.find("shard") == opt.end())
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = i;
+    return out;
+  }
+  if (!list.is_array() || list.size() != r.cases.size()) return out;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (list[i].is_number_unsigned()) out[i] = list[i].get<std::size_t>();
+  return out;
+}
+
+// The run options that make runs the same selection (jobs and the shard differ by design).
+json selection_options(const json& options) {
+  json o = options.is_object() ? options : json::object();
+  for (const char* k : {"jobs", "shard", "merged", "expectations", "resources", "harness_error", "adapter_unavailable"})
+    o.erase(k);
+  return o;
+}
+
+// The expectations lines as they must agree between shards (paths may differ between machines).
+json expectation_lines(const RunInfo& run) {
+  json out = json::array();
+  for (const auto& l : run.expectations.value("lines", json::array())) {
+    json x = l;
+    for (const char* k : {"where", "matched", "applies"}) x.erase(k);
+    out.push_back(x);
+  }
+  return out;
+}
+
+json catalog_of(const Results& r) {
+  json out = json::array();
+  for (const auto& k : r.clauses)
+    out.push_back({k.id, to_string(k.level), k.source, k.statement, k.uncovered_reason, k.cases});
+  return out;
+}
+
+json device_names(const RunInfo& run) {
+  json out = json::array();
+  for (const auto& d : run.devices) out.push_back(d.is_object() ? d.value("name", "") : d.dump());
+  return out;
+}
+
+std::string shown(const json& v) {
+  if (v.is_string()) return "'" + v.get<std::string>() + "'";
+  std::string s = v.dump();
+  return s.size() > 160 ? s.substr(0, 157) + "..." : s;
+}
+
+}  // namespace
+
+Merged merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& o) {
+  if (inputs.empty()) throw MergeError("merge: no results to merge");
+  if (!o.coverage) throw MergeError("merge: no clause coverage judge given");
+  Merged out;
+  Results& m = out.results;
+  const Results& first = inputs.front().results;
+
+  // The same run's shards: refuse what makes them different runs, unless told.
+  struct Field {
+    const char* name;
+    std::function<json(const Results&)> value;
+  };
+  const Field identity[] = {
+      {"adapter", [](const Results& r) { return json(r.run.adapter); }},
+      {"driver.name", [](const Results& r) { return json(r.run.driver_name); }},
+      {"driver.version", [](const Results& r) { return json(r.run.driver_version); }},
+      {"ipcheck_version", [](const Results& r) { return json(r.run.ipcheck_version); }},
+      {"the catalog (clauses and their cases)", [](const Results& r) { return catalog_of(r); }},
+      {"devices (names)", [](const Results& r) { return device_names(r.run); }},
+      {"profiles", [](const Results& r) { return json(r.run.profiles); }},
+      {"audit", [](const Results& r) { return json(r.run.audit); }},
+      {"transport", [](const Results& r) { return json(r.run.transport); }},
+      {"options (filters, timeout, parameters, injection, reruns)",
+       [](const Results& r) { return selection_options(r.run.options); }},
+      {"expectations (the file's lines)", [](const Results& r) { return expectation_lines(r.run); }},
+  };
+  std::set<std::string> mixed;
+  for (const auto& f : identity) {
+    const json want = f.value(first);
+    for (std::size_t i = 1; i < inputs.size(); ++i) {
+      const json got = f.value(inputs[i].results);
+      if (got == want) continue;
+      const std::string what = inputs.front().label + " and " + inputs[i].label + " differ in " + f.name + ": " +
+                               shown(want) + " and " + shown(got);
+      if (!o.allow_mixed)
+        throw MergeError(what + "; merge the shards of one run, or give --allow-mixed to merge them anyway");
+      if (mixed.insert(f.name).second) out.notes.push_back(what + " (merged anyway: --allow-mixed)");
+    }
+  }
+
+  // Cases: every input's, each id once, in the selection's order.
+  struct Placed {
+    std::optional<std::size_t> position;
+    std::string id;
+    CaseResult c;
+  };
+  std::vector<Placed> placed;
+  std::map<std::string, std::string> seen;  // id -> the input it came from
+  for (const auto& in : inputs) {
+    const auto pos = positions_of(in.results);
+    for (std::size_t i = 0; i < in.results.cases.size(); ++i) {
+      const CaseResult& c = in.results.cases[i];
+      if (auto [it, fresh] = seen.emplace(c.id, in.label); !fresh)
+        throw MergeError("case " + c.id + " is in both " + it->second + " and " + in.label +
+                         ": shards of one run share no case; merge each shard once (were two files of the same shard given?)");
+      placed.push_back({pos[i], c.id, c});
+    }
+  }
+  std::stable_sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
+    return std::make_tuple(!a.position, a.position.value_or(0), a.id) <
+           std::make_tuple(!b.position, b.position.value_or(0), b.id);
+  });
+
+  // Expectations: each line's matches summed; stale when no input matched it and it was stale
+  // in one (a case it names ran there). Warnings of lines no longer stale go.
+  json expectations = first.run.expectations;
+  std::set<std::size_t> not_stale;
+  if (expectations.is_object() && expectations.contains("lines")) {
+    json& lines = expectations["lines"];
+    std::vector<long long> matched(lines.size(), 0);
+    std::vector<bool> stale_somewhere(lines.size(), false);
+    for (const auto& in : inputs) {
+      const json& e = in.results.run.expectations;
+      const json l = e.value("lines", json::array());
+      const json s = e.value("stale", json::array());
+      for (std::size_t i = 0; i < l.size() && i < lines.size(); ++i) {
+        matched[i] += l[i].value("matched", 0LL);
+        if (std::find(s.begin(), s.end(), l[i].value("where", "")) != s.end()) stale_somewhere[i] = true;
+      }
+    }
+    json stale = json::array();
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      lines[i]["matched"] = matched[i];
+      if (matched[i] == 0 && stale_somewhere[i]) stale.push_back(lines[i].value("where", ""));
+      else if (stale_somewhere[i]) not_stale.insert(i);
+    }
+    expectations["stale"] = stale;
+  }
+  if (!not_stale.empty()) {
+    // The warning names the line as its own input wrote it (file:line).
+    std::map<std::string, std::size_t> index_of_where;
+    for (const auto& in : inputs) {
+      const json l = in.results.run.expectations.value("lines", json::array());
+      for (std::size_t i = 0; i < l.size(); ++i) index_of_where.emplace(l[i].value("where", ""), i);
+    }
+    for (auto& p : placed) {
+      auto& w = p.c.warnings;
+      w.erase(std::remove_if(w.begin(), w.end(),
+                             [&](const std::string& x) {
+                               if (x.rfind("stale expectation ", 0) != 0) return false;
+                               for (const auto& [where, i] : index_of_where)
+                                 if (not_stale.count(i) && x.rfind("stale expectation " + where + ":", 0) == 0) return true;
+                               return false;
+                             }),
+              w.end());
+    }
+  }
+
+  // The run.
+  RunInfo& run = m.run;
+  run = first.run;
+  std::vector<std::string> hosts, kernels, notes, adapters, driver_names, driver_versions, versions, audits, transports;
+  std::optional<long long> start, end;
+  std::string earliest;
+  json orphans = json::array();
+  long long fds_start = 0, fds_end = 0;
+  std::vector<std::string> runner_notes;
+  std::set<int> jobs;
+  json devices = json::array();
+  std::vector<std::string> profiles;
+  for (const auto& in : inputs) {
+    const RunInfo& r = in.results.run;
+    hosts.push_back(r.hostname);
+    kernels.push_back(r.kernel);
+    notes.push_back(r.audit_note);
+    adapters.push_back(r.adapter);
+    driver_names.push_back(r.driver_name);
+    driver_versions.push_back(r.driver_version);
+    versions.push_back(r.ipcheck_version);
+    audits.push_back(r.audit);
+    transports.push_back(r.transport);
+    if (!r.start.empty() && (earliest.empty() || r.start < earliest)) earliest = r.start;
+    if (const auto s = epoch_of(r.start)) {
+      // Milliseconds, so that the span of a merge merged again is the same number.
+      const long long s_ms = *s * 1000, e_ms = s_ms + std::llround(r.duration_s * 1000);
+      start = start ? std::min(*start, s_ms) : s_ms;
+      end = end ? std::max(*end, e_ms) : e_ms;
+    }
+    if (r.runner.is_object()) {
+      fds_start = std::max(fds_start, r.runner.value("fds_at_start", 0LL));
+      fds_end = std::max(fds_end, r.runner.value("fds_at_end", 0LL));
+      for (const auto& x : r.runner.value("orphans_reaped", json::array())) orphans.push_back(x);
+      if (r.runner.contains("note")) runner_notes.push_back(r.runner["note"].get<std::string>());
+    }
+    jobs.insert(r.options.value("jobs", 0));
+    for (const auto& d : r.devices)
+      if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+    for (const auto& p : r.profiles)
+      if (std::find(profiles.begin(), profiles.end(), p) == profiles.end()) profiles.push_back(p);
+  }
+  run.hostname = joined(hosts);
+  run.kernel = joined(kernels);
+  run.audit_note = joined(notes);
+  run.adapter = joined(adapters);
+  run.driver_name = joined(driver_names);
+  run.driver_version = joined(driver_versions);
+  run.ipcheck_version = joined(versions);
+  run.audit = joined(audits);
+  run.transport = joined(transports);
+  run.devices = devices;
+  run.profiles = profiles;
+  // The run spans its shards: from the first start to the last end (shards run side by side).
+  run.start = start ? iso_of(*start / 1000) : earliest;
+  run.duration_s = start ? static_cast<double>(*end - *start) / 1000.0 : 0;
+  run.runner = {{"fds_at_start", fds_start}, {"fds_at_end", fds_end}, {"orphans_reaped", orphans}};
+  if (!runner_notes.empty()) run.runner["note"] = joined(runner_notes);
+  run.expectations = expectations;
+
+  // What the merged run is of its selection: every shard, and whether all of them are here.
+  json shards = json::array();
+  for (const auto& in : inputs)
+    for (const auto& e : shard_entries(in.results)) shards.push_back(e);
+  std::sort(shards.begin(), shards.end(), [](const json& a, const json& b) {
+    auto key = [](const json& x) {
+      return std::make_tuple(x.value("total", 0), x.value("index", 0), x.value("start", ""), x.value("hostname", ""),
+                             x.value("source", ""), x.dump());
+    };
+    return key(a) < key(b);
+  });
+  std::set<int> totals, indices;
+  std::set<long long> selected;
+  for (const auto& s : shards) {
+    totals.insert(s.value("total", 0));
+    indices.insert(s.value("index", 0));
+    selected.insert(s.value("selected", 0LL));
+  }
+  const int total = totals.size() == 1 ? *totals.begin() : 0;
+  json missing = json::array();
+  for (int k = 1; k <= total; ++k)
+    if (!indices.count(k)) missing.push_back(k);
+  const bool complete = total > 0 && missing.empty() && shards.size() == static_cast<std::size_t>(total) &&
+                        selected.size() == 1 && *selected.begin() == static_cast<long long>(placed.size());
+  json positions = json::array();
+  bool all_placed = true;
+  for (const auto& p : placed) {
+    all_placed = all_placed && p.position.has_value();
+    positions.push_back(p.position ? json(*p.position) : json());
+  }
+  json& options = run.options;
+  options.erase("shard");
+  options.erase("merged");
+  if (jobs.size() == 1) options["jobs"] = *jobs.begin();
+  else options["jobs"] = *jobs.rbegin();  // the most any shard ran side by side
+  json merged = {{"shards", shards}, {"total", total}, {"complete", complete}, {"missing", missing}};
+  if (selected.size() == 1) merged["selected"] = *selected.begin();
+  if (all_placed) merged["positions"] = positions;
+  options["merged"] = merged;
+  if (!complete) {
+    std::string why;
+    if (total == 0) why = "the inputs come from different shard counts";
+    else if (!missing.empty()) why = "shard(s) " + missing.dump() + " of " + std::to_string(total) + " are missing";
+    else if (shards.size() != static_cast<std::size_t>(total)) why = "a shard was given more than once";
+    else why = std::to_string(placed.size()) + " cases, but the selection had " +
+               (selected.size() == 1 ? std::to_string(*selected.begin()) : std::string("different sizes"));
+    out.notes.push_back("the merged run is not a whole run: " + why);
+  }
+
+  // Sections a shard ran on its own: one input may carry each.
+  for (const char* name : {"fuzz", "bench"}) {
+    const json* found = nullptr;
+    std::string from;
+    for (const auto& in : inputs) {
+      const json& v = std::string(name) == "fuzz" ? in.results.fuzz : in.results.bench;
+      if (v.is_null()) continue;
+      if (found)
+        throw MergeError(from + " and " + in.label + " both have a " + name + " section; merge the catalog runs first, " +
+                         "then add it (ipcheck " + name + " --results)");
+      found = &v;
+      from = in.label;
+    }
+    (std::string(name) == "fuzz" ? m.fuzz : m.bench) = found ? *found : json();
+  }
+
+  for (auto& p : placed) m.cases.push_back(std::move(p.c));
+  m.summary = summarize(m.cases);
+  // The catalog's clauses (the first input's, then any other's), judged again over every case.
+  std::set<std::string> have;
+  for (const auto& in : inputs)
+    for (const auto& k : in.results.clauses)
+      if (have.insert(k.id).second) {
+        ClauseInfo c;
+        c.id = k.id;
+        c.profile = k.profile;
+        c.level = k.level;
+        c.source = k.source;
+        c.statement = k.statement;
+        c.uncovered_reason = k.uncovered_reason;
+        c.cases = k.cases;
+        m.clauses.push_back(std::move(c));
+      }
+  o.coverage(m);
+  return out;
+}
+
+}  // namespace ipcheck::reports
