@@ -16,6 +16,7 @@ if(DEFECT)
   set(ENV{IPCREF_DEFECT} "${DEFECT}")
 endif()
 if(RELOAD_CORPUS)
+  file(MAKE_DIRECTORY "${OUT}/corpus")  # --corpus names an existing folder
   list(APPEND args --corpus "${OUT}/corpus")
 endif()
 
