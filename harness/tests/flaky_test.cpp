@@ -146,7 +146,7 @@ class FlakyRunnerTest : public ::testing::Test {
     o.inactivity_s = 10;
     o.grace_s = 0.5;
     o.jobs = 2;
-    o.env = {"ASAN_OPTIONS=handle_segv=0:detect_leaks=0"};
+    o.env = {"ASAN_OPTIONS=handle_segv=0:detect_leaks=0", "TSAN_OPTIONS=handle_segv=0:halt_on_error=1"};
     return o;
   }
 };

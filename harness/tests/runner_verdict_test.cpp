@@ -28,7 +28,9 @@ RunOptions scripted(const std::string& script) {
   o.timeout_s = 5;
   o.inactivity_s = 5;
   o.grace_s = 0.5;
-  o.env = {"IPCHECK_SCRIPTED=" + script, "ASAN_OPTIONS=handle_segv=0:detect_leaks=0"};
+  // Under the asan and tsan presets a fault must stay a signal, as it is in a normal build.
+  o.env = {"IPCHECK_SCRIPTED=" + script, "ASAN_OPTIONS=handle_segv=0:detect_leaks=0",
+           "TSAN_OPTIONS=handle_segv=0:halt_on_error=1"};
   return o;
 }
 
