@@ -395,13 +395,14 @@ class CudaAdapter final : public Adapter {
       return {Outcome::failure(Errc::invalid, "cuda: handle is " + std::to_string(bytes.size()) +
                                                   " bytes, CUipcMemHandle is " + std::to_string(kIpcHandleSize) +
                                                   " (clause sycl.mem.open.size)")};
-    if (flags != kDefaultOpenFlags && flags > 0xffffffffull)
+    // What the case asked for, 0 included; the plain open passes the flag CUDA requires.
+    flags = open_flags(flags, kIpcMemLazyEnablePeerAccess);
+    if (flags > 0xffffffffull)
       return {Outcome::failure(Errc::invalid, "cuda: open flags " + hex(flags) + " do not fit cuIpcOpenMemHandle's unsigned int")};
     if (auto o = use(device, "mem_open"); !o.ok()) return {o};
     CUipcMemHandle h;
     std::memcpy(h.reserved, bytes.data(), sizeof h);
-    // What the case asked for, 0 included; the plain open passes the flag CUDA requires.
-    const unsigned f = flags == kDefaultOpenFlags ? kIpcMemLazyEnablePeerAccess : static_cast<unsigned>(flags);
+    const unsigned f = static_cast<unsigned>(flags);
     CUdeviceptr p = 0;
     if (const CUresult r = cu_->cuIpcOpenMemHandle_v2(&p, h, f); r != CUDA_SUCCESS)
       return {fail(r, "cuIpcOpenMemHandle(flags " + hex(f) + ", device " + std::to_string(device) + ")")};

@@ -159,7 +159,7 @@ class RefAdapter final : public Adapter {
     return put("ipc::memory::put", id, Kind::memory, [&](ipcref::handle& h) { ipcref::ipc::memory::put(h, *ctx_); });
   }
   Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags) override {
-    if (flags == kDefaultOpenFlags) flags = 0;  // the API's plain open asks for nothing
+    flags = open_flags(flags, 0);  // the API's plain open asks for nothing
     // ipcref's open has no flags parameter. ref claims the ze and cuda profiles, whose open
     // flags name bits 0x1 (ZE_IPC_MEMORY_FLAG_BIAS_CACHED / CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
     // and 0x2 (ZE_IPC_MEMORY_FLAG_BIAS_UNCACHED): hints with no meaning on host memory, taken

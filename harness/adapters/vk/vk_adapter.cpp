@@ -401,7 +401,7 @@ class VkAdapter final : public Adapter {
   }
 
   Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags) override {
-    if (flags == kDefaultOpenFlags) flags = 0;  // the API's plain open asks for nothing
+    flags = open_flags(flags, 0);  // the API's plain open asks for nothing
     Dev* d = dev(device);
     if (!d) return {bad_device(device)};
     if (flags != 0)

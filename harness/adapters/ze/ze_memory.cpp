@@ -80,7 +80,7 @@ Outcome ZeAdapter::mem_put(ObjectId id) {
 }
 
 Result<DevPtr> ZeAdapter::mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags) {
-  if (flags == kDefaultOpenFlags) flags = 0;  // the API's plain open asks for nothing
+  flags = open_flags(flags, 0);  // the API's plain open asks for nothing
   ze_device_handle_t dev = nullptr;
   if (Outcome o = device_at(device, dev); !o.ok()) return {o};
   if (flags > UINT32_MAX)

@@ -133,6 +133,11 @@ struct AdapterConfig {
 // none (SYCL, UR) passes. Each adapter names its value in `info` (mem_open_flags_default):
 // 0 everywhere except cuda, whose cuIpcOpenMemHandle requires CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS.
 inline constexpr std::uint64_t kDefaultOpenFlags = ~std::uint64_t{0};
+// The flags a mem_open passes on: `flags` as asked, or the adapter's `plain` value for
+// kDefaultOpenFlags.
+constexpr std::uint64_t open_flags(std::uint64_t flags, std::uint64_t plain) {
+  return flags == kDefaultOpenFlags ? plain : flags;
+}
 
 class Adapter {
  public:
