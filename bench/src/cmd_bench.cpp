@@ -5,7 +5,8 @@
 //   ipc       ipcheck-bench-ipc, twice (producer and consumer, joined by a socket on fd 3)
 //   harness   ipcheck-bench-harness (the runner on a trivial case vs fork + exec + handshake)
 //   catalog   `ipcheck run -j 2` of the whole catalog, timed
-//   fuzz      `ipcheck fuzz -j 1`, executions per second per worker
+//   fuzz      `ipcheck fuzz -j N`, executions per second per worker and in total, each beside
+//             the floor of one direct open + close (ipc's floor/mem_open_close/4KiB)
 #include <signal.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -85,6 +86,7 @@ struct Settings {
   std::vector<std::string> catalog_filters;
   int fuzz_runs = 0;
   double fuzz_time = 5;
+  int fuzz_jobs = 1;
   double timeout_s = 1200;
 };
 
@@ -286,31 +288,43 @@ void run_fuzz(const Settings& s, Gathered& g) {
     g.pending.push_back("fuzz: this ipcheck has no fuzz command; executions per second per worker are pending");
     return;
   }
-  Series rate;
-  rate.name = s.adapter + "/fuzz_exec_per_s_per_worker";
-  rate.unit = "exec/s";
-  rate.higher_is_better = true;
-  rate.load_1m = load_average()[0];
-  rate.source = "ipcheck fuzz";
   std::ostringstream secs;
   secs << s.fuzz_time;
-  rate.label.note = "ipcheck fuzz --adapter " + s.adapter + " -j 1 --time " + secs.str() +
-                    ": executions over fuzzing time, one worker";
-  if (s.adapter == "ref") rate.label.target = 20000;
+  const std::string jobs = std::to_string(s.fuzz_jobs);
+  const std::string command = "ipcheck fuzz --adapter " + s.adapter + " -j " + jobs + " --time " + secs.str();
+  // The floor: one process opening and closing a 4-KiB export directly (the ipc part's floor),
+  // as executions per second. Only when the ipc part measured it in this bench.
+  std::string floor = s.adapter + "/floor/mem_open_close/4KiB";
+  if (std::none_of(g.series.begin(), g.series.end(), [&](const Series& x) { return x.name == floor; })) floor.clear();
+  auto series = [&](const std::string& name, const std::string& what) {
+    Series r;
+    r.name = s.adapter + "/" + name;
+    r.unit = "exec/s";
+    r.higher_is_better = true;
+    r.load_1m = load_average()[0];
+    r.source = "ipcheck fuzz";
+    r.label.floor = floor;
+    r.label.note = command + ": " + what + (floor.empty() ? "" : "; floor: 1 / the time of one direct open + close");
+    return r;
+  };
+  Series per = series("fuzz_exec_per_s_per_worker", "executions over fuzzing time, per worker");
+  Series total = series("fuzz_exec_per_s", "executions over fuzzing time, all " + jobs + " worker(s)");
+  if (s.adapter == "ref" && s.fuzz_jobs == 1) per.label.target = 20000;
+  json recovery = json::array();
   for (int i = 0; i < s.fuzz_runs; ++i) {
     const std::string dir = (fs::path(s.out) / ("fuzz-" + std::to_string(i))).string();
     const std::string log = dir + ".log";
-    std::vector<std::string> args{"fuzz", "--adapter", s.adapter, "-j", "1", "--time", secs.str(), "--quiet",
+    std::vector<std::string> args{"fuzz", "--adapter", s.adapter, "-j", jobs, "--time", secs.str(), "--quiet",
                                   "--seed", std::to_string(i + 1), "--out", dir, "--transport", s.transport};
     for (const auto& [k, v] : s.adapter_options) args.insert(args.end(), {"--adapter-opt", k + "=" + v});
-    std::printf("fuzz: run %d of %d: ipcheck fuzz --adapter %s -j 1 --time %s\n", i + 1, s.fuzz_runs, s.adapter.c_str(),
-                secs.str().c_str());
+    std::printf("fuzz: run %d of %d: %s\n", i + 1, s.fuzz_runs, command.c_str());
     std::fflush(stdout);
     RoleProcess c = start_program(self_executable(), args, log);
     const auto st = c.wait_for(std::chrono::milliseconds(static_cast<long long>(s.fuzz_time * 1000 + 120'000)));
     const json r = read_json(dir + "/results.json");
     const json f = r.is_object() ? r.value("fuzz", json()) : json();
-    if (!st || !f.is_object() || !f.contains("exec_per_s_per_worker") || !f["exec_per_s_per_worker"].is_number()) {
+    if (!st || !f.is_object() || !f.contains("exec_per_s_per_worker") || !f["exec_per_s_per_worker"].is_number() ||
+        !f.contains("exec_per_s") || !f["exec_per_s"].is_number()) {
       g.errors.push_back("fuzz: run " + std::to_string(i + 1) + " ended with " +
                          (st ? st->describe() : std::string("a timeout")) + " and no exec_per_s_per_worker: " +
                          last_line_of_file(log));
@@ -319,9 +333,14 @@ void run_fuzz(const Settings& s, Gathered& g) {
     if (f.value("status", "") != "completed")
       g.errors.push_back("fuzz: run " + std::to_string(i + 1) + " " + f.value("status", "") + ": " + f.value("reason", ""));
     if (st->exited && st->code == 1) g.errors.push_back("fuzz: run " + std::to_string(i + 1) + " had findings (" + dir + ")");
-    rate.samples.push_back(f["exec_per_s_per_worker"].get<double>());
+    per.samples.push_back(f["exec_per_s_per_worker"].get<double>());
+    total.samples.push_back(f["exec_per_s"].get<double>());
+    recovery.push_back({{"run", i + 1}, {"recovery", f.value("recovery", json::object())},
+                        {"time_s", f.value("time_s", json::object())}, {"workers", f.value("workers", json::object())}});
   }
-  if (!rate.samples.empty()) g.series.push_back(std::move(rate));
+  if (!per.samples.empty()) g.series.push_back(std::move(per));
+  if (!total.samples.empty() && s.fuzz_jobs > 1) g.series.push_back(std::move(total));
+  if (!recovery.empty()) g.programs["fuzz"] = {{"runs", recovery}};
 }
 
 std::string figure(double v) {
@@ -377,6 +396,7 @@ int bench(const std::vector<std::string>& args) {
       .multi("--catalog-filter", "GLOB", "time only the cases that match (the benchmark's name says so)")
       .value("--fuzz-runs", "N", "fuzz campaigns to take the rate from (0: none)", "3 for ref, else 0")
       .value("--fuzz-time", "S", "seconds of each fuzz campaign", "5")
+      .value("--fuzz-jobs", "N", "workers of each fuzz campaign (more than 1 adds the total rate)", "1")
       .value("--timeout", "S", "seconds a bench program may run", "1200")
       .value("--skip-exit-code", "N", "exit with N when the adapter is not available here (for CTest)");
   return cli::run_command("bench", [&] {
@@ -405,6 +425,7 @@ int bench(const std::vector<std::string>& args) {
     s.catalog_runs = o.has("--catalog-runs") ? o.get_int("--catalog-runs", 0, 100) : (ref ? (s.brief ? 2 : 3) : 0);
     s.fuzz_runs = o.has("--fuzz-runs") ? o.get_int("--fuzz-runs", 0, 100) : (ref ? (s.brief ? 2 : 3) : 0);
     s.fuzz_time = o.has("--fuzz-time") ? o.get_double("--fuzz-time", 0.1, 3600) : (s.brief ? 0.5 : 5);
+    s.fuzz_jobs = o.has("--fuzz-jobs") ? o.get_int("--fuzz-jobs", 1, 256) : 1;
     s.timeout_s = o.get_double("--timeout", 1, 86400);
     if (!wants(s, "catalog")) s.catalog_runs = 0;
     if (!wants(s, "fuzz")) s.fuzz_runs = 0;

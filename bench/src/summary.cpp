@@ -210,6 +210,16 @@ json summarize(const std::vector<Series>& all, std::vector<std::string>& errors)
       const double to = seconds_per(s.unit);
       if (f == by_name.end() || f->second->samples.empty()) {
         errors.push_back(s.name + ": its floor '" + s.label.floor + "' was not measured in this run");
+      } else if (s.higher_is_better && to == 0 && f->second->unit != s.unit && seconds_per(f->second->unit) > 0) {
+        // A rate held against the time of one operation of its floor: the floor's rate is 1 / that time.
+        const double per_op = median(f->second->samples) * seconds_per(f->second->unit);
+        e["floor_name"] = s.label.floor;
+        if (per_op > 0) {
+          const double floor = 1 / per_op;
+          e["floor"] = rounded(floor);
+          ratio = m / floor;
+          e["ratio"] = rounded(*ratio);
+        }
       } else if (f->second->unit != s.unit && (to == 0 || seconds_per(f->second->unit) == 0)) {
         errors.push_back(s.name + ": its floor '" + s.label.floor + "' is in " + f->second->unit + ", not " + s.unit);
       } else {

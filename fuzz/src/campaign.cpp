@@ -152,6 +152,29 @@ struct Slot {
   std::uint64_t seen_in_flight = 0, seen_execs = 0;
   Clock::time_point seen_change{};
   bool hung = false;
+  // Waiting for a worker (at the start, or after its worker died or retired): the next one
+  // resumes the input stream at next_first.
+  bool vacant = false;
+  std::uint64_t next_first = 0, next_quota = 0;
+  Clock::time_point vacant_since{};
+  double recovery_s = 0;  // time without a worker after the first, summed
+};
+
+// A consumer started ahead of need: it sets itself up (runtime initialised, its own exports
+// made, the handles calibrated) and waits for a slot, so that replacing a worker whose
+// context was lost costs a hand-over, not an initialisation.
+struct Spare {
+  Proc proc;
+  std::shared_ptr<const MutatorContext> ctx;  // set when it said ready
+  Clock::time_point launched{};
+};
+
+// An input class that poisoned a worker (context_lost, crash, hang): later draws that repeat
+// it run once in detail::kDemotedKeepOneIn.
+struct Demoted {
+  std::string cls;      // changed_fields_name of the finding's input
+  std::string verdict;  // the finding that put it here
+  double since_s = 0;
 };
 
 class Campaign {
@@ -168,6 +191,7 @@ class Campaign {
   void start_producer();
   void start_dead_pid();
   void start_slot(Slot& s, std::uint64_t first, std::uint64_t quota);
+  void go(Slot& s, Proc p, std::shared_ptr<const MutatorContext> ctx, std::uint64_t first, std::uint64_t quota);
   void fuzz();
   void stop_all();
   void minimise_and_write(const std::string& out_dir);
@@ -188,7 +212,14 @@ class Campaign {
 
  private:
   Proc spawn(const std::string& role);
-  json start_doc(const std::string& mode, std::uint64_t seed, std::uint64_t first, std::uint64_t quota) const;
+  Proc launch_consumer();
+  json start_doc() const;
+  void launch_spares(bool stopping);
+  void tend_spares();
+  void fill_vacancies();
+  void note_poison(const RawFinding& f);
+  json schedule_json() const;
+  json time_json(double duration) const;
   std::shared_ptr<const MutatorContext> wait_ready(Proc& p, const std::string& who);
   void handle(Slot& s, Message& m);
   void on_exit(Slot& s);
@@ -220,6 +251,14 @@ class Campaign {
   // Replay worker (minimisation and --replay).
   std::unique_ptr<Slot> replayer_;
   int replay_id_ = 0;
+  // Standby consumers and what they cost and saved.
+  std::vector<std::unique_ptr<Spare>> spares_;
+  int standby_ = 0;                      // how many the campaign keeps beyond its vacancies
+  std::vector<double> init_s_;           // launch to ready, per consumer
+  std::vector<double> waits_s_;          // per hand-over after a worker ended: vacancy to go
+  int from_standby_ = 0;                 // hand-overs that found a ready standby
+  Clock::time_point launch_t0_{}, all_running_{};
+  std::vector<Demoted> schedule_;
 };
 
 Proc Campaign::spawn(const std::string& role) {
@@ -243,7 +282,7 @@ Proc Campaign::spawn(const std::string& role) {
   return p;
 }
 
-json Campaign::start_doc(const std::string& mode, std::uint64_t seed, std::uint64_t first, std::uint64_t quota) const {
+json Campaign::start_doc() const {
   json values = json::array();
   values.push_back(detail::value_to_json({"runner.pid", FieldRole::pid, static_cast<std::uint64_t>(::getpid())}));
   if (dead_pid_ > 0) values.push_back(detail::value_to_json({"dead.pid", FieldRole::pid, static_cast<std::uint64_t>(dead_pid_)}));
@@ -254,11 +293,10 @@ json Campaign::start_doc(const std::string& mode, std::uint64_t seed, std::uint6
     if (bytes > 40000) break;  // one channel packet
     corpus.push_back(c);
   }
-  return {{"mode", mode},           {"adapter", o_.adapter},   {"transport", o_.transport},
-          {"runner_pid", ::getpid()}, {"adapter_options", o_.adapter_options},
+  return {{"adapter", o_.adapter},     {"transport", o_.transport},
+          {"runner_pid", ::getpid()},  {"adapter_options", o_.adapter_options},
           {"salt_seed", derive_seed(o_.seed, 0x53414c54)}, {"setup", setup_},
-          {"seed", seed},           {"first_exec", first},     {"quota", quota},
-          {"values", values},       {"corpus", corpus}};
+          {"values", values},          {"corpus", corpus}};
 }
 
 void Campaign::start_producer() {
@@ -316,13 +354,34 @@ std::shared_ptr<const MutatorContext> Campaign::wait_ready(Proc& p, const std::s
   }
 }
 
+// A consumer with the campaign's descriptors and set-up, setting itself up.
+Proc Campaign::launch_consumer() {
+  Proc p = spawn("consumer");
+  for (const auto& [name, fd] : descriptors_) p.ch.send(MsgType::deliver, {name}, fd.get());
+  p.ch.send(MsgType::start, {start_doc().dump()});
+  return p;
+}
+
+// A consumer set up in the foreground (the replay worker).
 void Campaign::start_slot(Slot& s, std::uint64_t first, std::uint64_t quota) {
-  s.proc = spawn("consumer");
-  for (const auto& [name, fd] : descriptors_) s.proc.ch.send(MsgType::deliver, {name}, fd.get());
+  const auto t = Clock::now();
+  Proc p = launch_consumer();
+  auto ctx = wait_ready(p, "consumer " + std::to_string(s.index));
+  init_s_.push_back(since(t));
+  go(s, std::move(p), std::move(ctx), first, quota);
+}
+
+// Slot `s` takes the set-up consumer `p`: its page, and the input stream from `first`.
+void Campaign::go(Slot& s, Proc p, std::shared_ptr<const MutatorContext> ctx, std::uint64_t first, std::uint64_t quota) {
+  s.proc = std::move(p);
+  s.ctx = std::move(ctx);
   s.page->get().in_flight.store(0);
-  s.proc.ch.send(MsgType::start, {start_doc(s.index < 0 ? "replay" : "campaign", s.seed, first, quota).dump()},
-                 s.page->fd());
-  s.ctx = wait_ready(s.proc, "consumer " + std::to_string(s.index));
+  json names = json::array();
+  for (const auto& d : schedule_) names.push_back(d.cls);
+  const json doc = {{"mode", s.index < 0 ? "replay" : "campaign"}, {"seed", s.seed}, {"first_exec", first},
+                    {"quota", quota}, {"schedule", names}};
+  s.proc.ch.send(MsgType::data, {"go", doc.dump()}, s.page->fd());
+  s.vacant = false;
   s.hung = false;
   s.gen_first = first;
   s.gen_base = s.page->get().executions.load();
@@ -351,6 +410,7 @@ void Campaign::handle(Slot& s, Message& m) {
     f.at_s = since(t0_);
     f.worker = s.index;
     if (std::find(o_.stop_on.begin(), o_.stop_on.end(), verdict_name(f.verdict)) != o_.stop_on.end()) stop_hit_ = true;
+    note_poison(f);
     raw_.push_back(std::move(f));
   } else if (key == "corpus") {
     if (corpus_found_.size() < 2048)
@@ -414,7 +474,11 @@ void Campaign::on_exit(Slot& s) {
   if (stopping || stop_hit_ || (o_.interrupted && o_.interrupted->load())) return;
   ++replaced_;
   if (retired) ++retired_;
-  start_slot(s, next, s.quota_total ? s.quota_total - used : 0);
+  // The next ready standby takes over (fill_vacancies), resuming the stream at `next`.
+  s.vacant = true;
+  s.next_first = next;
+  s.next_quota = s.quota_total ? s.quota_total - used : 0;
+  s.vacant_since = Clock::now();
 }
 
 // A crash or a hang of worker `s`, with the input it was opening when there was one.
@@ -442,6 +506,7 @@ void Campaign::record_death(Slot& s, const ExitStatus& st, std::uint64_t in_flig
   }
   if (!tail.empty()) f.detail += " (last output: " + tail + ")";
   if (std::find(o_.stop_on.begin(), o_.stop_on.end(), verdict_name(f.verdict)) != o_.stop_on.end()) stop_hit_ = true;
+  note_poison(f);
   raw_.push_back(std::move(f));
 }
 
@@ -476,7 +541,7 @@ std::map<std::string, std::uint64_t> Campaign::outcome_counts() const {
 }
 
 void Campaign::print_progress(bool final_line) {
-  if (!o_.progress) return;
+  if (!o_.progress || !fuzzed_) return;
   const bool tty = ::isatty(STDOUT_FILENO);
   if (!final_line && since(last_progress_) < (tty ? 1.0 : 5.0)) return;
   last_progress_ = Clock::now();
@@ -495,37 +560,140 @@ void Campaign::print_progress(bool final_line) {
   std::fflush(stdout);
 }
 
+// Keeps `standby_` consumers launched or ready beyond the slots waiting for one.
+void Campaign::launch_spares(bool stopping) {
+  if (stopping) return;
+  const std::size_t vacant = static_cast<std::size_t>(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->vacant; }));
+  while (spares_.size() < static_cast<std::size_t>(standby_) + vacant) {
+    auto sp = std::make_unique<Spare>();
+    sp->launched = Clock::now();
+    sp->proc = launch_consumer();
+    spares_.push_back(std::move(sp));
+  }
+}
+
+// Reads what the standby consumers said: "ready" makes one available; one that failed to set
+// up ends the campaign (as a worker's set-up failure always did); one that died waiting is dropped.
+void Campaign::tend_spares() {
+  for (auto it = spares_.begin(); it != spares_.end();) {
+    Spare& sp = **it;
+    sp.proc.drain();
+    bool gone = false;
+    while (sp.proc.ch) {
+      std::optional<Message> m;
+      try {
+        m = sp.proc.ch.receive(0);
+      } catch (const ChannelError&) {
+        sp.proc.ch = Channel();
+      }
+      if (!m) break;
+      if (m->type != MsgType::data) continue;
+      if (m->field(0) == "ready") {
+        const json ready = json::parse(m->field(1));
+        if (calibration_.empty()) calibration_ = ready.value("calibration", json::array());
+        sp.ctx = std::make_shared<const MutatorContext>(detail::context_from_json(ready.at("context")));
+        init_s_.push_back(since(sp.launched));
+      } else if (m->field(0) == "error") {
+        const json e = json::parse(m->field(1));
+        throw CampaignStop("a consumer could not set up: " + e.value("what", std::string("?")), false);
+      }
+    }
+    if (sp.proc.exited()) {
+      if (!sp.ctx)
+        throw CampaignStop("a consumer ended (" + sp.proc.proc.status()->describe() + ") before it was ready: " +
+                               last_line(sp.proc.proc.output_tail()), false);
+      gone = true;  // a ready standby that died waiting: not a finding (it opened nothing)
+    } else if (!sp.ctx && since(sp.launched) > 120) {
+      throw CampaignStop("a consumer was not ready 120 s after it started: " + last_line(sp.proc.proc.output_tail()), false);
+    }
+    if (gone) it = spares_.erase(it);
+    else ++it;
+  }
+}
+
+// Each slot waiting for a worker takes the oldest ready standby.
+void Campaign::fill_vacancies() {
+  for (auto& s : slots_) {
+    if (!s->vacant) continue;
+    auto ready = std::find_if(spares_.begin(), spares_.end(), [](const auto& sp) { return sp->ctx != nullptr; });
+    if (ready == spares_.end()) return;
+    std::unique_ptr<Spare> sp = std::move(*ready);
+    spares_.erase(ready);
+    const bool first = s->generations == 0;
+    if (!first) {
+      const double waited = since(s->vacant_since);
+      waits_s_.push_back(waited);
+      s->recovery_s += waited;
+      if (since(sp->launched) > waited) ++from_standby_;  // it was ready before the slot needed it
+    }
+    go(*s, std::move(sp->proc), std::move(sp->ctx), s->next_first, s->next_quota);
+    if (!fuzzed_) {
+      fuzzed_ = true;
+      t0_ = last_progress_ = Clock::now();
+    }
+    if (all_running_ == Clock::time_point{} &&
+        std::none_of(slots_.begin(), slots_.end(), [](const auto& x) { return x->vacant; }))
+      all_running_ = Clock::now();
+  }
+}
+
+// A finding that cost its worker (context lost, crash, hang) demotes its input class, in
+// every worker from now on.
+void Campaign::note_poison(const RawFinding& f) {
+  if (!o_.demote || !f.input || !f.ctx) return;
+  if (f.verdict != Verdict::context_lost && f.verdict != Verdict::crash && f.verdict != Verdict::hang) return;
+  const std::uint64_t mask = changed_fields(*f.ctx, *f.input);
+  if (mask == 0 || schedule_.size() >= static_cast<std::size_t>(detail::kMaxSchedule)) return;
+  const std::string cls = changed_fields_name(*f.ctx->layout, mask);
+  for (const auto& d : schedule_)
+    if (d.cls == cls) return;
+  schedule_.push_back({cls, verdict_name(f.verdict), fuzzed_ ? since(t0_) : 0.0});
+  json names = json::array();
+  for (const auto& d : schedule_) names.push_back(d.cls);
+  const std::string doc = names.dump();
+  for (auto& s : slots_)
+    if (s->proc && s->proc.ch && !s->proc.stopping) s->proc.ch.send(MsgType::data, {"schedule", doc});
+}
+
 void Campaign::fuzz() {
   // With --runs, never more workers than inputs (a worker's quota of 0 would mean "unbounded").
   const int jobs = static_cast<int>(o_.runs ? std::min<std::uint64_t>(static_cast<std::uint64_t>(std::max(1, o_.jobs)), o_.runs)
                                             : static_cast<std::uint64_t>(std::max(1, o_.jobs)));
+  standby_ = o_.standby >= 0 ? o_.standby : std::min(jobs, 8);
+  launch_t0_ = Clock::now();
   for (int w = 0; w < jobs; ++w) {
     auto s = std::make_unique<Slot>();
     s->index = w;
     s->page = std::make_unique<SharedPage>();
     s->seed = derive_seed(o_.seed, static_cast<std::uint64_t>(w) + 1);
     if (o_.runs) s->quota_total = o_.runs / static_cast<std::uint64_t>(jobs) + (static_cast<std::uint64_t>(w) < o_.runs % static_cast<std::uint64_t>(jobs) ? 1 : 0);
+    s->vacant = true;
+    s->next_quota = s->quota_total;
+    s->vacant_since = launch_t0_;
     slots_.push_back(std::move(s));
   }
-  for (auto& s : slots_) start_slot(*s, 0, s->quota_total);
-  t0_ = last_progress_ = Clock::now();
-  fuzzed_ = true;
+  // Every worker and standby sets itself up at once; the campaign's clock starts with the first worker.
+  launch_spares(false);
   bool stopping = false;
   for (;;) {
-    const bool over_time = o_.time_s > 0 && since(t0_) >= o_.time_s;
+    const bool over_time = fuzzed_ && o_.time_s > 0 && since(t0_) >= o_.time_s;
     const bool interrupted = o_.interrupted && o_.interrupted->load();
     if (!stopping && (over_time || stop_hit_ || interrupted)) {
       stopping = true;
       if (interrupted) status = "interrupted", reason = "the campaign was interrupted";
-      for (auto& s : slots_)
+      for (auto& s : slots_) {
+        s->vacant = false;
         if (s->proc) {
           s->proc.stopping = true;
           // A worker that is leaving (context_lost, a crash) may have closed its end already.
           if (s->proc.ch) s->proc.ch.send(MsgType::release, {"stop"});
         }
+      }
+      for (auto& sp : spares_)  // a standby leaves when it is ready; stop_all reaps it
+        if (sp->proc.ch) sp->proc.ch.send(MsgType::release, {"stop"});
       t_end_ = Clock::now();
     }
-    if (std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->proc; })) break;
+    if (std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->proc && !s->vacant; })) break;
     if (stopping && since(t_end_) > 10)
       for (auto& s : slots_)
         if (s->proc && !s->hung) {
@@ -533,12 +701,14 @@ void Campaign::fuzz() {
           s->proc.proc.signal_group(SIGKILL);
         }
     std::vector<pollfd> fds;
-    for (auto& s : slots_) {
-      if (!s->proc) continue;
-      if (s->proc.ch) fds.push_back({s->proc.ch.fd(), POLLIN, 0});
-      if (s->proc.proc.output_open()) fds.push_back({s->proc.proc.output_fd(), POLLIN, 0});
-      fds.push_back({s->proc.proc.pidfd(), POLLIN, 0});
-    }
+    auto watch = [&fds](Proc& p) {
+      if (p.ch) fds.push_back({p.ch.fd(), POLLIN, 0});
+      if (p.proc.output_open()) fds.push_back({p.proc.output_fd(), POLLIN, 0});
+      fds.push_back({p.proc.pidfd(), POLLIN, 0});
+    };
+    for (auto& s : slots_)
+      if (s->proc) watch(s->proc);
+    for (auto& sp : spares_) watch(sp->proc);
     fds.push_back({producer_.proc.pidfd(), POLLIN, 0});
     if (producer_.proc.output_open()) fds.push_back({producer_.proc.output_fd(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), 100);
@@ -562,9 +732,15 @@ void Campaign::fuzz() {
       if (s->proc.exited()) on_exit(*s);
       else sample(*s);
     }
+    if (!stopping && !stop_hit_) {
+      tend_spares();
+      fill_vacancies();
+      launch_spares(stopping);
+    }
     print_progress(false);
   }
   if (t_end_ == Clock::time_point{}) t_end_ = Clock::now();
+  if (!fuzzed_) t0_ = t_end_;
   print_progress(true);
 }
 
@@ -574,7 +750,11 @@ void Campaign::stop_all() {
     if (p.ch) p.ch.send(MsgType::release, {"stop"});
     for (int i = 0; i < 50 && !p.exited(); ++i) p.wait(100);
   };
+  for (auto& sp : spares_)  // standbys first: they only wait, and go at once
+    if (sp->proc && !sp->proc.proc.status() && sp->proc.ch) sp->proc.ch.send(MsgType::release, {"stop"});
   for (auto& s : slots_) stop(s->proc);
+  for (auto& sp : spares_) stop(sp->proc);
+  spares_.clear();
   if (replayer_) stop(replayer_->proc);
   stop(producer_);
   // RoleProcess destructors kill and reap whatever did not stop.
@@ -904,6 +1084,27 @@ json Campaign::section() const {
   int started = 0;
   for (const auto& s : slots_) started += s->generations;
   j["workers"] = {{"started", started}, {"replaced", replaced_}, {"retired", retired_}};
+  json per = json::array();
+  for (const auto& s : slots_) {
+    const std::uint64_t e = s->page->get().executions.load() + s->lost;
+    per.push_back({{"worker", s->index}, {"executions", e}, {"exec_per_s", duration > 0 ? e / duration : 0.0},
+                   {"generations", s->generations}, {"recovery_s", s->recovery_s}});
+  }
+  j["per_worker"] = per;
+  j["time_s"] = time_json(duration);
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  j["recovery"] = {{"standby", standby_},
+                   {"hand_overs", waits_s_.size()},
+                   {"from_standby", from_standby_},
+                   {"median_wait_ms", median(waits_s_) * 1000},
+                   {"max_wait_ms", waits_s_.empty() ? 0.0 : *std::max_element(waits_s_.begin(), waits_s_.end()) * 1000},
+                   {"init_median_s", median(init_s_)},
+                   {"consumers_started", init_s_.size()}};
+  j["schedule"] = schedule_json();
   json outcomes = json::object();
   for (const auto& [k, v] : outcome_counts()) outcomes[k] = v;
   j["outcomes"] = outcomes;
@@ -930,6 +1131,35 @@ json Campaign::section() const {
   return j;
 }
 
+json Campaign::time_json(double duration) const {
+  std::uint64_t ns[5] = {};
+  for (const auto& s : slots_) {
+    const detail::TimeSpent& t = s->page->get().ns;
+    ns[0] += t.mutate.load();
+    ns[1] += t.open.load();
+    ns[2] += t.oracle.load();
+    ns[3] += t.close.load();
+    ns[4] += t.channel.load();
+  }
+  double recovery = 0;
+  for (const auto& s : slots_) recovery += s->recovery_s;
+  (void)duration;
+  return {{"mutate", ns[0] / 1e9}, {"open", ns[1] / 1e9}, {"oracle", ns[2] / 1e9}, {"close", ns[3] / 1e9},
+          {"channel", ns[4] / 1e9}, {"recovery", recovery},
+          {"startup", fuzzed_ ? std::chrono::duration<double>(t0_ - launch_t0_).count() : 0.0}};
+}
+
+json Campaign::schedule_json() const {
+  json classes = json::array();
+  for (std::size_t k = 0; k < schedule_.size(); ++k) {
+    std::uint64_t n = 0;
+    for (const auto& s : slots_) n += s->page->get().demoted[k].load();
+    classes.push_back({{"class", schedule_[k].cls}, {"verdict", schedule_[k].verdict}, {"since_s", schedule_[k].since_s},
+                       {"demoted", n}});
+  }
+  return {{"demote", o_.demote}, {"keep_one_in", detail::kDemotedKeepOneIn}, {"classes", classes}};
+}
+
 reports::RunInfo run_info(const CampaignOptions& o, const json& setup, const std::string& start, double duration) {
   reports::RunInfo r;
   stamp_run(r, o.adapter, start);
@@ -942,6 +1172,7 @@ reports::RunInfo run_info(const CampaignOptions& o, const json& setup, const std
   r.audit = "off";
   r.audit_note = "fuzz campaigns audit each open themselves (descriptor and mapping probes)";
   r.options = {{"command", "fuzz"}, {"time_s", o.time_s}, {"runs", o.runs}, {"jobs", o.jobs}, {"seed", o.seed},
+               {"standby", o.standby}, {"demote", o.demote},
                {"corpus", o.corpus_dir}, {"transport", o.transport}, {"adapter_options", o.adapter_options},
                {"hang_s", o.hang_s}, {"stop_on", o.stop_on}};
   if (!env_defect().empty()) r.options["environment"] = {{"IPCREF_DEFECT", env_defect()}};

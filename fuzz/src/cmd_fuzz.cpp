@@ -78,6 +78,10 @@ int fuzz(const std::vector<std::string>& args) {
   o.value("--time", "S", "seconds of fuzzing")
       .value("--runs", "N", "inputs to open (split between workers)")
       .value("--jobs", "N", "consumer workers", "1")
+      .value("--standby", "N", "consumers kept set up ahead of need, so that a worker whose context was lost is "
+                               "replaced at once (default: as many as --jobs, at most 8; 0: replace in place)")
+      .value("--schedule", "demote|flat", "demote: an input class (fields changed) that lost a worker's context, "
+                                           "crashed or hung it runs once in 32 draws afterwards; flat: no schedule", "demote")
       .value("--seed", "K", "campaign seed, decimal or 0x hex (with the exports' live values and the corpus the campaign grows, it decides the inputs)", "1")
       .value("--corpus", "DIR", "an existing folder: read seeds (*.repro) from it and add new interesting inputs to it")
       .value("--out", "DIR", "where results go", "ipcheck-results/fuzz-<adapter>")
@@ -138,6 +142,12 @@ int fuzz(const std::vector<std::string>& args) {
     if (o.has("--time")) c.time_s = o.get_double("--time", 0.1, 7 * 86400.0);
     if (o.has("--runs")) c.runs = o.get_u64("--runs", 1, std::uint64_t{1} << 48);
     c.jobs = o.get_int("--jobs", 1, 256);
+    if (o.has("--standby")) c.standby = o.get_int("--standby", 0, 256);
+    if (o.has("--schedule")) {
+      const std::string sch = o.get("--schedule");
+      if (sch != "demote" && sch != "flat") throw UsageError("--schedule is '" + sch + "'; give demote or flat");
+      c.demote = sch == "demote";
+    }
     c.seed = o.get_u64("--seed", 0, UINT64_MAX, /*hex_allowed=*/true);
     c.corpus_dir = o.get("--corpus");
     if (o.has("--corpus")) {

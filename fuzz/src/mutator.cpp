@@ -231,4 +231,41 @@ MutationInfo Mutator::mutate(Rng& rng, const Input& start, Input& out) const {
   return info;
 }
 
+std::uint64_t changed_fields(const MutatorContext& ctx, const Input& in) {
+  const HandleLayout& l = *ctx.layout;
+  const Input& base = ctx.bases[in.base < ctx.bases.size() ? in.base : 0];
+  std::uint64_t mask = 0;
+  for (std::size_t f = 0; f < l.fields.size(); ++f)
+    if (l.get(in.bytes, static_cast<int>(f)) != l.get(base.bytes, static_cast<int>(f))) mask |= 1ull << std::min<std::size_t>(f, 61);
+  if (in.length < l.size) mask |= kLengthShorter;
+  if (in.length > l.size) mask |= kLengthLonger;
+  return mask;
+}
+
+std::string changed_fields_name(const HandleLayout& l, std::uint64_t mask) {
+  std::string out;
+  auto add = [&](const std::string& n) { out += (out.empty() ? "" : "+") + n; };
+  for (std::size_t f = 0; f < l.fields.size() && f < 62; ++f)
+    if (mask & (1ull << f)) add(l.fields[f].name);
+  if (mask & kLengthShorter) add("length");
+  if (mask & kLengthLonger) add("tail");
+  return out;
+}
+
+std::uint64_t changed_fields_mask(const HandleLayout& l, const std::string& name) {
+  std::uint64_t mask = 0;
+  std::size_t at = 0;
+  while (at <= name.size()) {
+    const std::size_t end = std::min(name.find('+', at), name.size());
+    const std::string part = name.substr(at, end - at);
+    if (part == "length") mask |= kLengthShorter;
+    else if (part == "tail") mask |= kLengthLonger;
+    else
+      for (std::size_t f = 0; f < l.fields.size(); ++f)
+        if (l.fields[f].name == part) mask |= 1ull << std::min<std::size_t>(f, 61);
+    at = end + 1;
+  }
+  return mask;
+}
+
 }  // namespace ipcheck::fuzz

@@ -5,11 +5,17 @@
 // Messages (MsgType::data unless noted; the parent relays nothing between roles):
 //   producer -> parent  data "setup"  {info, pid, exports, revoked, allocs}
 //                       send {name} + descriptor, one per export, when descriptors travel
-//   parent -> consumer  deliver {name} + descriptor, then start {config} + the page memfd
-//   consumer -> parent  data "ready" {context}, "finding" {...}, "corpus" {...},
-//                       "verdict" {...} (replay), "final" {audit}, "error" {...}; done;
+//   parent -> consumer  deliver {name} + descriptor, then start {config}
+//   consumer -> parent  data "ready" {context} once it is set up (runtime initialised, own
+//                       exports made, handles calibrated); a standby consumer then waits
+//   parent -> consumer  data "go" {mode, seed, first_exec, quota, schedule} + the slot's page
+//                       memfd: the consumer takes over a slot (or release "stop": it was
+//                       never needed)
+//   consumer -> parent  data "finding" {...}, "corpus" {...}, "verdict" {...} (replay),
+//                       "final" {audit}, "error" {...}; done;
 //                       after a context_lost finding: done, then exit kRetired
-//   parent -> consumer  data "exec" {input} (replay); release "stop"
+//   parent -> consumer  data "schedule" {classes} (demoted input classes, read every 256
+//                       inputs), data "exec" {input} (replay); release "stop"
 #pragma once
 
 #include <atomic>
@@ -76,6 +82,20 @@ struct NativeSlot {
   char name[48];
 };
 
+// At most this many demoted input classes (Schedule); later poisoning classes are not demoted.
+inline constexpr int kMaxSchedule = 16;
+// A demoted class's inputs run once in this many draws; the others are redrawn.
+inline constexpr std::uint64_t kDemotedKeepOneIn = 32;
+
+// Where a slot's time goes, in nanoseconds summed over its workers (Consumer::run_one).
+struct TimeSpent {
+  std::atomic<std::uint64_t> mutate;   // drawing the input and writing it to the page
+  std::atomic<std::uint64_t> open;     // the adapter's open
+  std::atomic<std::uint64_t> oracle;   // judging the mapping, the context probe, the descriptor check
+  std::atomic<std::uint64_t> close;    // the adapter's close
+  std::atomic<std::uint64_t> channel;  // messages to the parent (findings, corpus entries)
+};
+
 struct WorkerPage {
   static constexpr std::uint32_t kMagic = 0x5a5a4650;  // "PFZZ"
   std::uint32_t magic;
@@ -92,6 +112,8 @@ struct WorkerPage {
   std::uint16_t reserved;
   std::byte bytes[kMaxInput];
   NativeSlot natives[24];
+  TimeSpent ns;
+  std::atomic<std::uint64_t> demoted[kMaxSchedule];  // draws redrawn, per schedule entry
 };
 static_assert(sizeof(WorkerPage) <= 4096);
 

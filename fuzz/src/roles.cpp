@@ -8,7 +8,9 @@
 // can name the importer itself), then opens mutated handles as fast as it can, judging
 // each with the oracle, and writes every input to its worker page before trying it.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -253,8 +255,8 @@ std::uint64_t message_shape(Errc code, long long native, const std::string& mess
 
 class Consumer {
  public:
-  Consumer(Channel& ch, const json& start, unique_fd page_fd, std::map<std::string, unique_fd> descriptors)
-      : ch_(ch), start_(start), page_fd_(std::move(page_fd)), descriptors_(std::move(descriptors)) {}
+  Consumer(Channel& ch, const json& start, std::map<std::string, unique_fd> descriptors)
+      : ch_(ch), start_(start), descriptors_(std::move(descriptors)) {}
 
   int run();
 
@@ -272,6 +274,9 @@ class Consumer {
   Executed run_one(const Input& in, std::uint64_t flight);
   int campaign();
   int replay();
+  bool wait_for_go();
+  void take_schedule(const json& classes);
+  bool demoted(const Input& in, Rng& rng);
   json final_audit();
   std::optional<Outcome> context_health();
 
@@ -297,7 +302,21 @@ class Consumer {
   int corpus_sent_ = 0;
   int findings_sent_ = 0;
   ProcSnapshot before_;
+  std::vector<std::uint64_t> schedule_;  // demoted input classes (changed_fields masks), the parent's order
 };
+
+std::uint64_t now_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(t.tv_nsec);
+}
+
+// Adds the time since `from` to `to` and returns now.
+std::uint64_t spent(std::atomic<std::uint64_t>& to, std::uint64_t from) {
+  const std::uint64_t t = now_ns();
+  to.fetch_add(t - from, std::memory_order_relaxed);
+  return t;
+}
 
 struct PageMapping {
   void* p = MAP_FAILED;
@@ -365,7 +384,9 @@ Consumer::Executed Consumer::execute(const Input& in) {
   Executed e;
   const int fd = in.descriptor >= 0 ? base_fds_[static_cast<std::size_t>(in.descriptor)]
                  : in.descriptor == kForeignDescriptor ? page_fd_.get() : -1;
+  std::uint64_t t = now_ns();
   Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0);
+  t = spent(page_->ns.open, t);
   if (!r.ok() && r.outcome.code == Errc::device_lost) {
     // Sticky: every later call would fail the same way. Usually the probe below caught the
     // input that did it; when not, this one names the symptom, and the worker is replaced.
@@ -384,7 +405,9 @@ Consumer::Executed Consumer::execute(const Input& in) {
     const Judgement j = judge_mapping(table_, r.value, claimed, *reader_, scratch_);
     e.verdict = j.verdict;
     e.detail = j.detail;
+    t = spent(page_->ns.oracle, t);
     const Outcome closed = adapter_->mem_close(r.value);
+    t = spent(page_->ns.close, t);
     // Only a clean mapping is judged further (a mapped verdict read the whole export: the
     // mapping was there before close).
     if (e.verdict == Verdict::mapped) {
@@ -424,6 +447,7 @@ Consumer::Executed Consumer::execute(const Input& in) {
                (r.ok() ? "open and close" : "a failed open (" + e.outcome.describe() + ")");
   }
   fd_floor_ = floor;
+  spent(page_->ns.oracle, t);
   return e;
 }
 
@@ -474,9 +498,11 @@ void Consumer::record(const Input& in, const Executed& e, std::uint64_t exec) {
     key += in.length == ctx_.layout->size ? "" : in.length < ctx_.layout->size ? ",length" : ",tail";
     if (finding_keys_[key]++ < 2 && findings_sent_ < 500) {
       ++findings_sent_;
+      const std::uint64_t t = now_ns();
       json j = {{"exec", exec}, {"verdict", verdict_name(e.verdict)}, {"detail", e.detail},
                 {"input", detail::input_to_json(ctx_, in)}, {"outcome", outcome_json(e.outcome)}};
       ch_.send(MsgType::data, {"finding", j.dump()});
+      spent(page_->ns.channel, t);
     }
     return;
   }
@@ -485,9 +511,11 @@ void Consumer::record(const Input& in, const Executed& e, std::uint64_t exec) {
   if (!shapes_.insert(shape).second) return;
   if (corpus_.size() < 512) corpus_.push_back(in);
   if (corpus_sent_++ < 256) {
+    const std::uint64_t t = now_ns();
     json j = {{"input", detail::input_to_json(ctx_, in)}, {"verdict", verdict_name(e.verdict)},
               {"outcome", outcome_json(e.outcome)}};
     ch_.send(MsgType::data, {"corpus", j.dump()});
+    spent(page_->ns.channel, t);
   }
 }
 
@@ -495,6 +523,53 @@ json Consumer::final_audit() {
   json leaks = json::array();
   for (const auto& l : diff_snapshots(before_, take_proc_snapshot())) leaks.push_back({{"kind", l.kind}, {"item", l.item}});
   return {{"leaks", leaks}, {"executions", page_->executions.load()}};
+}
+
+// The parent's list of demoted classes (changed-field names), whole, in its order.
+void Consumer::take_schedule(const json& classes) {
+  schedule_.clear();
+  for (const auto& c : classes) {
+    if (schedule_.size() >= static_cast<std::size_t>(detail::kMaxSchedule)) break;
+    schedule_.push_back(changed_fields_mask(*ctx_.layout, c.get<std::string>()));
+  }
+}
+
+// True when `in` repeats a demoted class (changes at least its fields) and is not the one draw
+// in kDemotedKeepOneIn that still runs; counted per class on the page.
+bool Consumer::demoted(const Input& in, Rng& rng) {
+  if (schedule_.empty()) return false;
+  const std::uint64_t mask = changed_fields(ctx_, in);
+  for (std::size_t k = 0; k < schedule_.size(); ++k)
+    if (schedule_[k] != 0 && (mask & schedule_[k]) == schedule_[k]) {
+      if (rng.below(detail::kDemotedKeepOneIn) == 0) return false;
+      page_->demoted[k].fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  return false;
+}
+
+// A set-up consumer waits here until the parent gives it a slot (its page, the input stream
+// to run) or lets it go; false: let go, or the parent is gone.
+bool Consumer::wait_for_go() {
+  for (;;) {
+    std::optional<Message> m;
+    try {
+      m = ch_.receive(-1);
+    } catch (const ChannelError&) {
+      return false;
+    }
+    if (!m) continue;
+    if (m->type == MsgType::release) return false;
+    if (m->type != MsgType::data || m->field(0) != "go") continue;
+    const json go = json::parse(m->field(1));
+    // The page takes the placeholder's descriptor number: the mutator context already names it.
+    if (!m->fd || ::dup3(m->fd.get(), page_fd_.get(), O_CLOEXEC) < 0)
+      throw std::runtime_error(std::string("cannot take the worker page: ") + (m->fd ? std::strerror(errno) : "no descriptor came with go"));
+    for (const char* k : {"mode", "seed", "first_exec", "quota"})
+      if (go.contains(k)) start_[k] = go.at(k);
+    take_schedule(go.value("schedule", json::array()));
+    return true;
+  }
 }
 
 int Consumer::campaign() {
@@ -506,15 +581,26 @@ int Consumer::campaign() {
   for (std::uint64_t i = first; quota == 0 || i < first + quota; ++i) {
     if ((i & 255) == 0) {
       try {
-        if (auto m = ch_.receive(0); m && m->type == MsgType::release) break;
+        bool stop = false;
+        while (auto m = ch_.receive(0)) {
+          if (m->type == MsgType::release) stop = true;
+          else if (m->type == MsgType::data && m->field(0) == "schedule") take_schedule(json::parse(m->field(1)));
+        }
+        if (stop) break;
       } catch (const ChannelError&) {
         return 3;  // the parent is gone
       }
     }
+    const std::uint64_t t = now_ns();
     Rng rng(derive_seed(seed, i));
-    const bool from_corpus = !corpus_.empty() && rng.chance(1, 4);
-    const Input& start = from_corpus ? corpus_[rng.below(corpus_.size())] : ctx_.bases[rng.below(ctx_.bases.size())];
-    mutator.mutate(rng, start, in);
+    // An input of a demoted class (one that already poisoned a worker) is mostly redrawn.
+    for (int draw = 0; draw < 8; ++draw) {
+      const bool from_corpus = !corpus_.empty() && rng.chance(1, 4);
+      const Input& start = from_corpus ? corpus_[rng.below(corpus_.size())] : ctx_.bases[rng.below(ctx_.bases.size())];
+      mutator.mutate(rng, start, in);
+      if (!demoted(in, rng)) break;
+    }
+    spent(page_->ns.mutate, t);
     const Executed e = run_one(in, i + 1);
     record(in, e, i);
     if (retire_) return detail::kRetired;  // no final audit: a lost context's state says nothing
@@ -546,13 +632,12 @@ int Consumer::replay() {
 }
 
 int Consumer::run() {
-  PageMapping map;
-  map.p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd_.get(), 0);
-  if (map.p == MAP_FAILED) {
-    std::fprintf(stderr, "fuzz consumer: cannot map its worker page (fd %d): %s\n", page_fd_.get(), std::strerror(errno));
+  // A placeholder for the worker page that "go" brings: its number is fixed from the start.
+  page_fd_ = unique_fd(::memfd_create("ipcheck-fuzz-page", MFD_CLOEXEC));
+  if (!page_fd_) {
+    std::fprintf(stderr, "fuzz consumer: cannot create its page descriptor: %s\n", std::strerror(errno));
     return 2;
   }
-  page_ = static_cast<WorkerPage*>(map.p);
   try {
     setup();
   } catch (const std::exception& f) {
@@ -596,10 +681,27 @@ int Consumer::run() {
     }
     (void)adapter_->mem_close(r.value);
   }
-  fd_floor_ = lowest_free_fd();
-  before_ = take_proc_snapshot();
   ch_.send(MsgType::data, {"ready", json{{"context", detail::context_to_json(ctx_)}, {"pid", ::getpid()},
                                          {"calibration", calibration}}.dump()});
+  PageMapping map;
+  try {
+    if (!wait_for_go()) {  // a standby the campaign did not need
+      ch_.send(MsgType::done, {"ok", ""});
+      return 0;
+    }
+  } catch (const std::exception& f) {
+    ch_.send(MsgType::data, {"error", json{{"stage", "go"}, {"what", f.what()}, {"errc", "other"}}.dump()});
+    ch_.send(MsgType::done, {"aborted", f.what()});
+    return 0;
+  }
+  map.p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd_.get(), 0);
+  if (map.p == MAP_FAILED) {
+    std::fprintf(stderr, "fuzz consumer: cannot map its worker page (fd %d): %s\n", page_fd_.get(), std::strerror(errno));
+    return 2;
+  }
+  page_ = static_cast<WorkerPage*>(map.p);
+  fd_floor_ = lowest_free_fd();
+  before_ = take_proc_snapshot();
   const int rc = start_.value("mode", "campaign") == "replay" ? replay() : campaign();
   ch_.send(MsgType::done, {"ok", ""});
   std::fflush(nullptr);
@@ -622,7 +724,6 @@ int fuzz_role(const std::vector<std::string>& args) {
   if (!ch.send(MsgType::hello, {role, std::to_string(::getpid())})) return 3;
   std::map<std::string, unique_fd> descriptors;
   json start;
-  unique_fd page;
   try {
     for (;;) {
       auto m = ch.receive(-1);
@@ -631,7 +732,6 @@ int fuzz_role(const std::vector<std::string>& args) {
         descriptors[m->field(0)] = std::move(m->fd);
       } else if (m->type == MsgType::start) {
         start = json::parse(m->field(0));
-        page = std::move(m->fd);
         break;
       }
     }
@@ -639,7 +739,7 @@ int fuzz_role(const std::vector<std::string>& args) {
     return 3;  // the campaign ended before it started this role
   }
   if (role == "producer") return run_producer(ch, start);
-  return Consumer(ch, start, std::move(page), std::move(descriptors)).run();
+  return Consumer(ch, start, std::move(descriptors)).run();
 }
 
 const cli::CommandRegistration reg{{"fuzz-role", "run one process of a fuzz campaign (internal: ipcheck fuzz starts it)",

@@ -357,3 +357,27 @@ TEST(Symbolic, HexRoundTripAndErrors) {
 
 }  // namespace
 }  // namespace ipcheck::fuzz
+
+namespace ipcheck::fuzz {
+// The schedule's input classes: the fields an input changed, named and read back.
+TEST(Schedule, ChangedFieldsNameAndMaskRoundTrip) {
+  MutatorContext ctx;
+  ctx.layout = &layout_for("opaque/64", 64);
+  Input base;
+  base.length = 64;
+  for (std::size_t i = 0; i < 64; ++i) base.bytes[i] = static_cast<std::byte>(i);
+  ctx.bases.push_back(base);
+  Input in = base;
+  EXPECT_EQ(changed_fields(ctx, in), 0u);
+  in.bytes[25] ^= std::byte{1};
+  in.bytes[9] ^= std::byte{0x80};
+  const std::uint64_t mask = changed_fields(ctx, in);
+  EXPECT_EQ(mask, (1ull << 1) | (1ull << 3));
+  EXPECT_EQ(changed_fields_name(*ctx.layout, mask), "bytes@8+bytes@24");
+  EXPECT_EQ(changed_fields_mask(*ctx.layout, "bytes@8+bytes@24"), mask);
+  in.length = 40;
+  EXPECT_EQ(changed_fields(ctx, in), mask | kLengthShorter);
+  EXPECT_EQ(changed_fields_name(*ctx.layout, mask | kLengthShorter), "bytes@8+bytes@24+length");
+  EXPECT_EQ(changed_fields_mask(*ctx.layout, "tail+nosuchfield"), kLengthLonger);
+}
+}  // namespace ipcheck::fuzz

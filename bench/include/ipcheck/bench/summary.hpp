@@ -56,7 +56,8 @@ std::vector<Series> series_from_google_benchmark(const nlohmann::json& doc, cons
 void canonical_order(std::vector<Series>& all);
 
 // The `benchmarks` list of the bench section: each series summarised, its floor (by the
-// label's name, among `all`) converted to its unit. A missing floor is an error named in
+// label's name, among `all`) converted to its unit (a rate held against a floor measured as
+// the time of one operation gets 1 / that time as its floor). A missing floor is an error named in
 // `errors`. Fields: name, unit, median, spread, spread_kind, repetitions, better, and when
 // known floor, ratio, floor_name, target_ratio, target, met, load_1m, note, source.
 nlohmann::json summarize(const std::vector<Series>& all, std::vector<std::string>& errors);

@@ -24,7 +24,27 @@
 //     "executions": 1234567,               // inputs opened (a crashing or hanging one counts)
 //     "exec_per_s": 20576.1,               // executions / duration_s, all workers
 //     "exec_per_s_per_worker": 20576.1,
-//     "workers": {"started": 1, "replaced": 0},
+//     "workers": {"started": 1, "replaced": 0, "retired": 0},
+//     "per_worker": [{"worker": 0, "executions": 1234567, "exec_per_s": 20576.1,
+//                     "generations": 1, "recovery_s": 0.0}],
+//     "time_s": {"mutate": 1.2, "open": 30.1, "oracle": 20.3, "close": 5.0, "channel": 0.1,
+//                "recovery": 0.0, "startup": 0.2},
+//                                          // worker-seconds by where they went: drawing inputs,
+//                                          // the adapter's open and close, the oracle (mapping
+//                                          // check, context probe, descriptor check), messages,
+//                                          // slots without a worker after a loss, and the
+//                                          // set-up before the first worker ran
+//     "recovery": {"standby": 1, "hand_overs": 3, "from_standby": 3, "median_wait_ms": 0.4,
+//                  "max_wait_ms": 1.1, "init_median_s": 0.31, "consumers_started": 5},
+//                                          // replacing workers: standby consumers kept ready,
+//                                          // hand-overs after a loss, how many found a standby
+//                                          // ready, the wait per hand-over, and what setting up
+//                                          // a consumer costs
+//     "schedule": {"demote": true, "keep_one_in": 32,
+//                  "classes": [{"class": "offset", "verdict": "context_lost", "since_s": 1.2,
+//                               "demoted": 3456}]},
+//                                          // input classes (fields changed) that poisoned a
+//                                          // worker, and how many later draws were redrawn
 //     "outcomes": {"success": 31000, "invalid": 1200000, "exporter_gone": 12, ...},
 //                                          // what open returned, by ipcheck Errc name (every
 //                                          // execution once; a crash or hang is in "verdicts")
@@ -78,6 +98,8 @@ struct CampaignOptions {
   double time_s = 0;         // 0: bounded by runs only
   std::uint64_t runs = 0;    // 0: bounded by time only
   int jobs = 1;
+  int standby = -1;          // consumers set up ahead of need; -1: as many as jobs, at most 8
+  bool demote = true;        // an input class that poisoned a worker runs once in 32 draws afterwards
   std::uint64_t seed = 1;
   std::string corpus_dir;    // read *.repro seeds from it, add new interesting inputs to it
   std::string transport = "auto";

@@ -59,6 +59,17 @@ struct MutationInfo {
   int ops = 0;
 };
 
+// The fields an input changed from the export it derives from, as a mask: bit f for layout
+// field f (layouts have at most 32 fields: kMaxInput / 8), kLengthShorter or kLengthLonger for its
+// length. The campaign's schedule demotes inputs by this class.
+inline constexpr std::uint64_t kLengthShorter = 1ull << 62;
+inline constexpr std::uint64_t kLengthLonger = 1ull << 63;
+std::uint64_t changed_fields(const MutatorContext& ctx, const Input& in);
+// "offset+pid", "bytes@24+length"; "" for an unchanged input.
+std::string changed_fields_name(const HandleLayout& l, std::uint64_t mask);
+// The mask of a name changed_fields_name wrote, for layout `l` (unknown names are ignored).
+std::uint64_t changed_fields_mask(const HandleLayout& l, const std::string& name);
+
 class Mutator {
  public:
   explicit Mutator(const MutatorContext& ctx);
