@@ -157,6 +157,7 @@ struct Slot {
   bool vacant = false;
   std::uint64_t next_first = 0, next_quota = 0;
   Clock::time_point vacant_since{};
+  bool vacated_by_retire = false;  // its worker reported context_lost and left
   double recovery_s = 0;  // time without a worker after the first, summed
 };
 
@@ -172,6 +173,7 @@ struct Spare {
 // An input class that poisoned a worker (context_lost, crash, hang): later draws that repeat
 // it run once in detail::kDemotedKeepOneIn.
 struct Demoted {
+  std::uint64_t mask = 0;  // changed_fields of the finding's input
   std::string cls;      // changed_fields_name of the finding's input
   std::string verdict;  // the finding that put it here
   double since_s = 0;
@@ -223,6 +225,8 @@ class Campaign {
   std::shared_ptr<const MutatorContext> wait_ready(Proc& p, const std::string& who);
   void handle(Slot& s, Message& m);
   void on_exit(Slot& s);
+  void vacate(Slot& s, std::uint64_t next, bool retired);
+  void tend_leaving(bool wait);
   void record_death(Slot& s, const ExitStatus& st, std::uint64_t in_flight);
   void sample(Slot& s);
   void print_progress(bool final_line);
@@ -244,6 +248,7 @@ class Campaign {
   int corpus_added_ = 0;
   int replaced_ = 0, retired_ = 0;  // retired: replaced after reporting context_lost
   bool stop_hit_ = false;
+  bool stopping_ = false;  // the workers were told to stop: no slot is filled again
   Clock::time_point t0_{}, t_end_{};
   bool fuzzed_ = false;
   Clock::time_point last_progress_{};
@@ -259,6 +264,12 @@ class Campaign {
   int from_standby_ = 0;                 // hand-overs that found a ready standby
   Clock::time_point launch_t0_{}, all_running_{};
   std::vector<Demoted> schedule_;
+  // Workers that said "retire" (context lost) and are exiting; their slots are handed over already.
+  struct Leaving {
+    Proc proc;
+    int worker = 0;
+  };
+  std::vector<Leaving> leaving_;
 };
 
 Proc Campaign::spawn(const std::string& role) {
@@ -435,8 +446,58 @@ void Campaign::handle(Slot& s, Message& m) {
       f.worker = s.index;
       raw_.push_back(std::move(f));
     }
+  } else if (key == "retire") {
+    // Its context is lost and it is leaving: the slot goes to a standby now, and the process
+    // is reaped when its exit is done (a crash on the way out is still a finding).
+    leaving_.push_back({std::move(s.proc), s.index});
+    s.proc = Proc();
+    vacate(s, j.value("next_exec", s.gen_first + (s.page->get().executions.load() - s.gen_base)), true);
   } else if (key == "error") {
     throw CampaignStop("consumer " + std::to_string(s.index) + " failed: " + j.value("what", std::string("?")), false);
+  }
+}
+
+// Slot `s` has no worker: the next ready standby resumes its stream at `next` (fill_vacancies),
+// unless its quota is used or the campaign is stopping.
+void Campaign::vacate(Slot& s, std::uint64_t next, bool retired) {
+  const std::uint64_t used = s.page->get().executions.load() + s.lost;
+  if (s.quota_total && used >= s.quota_total) return;
+  if (stopping_ || stop_hit_ || (o_.interrupted && o_.interrupted->load())) return;
+  s.vacant = true;
+  s.vacated_by_retire = retired;
+  s.next_first = next;
+  s.next_quota = s.quota_total ? s.quota_total - used : 0;
+  s.vacant_since = Clock::now();
+}
+
+// Reaps workers that retired; one that did not exit with kRetired died on its way out.
+void Campaign::tend_leaving(bool wait) {
+  const auto deadline = Clock::now() + std::chrono::seconds(wait ? 5 : 0);
+  for (;;) {
+    for (auto it = leaving_.begin(); it != leaving_.end();) {
+      it->proc.drain();
+      if (!it->proc.exited()) {
+        ++it;
+        continue;
+      }
+      while (it->proc.proc.read_output()) {
+      }
+      const ExitStatus st = *it->proc.proc.status();
+      if (!(st.exited && st.code == detail::kRetired)) {
+        RawFinding f;
+        f.verdict = Verdict::crash;
+        f.worker = it->worker;
+        f.at_s = since(t0_);
+        f.outcome = {{"exit", st.describe()}};
+        f.detail = "the consumer died (" + st.describe() + ") on its way out, after it reported its context lost";
+        const std::string tail = last_line(it->proc.proc.output_tail());
+        if (!tail.empty()) f.detail += " (last output: " + tail + ")";
+        raw_.push_back(std::move(f));
+      }
+      it = leaving_.erase(it);
+    }
+    if (leaving_.empty() || Clock::now() >= deadline) return;
+    ::poll(nullptr, 0, 20);
   }
 }
 
@@ -469,16 +530,7 @@ void Campaign::on_exit(Slot& s) {
   const std::uint64_t next = in_flight ? in_flight : s.gen_first + done_here;
   if (in_flight) ++s.lost;  // tried, but never counted by the page
   s.proc = Proc();
-  const std::uint64_t used = p.executions.load() + s.lost;
-  if (s.quota_total && used >= s.quota_total) return;
-  if (stopping || stop_hit_ || (o_.interrupted && o_.interrupted->load())) return;
-  ++replaced_;
-  if (retired) ++retired_;
-  // The next ready standby takes over (fill_vacancies), resuming the stream at `next`.
-  s.vacant = true;
-  s.next_first = next;
-  s.next_quota = s.quota_total ? s.quota_total - used : 0;
-  s.vacant_since = Clock::now();
+  if (!stopping) vacate(s, next, retired);
 }
 
 // A crash or a hang of worker `s`, with the input it was opening when there was one.
@@ -620,7 +672,9 @@ void Campaign::fill_vacancies() {
     std::unique_ptr<Spare> sp = std::move(*ready);
     spares_.erase(ready);
     const bool first = s->generations == 0;
-    if (!first) {
+    if (!first) {  // a replacement (a vacancy the stop came before is not one)
+      ++replaced_;
+      if (s->vacated_by_retire) ++retired_;
       const double waited = since(s->vacant_since);
       waits_s_.push_back(waited);
       s->recovery_s += waited;
@@ -644,10 +698,11 @@ void Campaign::note_poison(const RawFinding& f) {
   if (f.verdict != Verdict::context_lost && f.verdict != Verdict::crash && f.verdict != Verdict::hang) return;
   const std::uint64_t mask = changed_fields(*f.ctx, *f.input);
   if (mask == 0 || schedule_.size() >= static_cast<std::size_t>(detail::kMaxSchedule)) return;
-  const std::string cls = changed_fields_name(*f.ctx->layout, mask);
+  // A class that changes every field of a demoted one is demoted with it already (a draw that
+  // still ran: one in kDemotedKeepOneIn).
   for (const auto& d : schedule_)
-    if (d.cls == cls) return;
-  schedule_.push_back({cls, verdict_name(f.verdict), fuzzed_ ? since(t0_) : 0.0});
+    if ((mask & d.mask) == d.mask) return;
+  schedule_.push_back({mask, changed_fields_name(*f.ctx->layout, mask), verdict_name(f.verdict), fuzzed_ ? since(t0_) : 0.0});
   json names = json::array();
   for (const auto& d : schedule_) names.push_back(d.cls);
   const std::string doc = names.dump();
@@ -674,7 +729,7 @@ void Campaign::fuzz() {
   }
   // Every worker and standby sets itself up at once; the campaign's clock starts with the first worker.
   launch_spares(false);
-  bool stopping = false;
+  bool& stopping = stopping_;
   for (;;) {
     const bool over_time = fuzzed_ && o_.time_s > 0 && since(t0_) >= o_.time_s;
     const bool interrupted = o_.interrupted && o_.interrupted->load();
@@ -709,6 +764,7 @@ void Campaign::fuzz() {
     for (auto& s : slots_)
       if (s->proc) watch(s->proc);
     for (auto& sp : spares_) watch(sp->proc);
+    for (auto& l : leaving_) watch(l.proc);
     fds.push_back({producer_.proc.pidfd(), POLLIN, 0});
     if (producer_.proc.output_open()) fds.push_back({producer_.proc.output_fd(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), 100);
@@ -729,9 +785,11 @@ void Campaign::fuzz() {
         if (!m) break;
         handle(*s, *m);
       }
+      if (!s->proc) continue;  // it retired: handed over already
       if (s->proc.exited()) on_exit(*s);
       else sample(*s);
     }
+    tend_leaving(false);
     if (!stopping && !stop_hit_) {
       tend_spares();
       fill_vacancies();
@@ -741,6 +799,7 @@ void Campaign::fuzz() {
   }
   if (t_end_ == Clock::time_point{}) t_end_ = Clock::now();
   if (!fuzzed_) t0_ = t_end_;
+  tend_leaving(true);
   print_progress(true);
 }
 

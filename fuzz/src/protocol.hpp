@@ -13,7 +13,8 @@
 //                       never needed)
 //   consumer -> parent  data "finding" {...}, "corpus" {...}, "verdict" {...} (replay),
 //                       "final" {audit}, "error" {...}; done;
-//                       after a context_lost finding: done, then exit kRetired
+//                       after a context_lost finding: "retire" {next_exec}, done, then exit
+//                       kRetired (the parent hands its slot over on "retire")
 //   parent -> consumer  data "schedule" {classes} (demoted input classes, read every 256
 //                       inputs), data "exec" {input} (replay); release "stop"
 #pragma once

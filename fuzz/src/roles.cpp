@@ -603,7 +603,12 @@ int Consumer::campaign() {
     spent(page_->ns.mutate, t);
     const Executed e = run_one(in, i + 1);
     record(in, e, i);
-    if (retire_) return detail::kRetired;  // no final audit: a lost context's state says nothing
+    if (retire_) {
+      // The parent hands the slot to a standby now, not after this process's exit (tearing a
+      // CUDA context down takes tens of milliseconds). No final audit: a lost context's state says nothing.
+      ch_.send(MsgType::data, {"retire", json{{"next_exec", i + 1}}.dump()});
+      return detail::kRetired;
+    }
   }
   ch_.send(MsgType::data, {"final", final_audit().dump()});
   return 0;
