@@ -95,6 +95,7 @@ namespace ipcheck::fuzz {
 
 struct CampaignOptions {
   std::string adapter = "ref";
+  std::string target = "memory";  // memory | physical: which handles (and verbs) are fuzzed
   double time_s = 0;         // 0: bounded by runs only
   std::uint64_t runs = 0;    // 0: bounded by time only
   int jobs = 1;
