@@ -971,7 +971,7 @@ void Campaign::minimise_and_write(const std::string& out_dir) {
                           g.first.verdict != Verdict::hang;
     json entry = {{"id", id},
                   {"outcome", verdict_name(g.first.verdict)},
-                  {"clause", verdict_clause(g.first.verdict)},
+                  {"clause", verdict_clause(g.first.verdict, o_.target == "physical")},
                   {"detail", replayed ? g.replay_detail : g.first.detail},
                   {"result", replayed && g.replay_outcome.is_object() && !g.replay_outcome.empty() ? g.replay_outcome : g.first.outcome},
                   {"fields", g.fields},

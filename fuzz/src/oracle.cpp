@@ -34,7 +34,17 @@ std::optional<Verdict> parse_verdict(const std::string& name) noexcept {
   return std::nullopt;
 }
 
-const char* verdict_clause(Verdict v) noexcept {
+const char* verdict_clause(Verdict v, bool physical) noexcept {
+  if (physical) switch (v) {
+      case Verdict::wrong_offset:
+      case Verdict::wrong_size:
+      case Verdict::map_refused:
+        return "sycl.phys.map.offset";
+      case Verdict::close_failed:
+        return "sycl.phys.roundtrip";
+      default:
+        break;
+    }
   switch (v) {
     case Verdict::crash:
     case Verdict::hang:

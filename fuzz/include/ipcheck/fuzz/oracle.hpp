@@ -36,8 +36,9 @@ inline constexpr int kVerdictCount = static_cast<int>(Verdict::map_refused) + 1;
 const char* verdict_name(Verdict v) noexcept;
 std::optional<Verdict> parse_verdict(const std::string& name) noexcept;
 inline bool is_finding(Verdict v) noexcept { return v != Verdict::rejected && v != Verdict::mapped; }
-// The clause a finding violates.
-const char* verdict_clause(Verdict v) noexcept;
+// The catalog clause a finding of kind `v` breaks; `physical` for --target physical, where
+// the place and extent of a mapping are vm_map's (sycl.phys.map.offset), not open's.
+const char* verdict_clause(Verdict v, bool physical = false) noexcept;
 
 // Reads memory an open returned (through the adapter: a GPU pointer needs a copy).
 class MemoryReader {
