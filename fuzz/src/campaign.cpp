@@ -26,6 +26,7 @@
 #include "ipcheck/run_record.hpp"
 #include "ipcheck/spawn.hpp"
 #include "protocol.hpp"
+#include "targets.hpp"
 
 namespace ipcheck::fuzz {
 
@@ -307,7 +308,8 @@ json Campaign::start_doc() const {
   return {{"adapter", o_.adapter},     {"transport", o_.transport},
           {"runner_pid", ::getpid()},  {"adapter_options", o_.adapter_options},
           {"salt_seed", derive_seed(o_.seed, 0x53414c54)}, {"setup", setup_},
-          {"values", values},          {"corpus", corpus}};
+          {"values", values},          {"corpus", corpus},
+          {"target", o_.target}};
 }
 
 void Campaign::start_producer() {
@@ -316,7 +318,8 @@ void Campaign::start_producer() {
                 {"transport", o_.transport},
                 {"runner_pid", ::getpid()},
                 {"adapter_options", o_.adapter_options},
-                {"salt_seed", derive_seed(o_.seed, 0x53414c54)}};
+                {"salt_seed", derive_seed(o_.seed, 0x53414c54)},
+                {"target", o_.target}};
   producer_.ch.send(MsgType::start, {start.dump()});
   for (;;) {
     auto m = producer_.wait(60000);
@@ -334,7 +337,8 @@ void Campaign::start_producer() {
       const std::string errc = e.value("errc", "");
       const bool skip = errc == "not_implemented" || errc == "feature_not_supported" || errc == "device_lost";
       const std::string how = !skip ? "failed in the producer"
-                              : e.value("stage", "") == "init" ? "is not available here" : "cannot export memory here";
+                              : e.value("stage", "") == "init" ? "is not available here"
+                                                                 : std::string("cannot export ") + detail::target_noun(o_.target) + " here";
       throw CampaignStop("adapter '" + o_.adapter + "' " + how +
                              ": " + e.value("what", std::string("?")), skip);
     }
@@ -548,6 +552,8 @@ void Campaign::record_death(Slot& s, const ExitStatus& st, std::uint64_t in_flig
     in.length = p.length;
     in.base = p.base;
     in.descriptor = p.descriptor;
+    in.map_offset = p.map_offset;
+    in.map_size = p.map_size;
     f.ctx = s.ctx;
     f.input = in;
     f.exec = in_flight - 1;
@@ -888,6 +894,7 @@ json repro_doc(const CampaignOptions& o, const json& setup, const MutatorContext
                const Input& tried, const std::string& expect) {
   json j = {{"schema", "ipcheck.fuzz-repro/1"},
             {"adapter", o.adapter},
+            {"target", o.target},
             {"handle_layout", ctx.layout->name},
             {"setup", detail::kSetup},
             {"transport", o.transport},
@@ -1023,7 +1030,7 @@ void Campaign::minimise_and_write(const std::string& out_dir) {
                           g.first.verdict != Verdict::hang;
     json entry = {{"id", id},
                   {"outcome", verdict_name(g.first.verdict)},
-                  {"clause", verdict_clause(g.first.verdict)},
+                  {"clause", verdict_clause(g.first.verdict, o_.target == "physical")},
                   {"detail", replayed ? g.replay_detail : g.first.detail},
                   {"result", replayed && g.replay_outcome.is_object() && !g.replay_outcome.empty() ? g.replay_outcome : g.first.outcome},
                   {"fields", g.fields},
@@ -1077,8 +1084,9 @@ void Campaign::load_corpus() {
     try {
       // A FIFO, a folder or a huge file named *.repro is skipped, saying why, never waited on.
       const json j = reports::read_json_file(p.string(), "corpus file", reports::kMaxSmallInputBytes);
-      if (!j.is_object() || j.value("schema", json()) != "ipcheck.fuzz-repro/1" || j.value("adapter", json()) != o_.adapter)
-        continue;
+      if (!j.is_object() || j.value("schema", json()) != "ipcheck.fuzz-repro/1" || j.value("adapter", json()) != o_.adapter ||
+          j.value("target", json("memory")) != o_.target)
+        continue;  // another adapter's or another target's
       if (!j.contains("input")) throw std::invalid_argument("it has no \"input\"");
       (void)symbolic_from_json(j.at("input"));  // well-formed
       corpus_seeds_.push_back(j.at("input"));
@@ -1114,7 +1122,7 @@ json Campaign::section() const {
   j["status"] = status;
   j["reason"] = reason;
   j["adapter"] = o_.adapter;
-  j["target"] = "memory handles (" + o_.adapter + ")";
+  j["target"] = detail::target_title(o_.target, o_.adapter);
   const json info = setup_.is_object() ? setup_.value("info", json::object()) : json::object();
   j["driver"] = {{"name", info.value("driver_name", "")}, {"version", info.value("driver_version", "")}};
   json layout = json::object();
@@ -1305,6 +1313,9 @@ ReplayReport replay_reproducer(const std::string& path, const CampaignOptions& b
   CampaignOptions o = base;
   o.adapter = text("adapter", o.adapter);
   if (!find_adapter(o.adapter)) throw shape("field \"adapter\" is '" + o.adapter + "', no adapter of this ipcheck");
+  o.target = text("target", "memory");
+  if (!detail::valid_target(o.target))
+    throw shape("field \"target\" is '" + o.target + "', not memory or physical");
   o.transport = text("transport", o.transport);
   if (o.transport != "pidfd" && o.transport != "scm" && o.transport != "auto")
     throw shape("field \"transport\" is '" + o.transport + "', not pidfd, scm or auto");

@@ -16,6 +16,7 @@
 #include "ipcheck/reports/report_set.hpp"
 #include "ipcheck/reports/results.hpp"
 #include "export_c.hpp"
+#include "targets.hpp"
 #include "ipcheck/run_record.hpp"
 
 namespace ipcheck::fuzz {
@@ -75,7 +76,9 @@ int fuzz(const std::vector<std::string>& args) {
                  "its own producer and consumer processes) that exits 1 when the finding reproduces.\n"
                  "Exit status: 0 no finding, 1 findings (or the campaign could not run), 2 usage.");
   cli::add_adapter_options(o, "adapter to fuzz");
-  o.value("--time", "S", "seconds of fuzzing")
+  o.value("--target", "memory|physical", "which handles to fuzz: memory (mem_get/mem_open), physical "
+                                          "(phys_get/phys_open, then vm_map at a fuzzed offset and size)", "memory")
+      .value("--time", "S", "seconds of fuzzing")
       .value("--runs", "N", "inputs to open (split between workers)")
       .value("--jobs", "N", "consumer workers", "1")
       .value("--standby", "N", "consumers kept set up ahead of need, so that a worker whose context was lost is "
@@ -120,6 +123,12 @@ int fuzz(const std::vector<std::string>& args) {
     c.transport = adapter.transport;
     c.adapter_options = adapter.options;
     const std::optional<int> skip_code = cli::skip_exit_code(o);
+    if (o.has("--target")) {
+      c.target = o.get("--target");
+      if (!detail::valid_target(c.target))
+        throw UsageError("--target is '" + c.target + "'; give memory (memory handles) or physical (physical-memory handles)");
+      if (o.has("--replay")) throw UsageError("--replay takes the target from the reproducer; drop --target");
+    }
     c.hang_s = o.get_double("--hang", 0.05, 3600);
     c.minimise_s = o.get_double("--minimise-time", 0, 86400);
     c.progress = !o.has("--quiet");
@@ -128,7 +137,7 @@ int fuzz(const std::vector<std::string>& args) {
       if (!v || !is_finding(*v))
         throw UsageError("--stop-on is '" + k + "'; use a finding kind: crash, hang, fd_leak, mapping_leak, "
                          "confused_deputy, stale_export, wrong_offset, wrong_size, unknown_mapping, "
-                         "corrupt_mapping, unreadable_mapping, close_failed, context_lost");
+                         "corrupt_mapping, unreadable_mapping, close_failed, context_lost, map_refused");
       c.stop_on.push_back(k);
     }
     ::signal(SIGPIPE, SIG_IGN);

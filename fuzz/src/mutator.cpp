@@ -193,6 +193,7 @@ void Mutator::blind_op(Rng& rng, Input& in) const {
 MutationInfo Mutator::mutate(Rng& rng, const Input& start, Input& out) const {
   out = start;
   MutationInfo info;
+  if (ctx_.map_granularity) map_op(rng, out);
   if (rng.below(64) == 0) return info;  // now and then the real thing: the oracle's success path
   const HandleLayout& l = *ctx_.layout;
   info.field_aware = l.knowledge != "opaque" && rng.chance(7, 10);
@@ -229,6 +230,21 @@ MutationInfo Mutator::mutate(Rng& rng, const Input& start, Input& out) const {
     info.resealed = true;
   }
   return info;
+}
+
+void Mutator::map_op(Rng& rng, Input& in) const {
+  const std::uint64_t g = ctx_.map_granularity;
+  const std::uint64_t s = in.base < ctx_.map_sizes.size() && ctx_.map_sizes[in.base] ? ctx_.map_sizes[in.base] : g;
+  if (rng.chance(1, 4)) {  // the whole object
+    in.map_offset = 0;
+    in.map_size = s;
+    return;
+  }
+  const std::uint64_t offsets[] = {0, g, s >= g ? s - g : 0, s, g * rng.below(s / g + 1), 8, s + g};
+  in.map_offset = offsets[rng.below(std::size(offsets))];
+  const std::uint64_t rest = s > in.map_offset ? s - in.map_offset : g;
+  const std::uint64_t sizes[] = {rest, g, s, rest + g, g + 8, g * (1 + rng.below(s / g))};
+  in.map_size = sizes[rng.below(std::size(sizes))];
 }
 
 std::uint64_t changed_fields(const MutatorContext& ctx, const Input& in) {

@@ -16,7 +16,7 @@ constexpr const char* kNames[kVerdictCount] = {
     "rejected",        "mapped",       "crash",        "hang",           "fd_leak",
     "mapping_leak",    "confused_deputy", "stale_export", "wrong_offset", "wrong_size",
     "unknown_mapping", "corrupt_mapping", "unreadable_mapping", "close_failed",
-    "context_lost"};
+    "context_lost",    "map_refused"};
 
 std::string list_offsets(const std::vector<Range>& rs) {
   std::string s;
@@ -34,7 +34,17 @@ std::optional<Verdict> parse_verdict(const std::string& name) noexcept {
   return std::nullopt;
 }
 
-const char* verdict_clause(Verdict v) noexcept {
+const char* verdict_clause(Verdict v, bool physical) noexcept {
+  if (physical) switch (v) {
+      case Verdict::wrong_offset:
+      case Verdict::wrong_size:
+      case Verdict::map_refused:
+        return "sycl.phys.map.offset";
+      case Verdict::close_failed:
+        return "sycl.phys.roundtrip";
+      default:
+        break;
+    }
   switch (v) {
     case Verdict::crash:
     case Verdict::hang:
@@ -50,6 +60,8 @@ const char* verdict_clause(Verdict v) noexcept {
       return "sycl.mem.open.size";
     case Verdict::close_failed:
       return "sycl.mem.close";
+    case Verdict::map_refused:
+      return "sycl.phys.map.offset";
     case Verdict::wrong_offset:
     case Verdict::unknown_mapping:
     case Verdict::corrupt_mapping:

@@ -56,10 +56,12 @@ NamedValue value_from_json(const json& j) {
 }
 
 json input_to_json(const MutatorContext& ctx, const Input& in) {
-  return {{"hex", to_hex(std::span<const std::byte>(in.bytes.data(), kMaxInput))},
-          {"length", in.length},
-          {"base", ctx.base_names.at(in.base)},
-          {"descriptor", in.descriptor}};
+  json j = {{"hex", to_hex(std::span<const std::byte>(in.bytes.data(), kMaxInput))},
+            {"length", in.length},
+            {"base", ctx.base_names.at(in.base)},
+            {"descriptor", in.descriptor}};
+  if (in.map_size || in.map_offset) j["map"] = {{"offset", in.map_offset}, {"size", in.map_size}};
+  return j;
 }
 
 Input input_from_json(const MutatorContext& ctx, const json& j) {
@@ -71,6 +73,10 @@ Input input_from_json(const MutatorContext& ctx, const json& j) {
   if (b < 0) throw std::invalid_argument("input derives from unknown base '" + j.at("base").get<std::string>() + "'");
   in.base = static_cast<std::uint16_t>(b);
   in.descriptor = j.at("descriptor").get<std::int16_t>();
+  if (auto m = j.find("map"); m != j.end()) {
+    in.map_offset = m->at("offset").get<std::uint64_t>();
+    in.map_size = m->at("size").get<std::uint64_t>();
+  }
   return in;
 }
 

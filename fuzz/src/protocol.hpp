@@ -115,6 +115,8 @@ struct WorkerPage {
   NativeSlot natives[24];
   TimeSpent ns;
   std::atomic<std::uint64_t> demoted[kMaxSchedule];  // draws redrawn, per schedule entry
+  std::uint64_t map_offset;  // the input in flight's map range (--target physical)
+  std::uint64_t map_size;
 };
 static_assert(sizeof(WorkerPage) <= 4096);
 

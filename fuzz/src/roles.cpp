@@ -27,6 +27,7 @@
 #include "ipcheck/fuzz/symbolic.hpp"
 #include "ipcheck/owned.hpp"
 #include "protocol.hpp"
+#include "targets.hpp"
 
 namespace ipcheck::fuzz {
 namespace {
@@ -37,46 +38,13 @@ using nlohmann::json;
 using detail::AllocSpec;
 using detail::consumer_setup;
 using detail::producer_setup;
-
-std::set<int> open_fds() {
-  std::set<int> out;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    const int own = ::dirfd(d);
-    while (dirent* e = ::readdir(d))
-      if (e->d_name[0] != '.' && std::atoi(e->d_name) != own) out.insert(std::atoi(e->d_name));
-    ::closedir(d);
-  }
-  return out;
-}
-
-json outcome_json(const Outcome& o) {
-  return {{"errc", errc_name(o.code)}, {"native", o.native}, {"native_name", o.native_name}, {"message", o.message}};
-}
-
-class RoleFailure : public std::runtime_error {
- public:
-  RoleFailure(std::string stage, const Outcome& o)
-      : std::runtime_error(stage + ": " + o.describe()), stage_(std::move(stage)), outcome_(o) {}
-  json to_json() const {
-    json j = outcome_json(outcome_);
-    j["stage"] = stage_;
-    j["what"] = what();
-    return j;
-  }
-
- private:
-  std::string stage_;
-  Outcome outcome_;
-};
-
-template <class T>
-T need(Result<T> r, const std::string& stage) {
-  if (!r.ok()) throw RoleFailure(stage, r.outcome);
-  return std::move(r.value);
-}
-void need(const Outcome& o, const std::string& stage) {
-  if (!o.ok()) throw RoleFailure(stage, o);
-}
+using detail::need;
+using detail::now_ns;
+using detail::open_fds;
+using detail::outcome_json;
+using detail::RoleFailure;
+using detail::SetupState;
+using detail::spent;
 
 std::unique_ptr<Adapter> make_adapter(const json& start) {
   const std::string name = start.at("adapter").get<std::string>();
@@ -91,26 +59,6 @@ std::unique_ptr<Adapter> make_adapter(const json& start) {
   need(a->init(c), "init");
   return a;
 }
-
-// Allocations of one process's set-up, filled with canaries, with their exports.
-struct SetupState {
-  std::vector<Owned> allocations;
-  std::vector<Owned> exports;  // live exports, put before the allocations are freed
-  std::vector<CanaryAlloc> table;
-  std::vector<Exported> exported;  // live exports' bytes (and descriptors)
-  std::vector<std::string> export_names;
-  std::vector<Exported> revoked;
-  std::vector<std::string> revoked_names;
-  // Allocations whose kind the adapter does not export (CUDA: managed memory), kept as
-  // decoys: "<name> (<kind>): <why>".
-  std::vector<std::string> unexported;
-  std::vector<NamedValue> fds;  // descriptors each allocation made, by name
-
-  ~SetupState() {
-    exports.clear();
-    allocations.clear();
-  }
-};
 
 void build_setup(Adapter& a, const std::vector<AllocSpec>& specs, const std::string& who, std::uint64_t salt_seed,
                  SetupState& s) {
@@ -194,7 +142,11 @@ int run_producer(Channel& ch, const json& start) {
   SetupState s;
   try {
     adapter = make_adapter(start);
-    build_setup(*adapter, producer_setup(), "producer", start.at("salt_seed").get<std::uint64_t>(), s);
+    const std::uint64_t salt = start.at("salt_seed").get<std::uint64_t>();
+    if (start.value("target", "memory") == "physical")
+      detail::build_physical_setup(*adapter, detail::producer_phys_setup(), "producer", salt, s);
+    else
+      build_setup(*adapter, producer_setup(), "producer", salt, s);
   } catch (const RoleFailure& f) {
     ch.send(MsgType::data, {"error", f.to_json().dump()});
     ch.send(MsgType::done, {"aborted", f.what()});
@@ -213,7 +165,8 @@ int run_producer(Channel& ch, const json& start) {
   for (const auto& v : s.fds) values.push_back(detail::value_to_json(v));
   json setup = {{"setup", detail::kSetup},
                 {"info", {{"driver_name", info.driver_name}, {"driver_version", info.driver_version},
-                          {"api_version", info.api_version}, {"handle_layout", info.handle_layout},
+                          {"api_version", info.api_version},
+                          {"handle_layout", info.layout_of(detail::target_kind(start.value("target", "memory")))},
                           {"transport", info.transport}, {"devices", info.devices.size()}}},
                 {"exports", exports_json(s.exported, s.export_names)},
                 {"revoked", exports_json(s.revoked, s.revoked_names)},
@@ -261,14 +214,12 @@ class Consumer {
   int run();
 
  private:
-  struct Executed {
-    Verdict verdict = Verdict::rejected;
-    Outcome outcome;
-    std::string detail;
-  };
+  using Executed = detail::Executed;
 
   void setup();
+  void setup_physical();
   Executed execute(const Input& in);
+  Executed execute_memory(const Input& in, int fd);
   void record(const Input& in, const Executed& e, std::uint64_t exec);
   void count(const Executed& e);
   Executed run_one(const Input& in, std::uint64_t flight);
@@ -296,6 +247,8 @@ class Consumer {
   int claimed_size_field_ = -1;
   bool host_mappings_ = true;  // AdapterInfo::opened_memory_is_host_mapping
   bool retire_ = false;        // the context is lost: report, then exit to be replaced
+  std::string target_ = "memory";  // --target: memory | physical
+  detail::PhysicalOracle phys_;    // --target physical
   std::vector<Input> corpus_;
   std::unordered_set<std::uint64_t> shapes_;
   std::map<std::string, int> finding_keys_;
@@ -304,19 +257,6 @@ class Consumer {
   ProcSnapshot before_;
   std::vector<std::uint64_t> schedule_;  // demoted input classes (changed_fields masks), the parent's order
 };
-
-std::uint64_t now_ns() {
-  timespec t{};
-  ::clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(t.tv_nsec);
-}
-
-// Adds the time since `from` to `to` and returns now.
-std::uint64_t spent(std::atomic<std::uint64_t>& to, std::uint64_t from) {
-  const std::uint64_t t = now_ns();
-  to.fetch_add(t - from, std::memory_order_relaxed);
-  return t;
-}
 
 struct PageMapping {
   void* p = MAP_FAILED;
@@ -327,13 +267,18 @@ struct PageMapping {
 
 void Consumer::setup() {
   adapter_ = make_adapter(start_);
+  target_ = start_.value("target", "memory");
   const json& setup = start_.at("setup");
-  build_setup(*adapter_, consumer_setup(), "worker", start_.at("salt_seed").get<std::uint64_t>() ^ 0x5a5a, own_);
+  const std::uint64_t salt = start_.at("salt_seed").get<std::uint64_t>() ^ 0x5a5a;
+  if (target_ == "physical")
+    detail::build_physical_setup(*adapter_, detail::consumer_phys_setup(), "worker", salt, own_);
+  else
+    build_setup(*adapter_, consumer_setup(), "worker", salt, own_);
   const AdapterInfo info = adapter_->info();
   const auto& exports = setup.at("exports");
   if (exports.empty()) throw RoleFailure("setup", Outcome::failure(Errc::invalid, "the producer exported nothing"));
   const std::size_t handle_bytes = from_hex(exports[0].at("hex").get<std::string>()).size();
-  ctx_.layout = &layout_for(info.handle_layout, handle_bytes);
+  ctx_.layout = &layout_for(info.layout_of(detail::target_kind(target_)), handle_bytes);
   ctx_.page_size = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   ctx_.descriptors = !descriptors_.empty();
   auto add_base = [&](const std::string& name, const std::vector<std::byte>& bytes, int fd) {
@@ -368,12 +313,28 @@ void Consumer::setup() {
   reader_ = std::make_unique<AdapterReader>(*adapter_);
   claimed_size_field_ = ctx_.layout->find(FieldRole::size);
   host_mappings_ = info.opened_memory_is_host_mapping;
+  if (target_ == "physical") setup_physical();
+}
+
+// The physical oracle, and each base's object size (from the layout's size field) for the
+// map ranges the mutator draws.
+void Consumer::setup_physical() {
+  ctx_.map_granularity = adapter_->phys_granularity(0);
+  for (const Input& b : ctx_.bases)
+    ctx_.map_sizes.push_back(claimed_size_field_ >= 0 && b.length >= ctx_.layout->size ? ctx_.layout->get(b.bytes, claimed_size_field_) : 0);
+  phys_.adapter = adapter_.get();
+  phys_.ctx = &ctx_;
+  phys_.table = table_;
+  phys_.reader = reader_.get();
+  phys_.scratch = &scratch_;
+  phys_.host_mappings = host_mappings_;
+  phys_.granularity = ctx_.map_granularity;
 }
 
 // After an open that succeeded (its mapping read, closed): can this process still use the
 // runtime? A read of the worker's own allocation answers; a poisoned context fails it.
 std::optional<Outcome> Consumer::context_health() {
-  if (own_.allocations.empty()) return std::nullopt;
+  if (own_.allocations.empty() || target_ != "memory") return std::nullopt;
   std::array<std::byte, 8> b{};
   Outcome o = adapter_->read(own_.allocations.front().get(), b);
   if (o.ok()) return std::nullopt;
@@ -381,9 +342,30 @@ std::optional<Outcome> Consumer::context_health() {
 }
 
 Consumer::Executed Consumer::execute(const Input& in) {
-  Executed e;
   const int fd = in.descriptor >= 0 ? base_fds_[static_cast<std::size_t>(in.descriptor)]
                  : in.descriptor == kForeignDescriptor ? page_fd_.get() : -1;
+  Executed e;
+  if (target_ == "physical") {
+    e = detail::execute_physical(phys_, in, fd, page_->ns);
+    if (e.verdict == Verdict::context_lost) retire_ = true;
+  } else {
+    e = execute_memory(in, fd);
+  }
+  const std::uint64_t t = now_ns();
+  // A descriptor the verb left behind takes the lowest free number.
+  const int floor = lowest_free_fd();
+  if (floor > fd_floor_ && !is_finding(e.verdict)) {
+    e.verdict = Verdict::fd_leak;
+    e.detail = std::string("descriptor ") + std::to_string(fd_floor_) + " was left open by " +
+               (e.outcome.ok() ? "open and close" : "a failed open (" + e.outcome.describe() + ")");
+  }
+  fd_floor_ = floor;
+  spent(page_->ns.oracle, t);
+  return e;
+}
+
+Consumer::Executed Consumer::execute_memory(const Input& in, int fd) {
+  Executed e;
   std::uint64_t t = now_ns();
   Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0);
   t = spent(page_->ns.open, t);
@@ -439,14 +421,6 @@ Consumer::Executed Consumer::execute(const Input& in) {
       retire_ = true;
     }
   }
-  // A descriptor the verb left behind takes the lowest free number.
-  const int floor = lowest_free_fd();
-  if (floor > fd_floor_ && !is_finding(e.verdict)) {
-    e.verdict = Verdict::fd_leak;
-    e.detail = std::string("descriptor ") + std::to_string(fd_floor_) + " was left open by " +
-               (r.ok() ? "open and close" : "a failed open (" + e.outcome.describe() + ")");
-  }
-  fd_floor_ = floor;
   spent(page_->ns.oracle, t);
   return e;
 }
@@ -456,6 +430,8 @@ Consumer::Executed Consumer::run_one(const Input& in, std::uint64_t flight) {
   page_->length = in.length;
   page_->base = in.base;
   page_->descriptor = in.descriptor;
+  page_->map_offset = in.map_offset;
+  page_->map_size = in.map_size;
   std::memcpy(page_->bytes, in.bytes.data(), kMaxInput);
   page_->in_flight.store(flight, std::memory_order_release);
   Executed e = execute(in);
@@ -669,7 +645,7 @@ int Consumer::run() {
   // exports an interior pointer's allocation base, sycl.mem.get.interior); a mutated
   // handle is judged against that, and the campaign says what it learnt.
   json calibration = json::array();
-  for (std::size_t b = 0; b < ctx_.bases.size(); ++b) {
+  for (std::size_t b = 0; target_ == "memory" && b < ctx_.bases.size(); ++b) {
     const Input& in = ctx_.bases[b];
     int fd = in.descriptor >= 0 ? base_fds_[static_cast<std::size_t>(in.descriptor)] : -1;
     Result<DevPtr> r = adapter_->mem_open(in.data(), fd, 0);

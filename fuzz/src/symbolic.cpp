@@ -89,6 +89,8 @@ Symbolic symbolize(const MutatorContext& ctx, const Input& in) {
   s.base = ctx.base_names.at(in.base);
   s.length = in.length;
   s.descriptor = descriptor_name(ctx, in.descriptor);
+  s.map_offset = in.map_offset;
+  s.map_size = in.map_size;
   for (std::size_t i = l.size; i < in.length; ++i) s.tail.push_back(in.bytes[i]);
   const int sum = l.find(FieldRole::checksum);
   bool any = false;
@@ -143,6 +145,8 @@ std::optional<Input> resolve(const MutatorContext& ctx, const Symbolic& s, std::
   }
   std::copy(s.tail.begin(), s.tail.end(), in.bytes.begin() + static_cast<std::ptrdiff_t>(l.size));
   in.length = static_cast<std::uint16_t>(s.length);
+  in.map_offset = s.map_offset;
+  in.map_size = s.map_size;
   if (s.descriptor.empty()) {
     in.descriptor = kNoDescriptor;
   } else if (s.descriptor == "foreign") {
@@ -169,6 +173,8 @@ std::string describe(const Symbolic& s, const HandleLayout& layout) {
   if (out.empty()) add("unchanged");
   add("from " + s.base);
   if (!s.descriptor.empty()) add("descriptor of " + s.descriptor);
+  if (s.map_size || s.map_offset)
+    add("mapped at offset " + std::to_string(s.map_offset) + ", " + std::to_string(s.map_size) + " bytes");
   return out;
 }
 
@@ -233,12 +239,14 @@ nlohmann::json to_json(const Symbolic& s) {
     if (!c.source.empty()) j["from"] = c.source;
     changes.push_back(j);
   }
-  return {{"base", s.base},
-          {"changes", changes},
-          {"checksum", s.resealed ? "resealed" : "as_changed"},
-          {"length", s.length},
-          {"tail", to_hex(s.tail)},
-          {"descriptor", s.descriptor}};
+  nlohmann::json j = {{"base", s.base},
+                      {"changes", changes},
+                      {"checksum", s.resealed ? "resealed" : "as_changed"},
+                      {"length", s.length},
+                      {"tail", to_hex(s.tail)},
+                      {"descriptor", s.descriptor}};
+  if (s.map_size || s.map_offset) j["map"] = {{"offset", s.map_offset}, {"size", s.map_size}};
+  return j;
 }
 
 Symbolic symbolic_from_json(const nlohmann::json& j) {
@@ -289,6 +297,16 @@ Symbolic symbolic_from_json(const nlohmann::json& j) {
     throw bad("tail", e.what());
   }
   s.descriptor = text(j, "descriptor", false);
+  if (auto m = j.find("map"); m != j.end()) {
+    if (!m->is_object()) throw bad("map", "is not an object {\"offset\": N, \"size\": N}");
+    for (const char* k : {"offset", "size"}) {
+      auto v = m->find(k);
+      if (v == m->end() || !v->is_number_unsigned())
+        throw bad(std::string("map.") + k, (v == m->end() ? std::string("is missing") : "is " + v->dump()) + ", not a byte count");
+    }
+    s.map_offset = m->at("offset").get<std::uint64_t>();
+    s.map_size = m->at("size").get<std::uint64_t>();
+  }
   return s;
 }
 

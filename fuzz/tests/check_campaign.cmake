@@ -8,6 +8,7 @@
 #                   with a reproducer that replays (and is handled cleanly without the defect)
 #   MIN_EXECUTIONS  at least this many executions
 #   MIN_REPLACED    at least this many workers replaced
+#   MIN_MAPPED      at least this many executions judged "mapped" (opened and mapped the right bytes)
 #   RELOAD_CORPUS   run twice with --corpus OUT/corpus: the first adds, the second loads
 #   UNEXPORTED      a regex the campaign's "unexported" list must match (allocations kept as decoys)
 string(REPLACE "|" ";" args "${ARGS}")
@@ -45,6 +46,13 @@ if(NOT status STREQUAL "completed")
 endif()
 if(MIN_EXECUTIONS AND executions LESS MIN_EXECUTIONS)
   message(FATAL_ERROR "${executions} executions, expected at least ${MIN_EXECUTIONS}")
+endif()
+if(MIN_MAPPED)
+  string(JSON mapped ERROR_VARIABLE no_mapped GET "${doc}" fuzz verdicts mapped)
+  if(no_mapped OR mapped LESS MIN_MAPPED)
+    string(JSON verdicts GET "${doc}" fuzz verdicts)
+    message(FATAL_ERROR "expected at least ${MIN_MAPPED} executions judged mapped; verdicts ${verdicts}")
+  endif()
 endif()
 if(UNEXPORTED)
   string(JSON unexported GET "${doc}" fuzz unexported)

@@ -189,6 +189,11 @@ TEST(Oracle, VerdictNamesRoundTrip) {
   EXPECT_FALSE(is_finding(Verdict::rejected));
   EXPECT_TRUE(is_finding(Verdict::confused_deputy));
   EXPECT_STREQ(verdict_clause(Verdict::confused_deputy), "rb.open.confused_deputy");
+  // --target physical: the mapping's place and extent are vm_map's.
+  EXPECT_STREQ(verdict_clause(Verdict::wrong_offset), "rb.open.garbage");
+  EXPECT_STREQ(verdict_clause(Verdict::wrong_offset, true), "sycl.phys.map.offset");
+  EXPECT_STREQ(verdict_clause(Verdict::map_refused, true), "sycl.phys.map.offset");
+  EXPECT_STREQ(verdict_clause(Verdict::confused_deputy, true), "rb.open.confused_deputy");
 }
 
 TEST(Mutator, SameSeedSameInputs) {
@@ -284,6 +289,83 @@ TEST(Mutator, OpaqueLayoutsAreMutatedBlind) {
   EXPECT_GT(differ, 900);
 }
 
+
+// --target physical: every input carries a map range, drawn around the object's edges; the
+// memory target's inputs carry none.
+TEST(Mutator, PhysicalInputsCarryMapRangesAroundTheObjectsEdges) {
+  MutatorContext ctx = campaign(100, 77, 78, 6);
+  {
+    Mutator m(ctx);
+    for (std::uint64_t i = 0; i < 200; ++i) {
+      Rng rng(derive_seed(4, i));
+      Input in;
+      m.mutate(rng, ctx.bases[i % 2], in);
+      ASSERT_EQ(in.map_offset, 0u);
+      ASSERT_EQ(in.map_size, 0u);
+    }
+  }
+  const std::uint64_t g = 4096, s = 4 * g;
+  ctx.map_granularity = g;
+  ctx.map_sizes = {s, 0};  // base 1: the layout did not say; ranges are drawn against one unit
+  Mutator m(ctx);
+  int whole = 0, inside_offset = 0, past_end = 0, unaligned = 0, legal = 0;
+  for (std::uint64_t i = 0; i < 4000; ++i) {
+    Rng rng(derive_seed(5, i));
+    Input in;
+    m.mutate(rng, ctx.bases[0], in);
+    ASSERT_GT(in.map_offset + in.map_size, 0u);
+    whole += in.map_offset == 0 && in.map_size == s;
+    const bool granular = in.map_offset % g == 0 && in.map_size % g == 0;
+    const bool inside = in.map_offset <= s && in.map_size <= s - std::min(s, in.map_offset);
+    inside_offset += granular && inside && in.map_offset > 0 && in.map_size > 0;
+    past_end += in.map_offset + in.map_size > s;
+    unaligned += !granular;
+    legal += granular && inside && in.map_size > 0;
+  }
+  EXPECT_GT(whole, 500);
+  EXPECT_GT(inside_offset, 200);
+  EXPECT_GT(past_end, 200);
+  EXPECT_GT(unaligned, 200);
+  EXPECT_GT(legal, 1000);
+  for (std::uint64_t i = 0; i < 500; ++i) {
+    Rng rng(derive_seed(6, i));
+    Input in;
+    m.mutate(rng, ctx.bases[1], in);
+    ASSERT_LE(in.map_offset, 2 * g);  // s = g when the size is unknown
+  }
+}
+
+// The map range travels with a reproducer and is kept by minimisation.
+TEST(Symbolic, MapRangeRoundTripsAndSurvivesSimplification) {
+  const MutatorContext ctx = campaign(100, 77, 78, 6);
+  const HandleLayout& l = *ctx.layout;
+  Input in = ctx.bases[0];
+  l.set(in.bytes, l.find(FieldRole::token), 78);
+  in.map_offset = 8192;
+  in.map_size = 4096;
+  const Symbolic s = symbolize(ctx, in);
+  EXPECT_EQ(s.map_offset, 8192u);
+  EXPECT_EQ(s.map_size, 4096u);
+  EXPECT_NE(describe(s, l).find("mapped at offset 8192, 4096 bytes"), std::string::npos) << describe(s, l);
+  const nlohmann::json j = to_json(s);
+  EXPECT_EQ(j.at("map").at("offset"), 8192u);
+  const auto back = resolve(ctx, symbolic_from_json(j), nullptr);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->map_offset, 8192u);
+  EXPECT_EQ(back->map_size, 4096u);
+  for (const Symbolic& t : simplifications(s, ctx)) {
+    EXPECT_EQ(t.map_offset, 8192u);
+    EXPECT_EQ(t.map_size, 4096u);
+  }
+  EXPECT_EQ(restrict_to(s, {}, ctx).map_offset, 8192u);
+  // The memory target's reproducers have no "map".
+  EXPECT_FALSE(to_json(symbolize(ctx, ctx.bases[1])).contains("map"));
+  nlohmann::json bad = j;
+  bad["map"]["size"] = -1;
+  EXPECT_THROW(symbolic_from_json(bad), std::invalid_argument);
+  bad["map"] = 5;
+  EXPECT_THROW(symbolic_from_json(bad), std::invalid_argument);
+}
 TEST(Symbolic, ReplaysAgainstANewCampaignsLiveValues) {
   // Found: export[0] with the decoy's descriptor and export[1]'s token, resealed.
   const MutatorContext old = campaign(100, 77, 78, 6);

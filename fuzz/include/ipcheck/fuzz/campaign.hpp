@@ -11,7 +11,9 @@
 //     "schema": "ipcheck.fuzz/1",
 //     "status": "completed" | "skipped" | "aborted" | "interrupted",
 //     "reason": "",                        // why not completed (adapter missing, producer died...)
-//     "target": "memory handles (ref)",    // what was fuzzed
+//     "target": "memory handles (ref)",    // what was fuzzed (--target): "memory handles (<adapter>)" or
+//                                          // "physical-memory handles (<adapter>)"; a physical input
+//                                          // also carries its map range ("map": {"offset", "size"})
 //     "adapter": "ref",
 //     "driver": {"name": "ipcref", "version": "0.1.0+g1234"},
 //     "handle_layout": {"name": "ipcref/1", "knowledge": "exact" | "partial" | "opaque",
@@ -55,7 +57,8 @@
 //     "corpus": {"dir": "", "loaded": 0, "added": 0},
 //     "findings": [                        // minimised and deduplicated: one per outcome and field set
 //       {"id": "confused_deputy-fd",
-//        "outcome": "confused_deputy",     // the finding: a Verdict name (oracle.hpp)
+//        "outcome": "confused_deputy",     // the finding: a Verdict name (oracle.hpp; map_refused only
+//                                          // for --target physical)
 //        "clause": "rb.open.confused_deputy",
 //        "detail": "open mapped producer.alloc[1] from offset 0, an allocation ... never exported",
 //        "result": {"errc": "success", "native": 0, "native_name": "", "message": "",
@@ -95,6 +98,7 @@ namespace ipcheck::fuzz {
 
 struct CampaignOptions {
   std::string adapter = "ref";
+  std::string target = "memory";  // memory | physical: which handles (and verbs) are fuzzed
   double time_s = 0;         // 0: bounded by runs only
   std::uint64_t runs = 0;    // 0: bounded by time only
   int jobs = 1;

@@ -32,6 +32,10 @@ struct Input {
   std::uint16_t length = 0;
   std::uint16_t base = 0;
   std::int16_t descriptor = kNoDescriptor;
+  // --target physical: where in the opened object vm_map maps, and how many bytes (0, 0
+  // for the other targets).
+  std::uint64_t map_offset = 0;
+  std::uint64_t map_size = 0;
   std::span<const std::byte> data() const noexcept { return {bytes.data(), length}; }
 };
 
@@ -50,6 +54,10 @@ struct MutatorContext {
   std::vector<NamedValue> values;
   bool descriptors = false;             // descriptors travel with handles (SCM_RIGHTS)
   std::uint64_t page_size = 4096;
+  // --target physical: the mapping granularity (0: other targets, no map range drawn) and
+  // each base's object size (0 when the layout does not say).
+  std::uint64_t map_granularity = 0;
+  std::vector<std::uint64_t> map_sizes;
 };
 
 // What one call of mutate did (the unit tests check the mix of field-aware, resealed and blind inputs).
@@ -80,6 +88,8 @@ class Mutator {
   // Single operations (public for tests).
   void field_op(Rng& rng, Input& in, int field, bool& touched_checksum) const;
   void blind_op(Rng& rng, Input& in) const;
+  // The map offset and size of a physical input: within, at and beyond the object's edges.
+  void map_op(Rng& rng, Input& in) const;
 
  private:
   std::uint64_t boundary(Rng& rng, const LayoutField& f, const Input& in) const;

@@ -29,14 +29,16 @@ enum class Verdict : std::uint8_t {
   unreadable_mapping,  // open succeeded but the pointer it returned is not readable
   close_failed,        // close of a mapping open returned failed
   context_lost,        // after this open the runtime answers device_lost: the process's context is poisoned
+  map_refused,         // --target physical: vm_map of a legal range of an unchanged live export, opened, failed
 };
-inline constexpr int kVerdictCount = static_cast<int>(Verdict::context_lost) + 1;
+inline constexpr int kVerdictCount = static_cast<int>(Verdict::map_refused) + 1;
 
 const char* verdict_name(Verdict v) noexcept;
 std::optional<Verdict> parse_verdict(const std::string& name) noexcept;
 inline bool is_finding(Verdict v) noexcept { return v != Verdict::rejected && v != Verdict::mapped; }
-// The clause a finding violates.
-const char* verdict_clause(Verdict v) noexcept;
+// The catalog clause a finding of kind `v` breaks; `physical` for --target physical, where
+// the place and extent of a mapping are vm_map's (sycl.phys.map.offset), not open's.
+const char* verdict_clause(Verdict v, bool physical = false) noexcept;
 
 // Reads memory an open returned (through the adapter: a GPU pointer needs a copy).
 class MemoryReader {

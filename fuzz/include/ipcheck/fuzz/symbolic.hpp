@@ -30,6 +30,9 @@ struct Symbolic {
   std::size_t length = 0;            // bytes handed to open
   std::vector<std::byte> tail;       // bytes past the layout's size
   std::string descriptor;            // descriptor passed: "" none, "foreign", or a base name
+  // --target physical: where the opened object is mapped (kept as is by minimisation).
+  std::uint64_t map_offset = 0;
+  std::uint64_t map_size = 0;
 };
 
 // Describes `in` relative to its base.

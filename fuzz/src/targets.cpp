@@ -1,0 +1,225 @@
+#include "targets.hpp"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "ipcheck/fuzz/symbolic.hpp"
+
+namespace ipcheck::fuzz::detail {
+
+std::string target_title(const std::string& target, const std::string& adapter) {
+  return std::string(target_noun(target)) + " (" + adapter + ")";
+}
+
+std::set<int> open_fds() {
+  std::set<int> out;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    const int own = ::dirfd(d);
+    while (dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.' && std::atoi(e->d_name) != own) out.insert(std::atoi(e->d_name));
+    ::closedir(d);
+  }
+  return out;
+}
+
+nlohmann::json outcome_json(const Outcome& o) {
+  return {{"errc", errc_name(o.code)}, {"native", o.native}, {"native_name", o.native_name}, {"message", o.message}};
+}
+
+// Decoys sit between exports and are larger than any export, as in the memory set-up; the
+// 4-granule export makes the map offset matter.
+const std::vector<PhysSpec>& producer_phys_setup() {
+  static const std::vector<PhysSpec> s = {
+      {1, false, false}, {4, true, false}, {4, false, false}, {4, true, false},
+      {2, false, false}, {4, true, false}, {1, false, true},
+  };
+  return s;
+}
+
+const std::vector<PhysSpec>& consumer_phys_setup() {
+  static const std::vector<PhysSpec> s = {{2, false, false}, {4, true, false}};
+  return s;
+}
+
+namespace {
+
+// Fills a physical object with its canary through a mapping of the whole object.
+void fill_physical(Adapter& a, ObjectId pm, std::size_t bytes, std::uint64_t salt, const std::string& name) {
+  const DevPtr va = need(a.vm_reserve(0, bytes), "reserve a range to fill " + name);
+  Owned range = Owned::reservation(a, va, bytes);
+  need(a.vm_map(va, bytes, pm, 0), "map " + name + " to fill it");
+  Owned mapping = Owned::vm_mapping(a, va, bytes);
+  std::vector<std::byte> fill(bytes);
+  fill_canary(salt, 0, fill);
+  need(a.write(va, fill), "fill " + name);
+}
+
+}  // namespace
+
+void build_physical_setup(Adapter& a, const std::vector<PhysSpec>& specs, const std::string& who,
+                          std::uint64_t salt_seed, SetupState& s) {
+  const std::size_t g = a.phys_granularity(0);
+  if (g == 0) throw RoleFailure("phys_granularity", Outcome::failure(Errc::not_implemented, "the adapter reports granularity 0"));
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const PhysSpec& spec = specs[i];
+    const std::string name = who + ".alloc[" + std::to_string(i) + "]";
+    const std::size_t bytes = spec.granules * g;
+    const std::set<int> before = open_fds();
+    const ObjectId pm = need(a.phys_create(0, bytes, true), "phys_create " + name);
+    s.allocations.push_back(Owned::physical(a, pm));
+    int extra = 0;
+    for (int fd : open_fds())
+      if (!before.count(fd))
+        s.fds.push_back({name + (extra++ ? ".fd" + std::to_string(extra) : ".fd"), FieldRole::fd, static_cast<std::uint64_t>(fd)});
+    CanaryAlloc c;
+    c.name = name;
+    c.salt = derive_seed(salt_seed, i) & ~7ull;
+    c.size = bytes;
+    c.decoy = spec.decoy;
+    fill_physical(a, pm, bytes, c.salt, name);
+    if (!spec.decoy) {
+      Exported e = need(a.phys_get(pm), "phys_get " + name);
+      const Outcome put = spec.revoked ? a.phys_put(e.id) : Outcome::success();
+      if (spec.revoked && put.code != Errc::not_implemented) {  // no put: the export stays live
+        s.revoked_names.push_back(who + ".revoked[" + std::to_string(s.revoked.size()) + "]");
+        need(put, "phys_put " + s.revoked_names.back());
+        c.revoked.push_back({0, bytes});
+        s.revoked.push_back(std::move(e));
+      } else {
+        s.export_names.push_back(who + ".export[" + std::to_string(s.exported.size()) + "]");
+        s.exports.push_back(Owned::phys_export(a, e.id));
+        c.live.push_back({0, bytes});
+        s.exported.push_back(std::move(e));
+      }
+    }
+    s.table.push_back(std::move(c));
+  }
+}
+
+namespace {
+
+// A refused map is a finding when the handle is a live export's, unchanged, and the range is
+// legal for it (granular, non-empty, inside the object); empty otherwise.
+std::string refused_legal(const PhysicalOracle& o, const Input& in) {
+  const MutatorContext& ctx = *o.ctx;
+  if (in.base >= ctx.bases.size() || changed_fields(ctx, in) != 0 || in.length != ctx.bases[in.base].length ||
+      in.descriptor != ctx.bases[in.base].descriptor)
+    return {};
+  const std::string& name = ctx.base_names[in.base];
+  if (name.find(".export[") == std::string::npos || in.base >= ctx.map_sizes.size()) return {};
+  const std::uint64_t size = ctx.map_sizes[in.base], g = o.granularity;
+  const std::uint64_t off = in.map_offset, len = in.map_size;
+  if (size == 0 || len == 0 || off % g || len % g || off > size || len > size - off) return {};
+  return "vm_map of [" + std::to_string(off) + ", +" + std::to_string(len) + ") of " + name +
+         " (unchanged, a " + std::to_string(size) + "-byte object opened successfully) was refused";
+}
+
+// What a successful map of [off, +len) at `va` shows.
+Executed judge_physical(const PhysicalOracle& o, DevPtr va, std::uint64_t off, std::uint64_t len) {
+  Executed e;
+  e.verdict = Verdict::mapped;
+  std::byte head[32];
+  const std::string range = "[" + std::to_string(off) + ", +" + std::to_string(len) + ")";
+  if (len < sizeof head || !o.reader->read(va, head)) {
+    e.verdict = len < sizeof head ? Verdict::wrong_size : Verdict::unreadable_mapping;
+    e.detail = "vm_map of " + range + " succeeded, but its first " + std::to_string(sizeof head) + " bytes cannot be read";
+    return e;
+  }
+  const auto id = identify(o.table, va, head);
+  if (!id) {
+    e.verdict = Verdict::unknown_mapping;
+    e.detail = "the mapping of " + range + " holds no object's canary (first bytes " + hexnum(load_le(head, 8)) + ")";
+    return e;
+  }
+  const CanaryAlloc& a = o.table[id->alloc];
+  const std::string shows = "the mapping of " + range + " shows " + a.name + " from offset " + std::to_string(id->offset);
+  if (a.decoy || (a.live.empty() && a.revoked.empty())) {
+    e.verdict = Verdict::confused_deputy;
+    e.detail = shows + ", an object of the exporter that was never exported";
+  } else if (a.live.empty()) {
+    e.verdict = Verdict::stale_export;
+    e.detail = shows + ", whose export was put before the campaign";
+  } else if (id->offset != off) {
+    e.verdict = Verdict::wrong_offset;
+    e.detail = shows + ", not from offset " + std::to_string(off);
+  } else if (off > a.size || len > a.size - off) {
+    e.verdict = Verdict::wrong_size;
+    e.detail = shows + ": a map past the end of the " + std::to_string(a.size) + "-byte object succeeded";
+  } else {
+    o.scratch->resize(len);
+    if (!o.reader->read(va, *o.scratch)) {
+      e.verdict = Verdict::wrong_size;
+      e.detail = shows + ", but fewer than the " + std::to_string(len) + " mapped bytes are readable";
+    } else if (const std::size_t bad = canary_mismatch(a.salt, off, *o.scratch); bad != static_cast<std::size_t>(-1)) {
+      e.verdict = Verdict::corrupt_mapping;
+      e.detail = shows + ", but byte " + std::to_string(bad) + " of the " + std::to_string(len) + " differs from the canary";
+    }
+  }
+  return e;
+}
+
+// Reserve, map, judge, unmap, free; the object stays open.
+Executed map_and_judge(const PhysicalOracle& o, const Input& in, ObjectId pm) {
+  Executed e;
+  const std::uint64_t g = o.granularity, off = in.map_offset, len = in.map_size;
+  const std::uint64_t span = std::max<std::uint64_t>(g, (len + g - 1) / g * g);
+  Result<DevPtr> va = o.adapter->vm_reserve(0, span);
+  if (!va.ok()) {  // the harness's own range: not the handle's doing
+    e.outcome = std::move(va.outcome);
+    return e;
+  }
+  const Outcome mapped = o.adapter->vm_map(va.value, len, pm, off);
+  if (!mapped.ok()) {
+    e.outcome = mapped;
+    if (const std::string why = refused_legal(o, in); !why.empty()) {
+      e.verdict = Verdict::map_refused;
+      e.detail = why + ": " + mapped.describe();
+    }
+  } else {
+    e = judge_physical(o, va.value, off, len);
+    const Outcome unmapped = o.adapter->vm_unmap(va.value, len);
+    if (!unmapped.ok() && !is_finding(e.verdict)) {
+      e.verdict = Verdict::close_failed;
+      e.detail = "vm_unmap of the mapping vm_map made failed: " + unmapped.describe();
+    }
+  }
+  const Outcome freed = o.adapter->vm_free(va.value, span);
+  if (!freed.ok() && !is_finding(e.verdict)) {
+    e.verdict = Verdict::close_failed;
+    e.detail = "vm_free of the range vm_reserve gave failed: " + freed.describe();
+  } else if (mapped.ok() && !is_finding(e.verdict) && o.host_mappings && host_mapped(va.value)) {
+    e.verdict = Verdict::mapping_leak;
+    e.detail = "the mapping at " + hexnum(va.value) + " is still mapped after vm_unmap and vm_free";
+  }
+  return e;
+}
+
+}  // namespace
+
+Executed execute_physical(const PhysicalOracle& o, const Input& in, int fd, TimeSpent& ns) {
+  std::uint64_t t = now_ns();
+  Result<ObjectId> r = o.adapter->phys_open(in.data(), fd, 0);
+  t = spent(ns.open, t);
+  Executed e;
+  if (!r.ok()) {
+    e.outcome = std::move(r.outcome);
+    if (e.outcome.code == Errc::device_lost) {
+      e.verdict = Verdict::context_lost;
+      e.detail = "phys_open answered " + e.outcome.describe() + ": the process's context is lost; the worker is replaced";
+    }
+    return e;
+  }
+  e = map_and_judge(o, in, r.value);
+  t = spent(ns.oracle, t);
+  const Outcome closed = o.adapter->phys_close(r.value);
+  spent(ns.close, t);
+  if (!closed.ok() && !is_finding(e.verdict)) {
+    e.verdict = Verdict::close_failed;
+    e.detail = "phys_close of the object phys_open returned failed: " + closed.describe();
+  }
+  return e;
+}
+
+}  // namespace ipcheck::fuzz::detail
