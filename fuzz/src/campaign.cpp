@@ -720,7 +720,8 @@ void Campaign::fuzz() {
   // With --runs, never more workers than inputs (a worker's quota of 0 would mean "unbounded").
   const int jobs = static_cast<int>(o_.runs ? std::min<std::uint64_t>(static_cast<std::uint64_t>(std::max(1, o_.jobs)), o_.runs)
                                             : static_cast<std::uint64_t>(std::max(1, o_.jobs)));
-  standby_ = o_.standby >= 0 ? o_.standby : std::min(jobs, 8);
+  // Two at least: losses come in bursts, and a second one during a standby's set-up would wait.
+  standby_ = o_.standby >= 0 ? o_.standby : std::min(std::max(jobs, 2), 8);
   launch_t0_ = Clock::now();
   for (int w = 0; w < jobs; ++w) {
     auto s = std::make_unique<Slot>();

@@ -82,7 +82,7 @@ int fuzz(const std::vector<std::string>& args) {
       .value("--runs", "N", "inputs to open (split between workers)")
       .value("--jobs", "N", "consumer workers", "1")
       .value("--standby", "N", "consumers kept set up ahead of need, so that a worker whose context was lost is "
-                               "replaced at once (default: as many as --jobs, at most 8; 0: replace in place)")
+                               "replaced at once (default: as many as --jobs, 2 to 8; 0: replace in place)")
       .value("--schedule", "demote|flat", "demote: an input class (fields changed) that lost a worker's context, "
                                            "crashed or hung it runs once in 32 draws afterwards; flat: no schedule", "demote")
       .value("--seed", "K", "campaign seed, decimal or 0x hex (with the exports' live values and the corpus the campaign grows, it decides the inputs)", "1")

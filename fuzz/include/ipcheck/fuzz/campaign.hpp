@@ -102,7 +102,7 @@ struct CampaignOptions {
   double time_s = 0;         // 0: bounded by runs only
   std::uint64_t runs = 0;    // 0: bounded by time only
   int jobs = 1;
-  int standby = -1;          // consumers set up ahead of need; -1: as many as jobs, at most 8
+  int standby = -1;          // consumers set up ahead of need; -1: as many as jobs, 2 to 8
   bool demote = true;        // an input class that poisoned a worker runs once in 32 draws afterwards
   std::uint64_t seed = 1;
   std::string corpus_dir;    // read *.repro seeds from it, add new interesting inputs to it
