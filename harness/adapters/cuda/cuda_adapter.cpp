@@ -490,11 +490,46 @@ class CudaAdapter final : public Adapter {
     if (const CUresult r = cu_->cuMemImportFromShareableHandle(&h, os_handle, kMemHandleTypePosixFd); r != CUDA_SUCCESS)
       return {fail(r, "cuMemImportFromShareableHandle(fd " + std::to_string(fd) + " from pid " +
                           std::to_string(rec->pid) + ")")};
+    if (Outcome held = hold_to_allocation(h, rec->size, device); !held.ok()) {
+      cu_->cuMemRelease(h);
+      return {held};
+    }
     const ObjectId id = next_id_++;
-    // CUDA has no size query on an allocation handle: the size is the one the record carries
-    // (phys_size answers from it: decided by the adapter, not by CUDA).
+    // CUDA has no size query on an allocation handle: the size is the one the record carries,
+    // held to what CUDA maps of the imported allocation (hold_to_allocation).
     phys_[id] = Phys{h, static_cast<std::size_t>(rec->size), device, true, 1};
     return {Outcome::runtime_success("cuMemImportFromShareableHandle"), id};
+  }
+
+  // The record's size travels beside the descriptor and is ipcheck's own, so a forged record
+  // must not make phys_size (and every later map) lie about the allocation CUDA imported.
+  // CUDA answers it by mapping: the claimed size must map, and one granule more must not.
+  Outcome hold_to_allocation(CUmemGenericAllocationHandle h, std::uint64_t size, int device) {
+    const std::size_t g = phys_granularity(device);
+    if (size == 0 || g == 0 || size % g != 0 || size > (std::uint64_t{1} << 46))
+      return Outcome::failure(Errc::invalid, "cuda: the handle's record claims " + std::to_string(size) +
+                                                 " bytes, not a whole number of " + std::to_string(g) +
+                                                 "-byte granules of a physical allocation (a forged record)");
+    const std::size_t bytes = static_cast<std::size_t>(size);
+    CUdeviceptr va = 0;
+    if (const CUresult r = cu_->cuMemAddressReserve(&va, bytes + g, 0, 0, 0); r != CUDA_SUCCESS)
+      return fail(r, "cuMemAddressReserve(" + std::to_string(bytes + g) + " bytes) to check the imported allocation's size");
+    Outcome out = Outcome::runtime_success("cuMemMap");
+    if (const CUresult r = cu_->cuMemMap(va, bytes, 0, h, 0); r != CUDA_SUCCESS) {
+      out = Outcome::failure(Errc::invalid, "cuda: the handle's record claims " + std::to_string(bytes) +
+                                                " bytes, but cuMemMap of that many bytes of the imported allocation answered " +
+                                                cu_->error_name(r) + " (a forged record)");
+    } else {
+      cu_->cuMemUnmap(va, bytes);
+      if (cu_->cuMemMap(va, bytes + g, 0, h, 0) == CUDA_SUCCESS) {
+        cu_->cuMemUnmap(va, bytes + g);
+        out = Outcome::failure(Errc::invalid, "cuda: the handle's record claims " + std::to_string(bytes) +
+                                                  " bytes, but the imported allocation maps " + std::to_string(bytes + g) +
+                                                  " bytes or more (a forged record)");
+      }
+    }
+    cu_->cuMemAddressFree(va, bytes + g);
+    return out;
   }
 
   Outcome phys_close(ObjectId pm) override {
