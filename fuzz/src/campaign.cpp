@@ -217,12 +217,13 @@ class Campaign {
   Proc spawn(const std::string& role);
   Proc launch_consumer();
   json start_doc() const;
-  void launch_spares(bool stopping);
+  void launch_spares();
   void tend_spares();
   void fill_vacancies();
   void note_poison(const RawFinding& f);
   json schedule_json() const;
-  json time_json(double duration) const;
+  json time_json() const;
+  json schedule_names() const;
   std::shared_ptr<const MutatorContext> wait_ready(Proc& p, const std::string& who);
   void handle(Slot& s, Message& m);
   void on_exit(Slot& s);
@@ -263,7 +264,7 @@ class Campaign {
   std::vector<double> init_s_;           // launch to ready, per consumer
   std::vector<double> waits_s_;          // per hand-over after a worker ended: vacancy to go
   int from_standby_ = 0;                 // hand-overs that found a ready standby
-  Clock::time_point launch_t0_{}, all_running_{};
+  Clock::time_point launch_t0_{};
   std::vector<Demoted> schedule_;
   // Workers that said "retire" (context lost) and are exiting; their slots are handed over already.
   struct Leaving {
@@ -391,10 +392,8 @@ void Campaign::go(Slot& s, Proc p, std::shared_ptr<const MutatorContext> ctx, st
   s.proc = std::move(p);
   s.ctx = std::move(ctx);
   s.page->get().in_flight.store(0);
-  json names = json::array();
-  for (const auto& d : schedule_) names.push_back(d.cls);
   const json doc = {{"mode", s.index < 0 ? "replay" : "campaign"}, {"seed", s.seed}, {"first_exec", first},
-                    {"quota", quota}, {"schedule", names}};
+                    {"quota", quota}, {"schedule", schedule_names()}};
   s.proc.ch.send(MsgType::data, {"go", doc.dump()}, s.page->fd());
   s.vacant = false;
   s.hung = false;
@@ -619,8 +618,7 @@ void Campaign::print_progress(bool final_line) {
 }
 
 // Keeps `standby_` consumers launched or ready beyond the slots waiting for one.
-void Campaign::launch_spares(bool stopping) {
-  if (stopping) return;
+void Campaign::launch_spares() {
   const std::size_t vacant = static_cast<std::size_t>(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->vacant; }));
   while (spares_.size() < static_cast<std::size_t>(standby_) + vacant) {
     auto sp = std::make_unique<Spare>();
@@ -691,9 +689,6 @@ void Campaign::fill_vacancies() {
       fuzzed_ = true;
       t0_ = last_progress_ = Clock::now();
     }
-    if (all_running_ == Clock::time_point{} &&
-        std::none_of(slots_.begin(), slots_.end(), [](const auto& x) { return x->vacant; }))
-      all_running_ = Clock::now();
   }
 }
 
@@ -709,9 +704,7 @@ void Campaign::note_poison(const RawFinding& f) {
   for (const auto& d : schedule_)
     if ((mask & d.mask) == d.mask) return;
   schedule_.push_back({mask, changed_fields_name(*f.ctx->layout, mask), verdict_name(f.verdict), fuzzed_ ? since(t0_) : 0.0});
-  json names = json::array();
-  for (const auto& d : schedule_) names.push_back(d.cls);
-  const std::string doc = names.dump();
+  const std::string doc = schedule_names().dump();
   for (auto& s : slots_)
     if (s->proc && s->proc.ch && !s->proc.stopping) s->proc.ch.send(MsgType::data, {"schedule", doc});
 }
@@ -735,7 +728,7 @@ void Campaign::fuzz() {
     slots_.push_back(std::move(s));
   }
   // Every worker and standby sets itself up at once; the campaign's clock starts with the first worker.
-  launch_spares(false);
+  launch_spares();
   bool& stopping = stopping_;
   for (;;) {
     const bool over_time = fuzzed_ && o_.time_s > 0 && since(t0_) >= o_.time_s;
@@ -800,7 +793,7 @@ void Campaign::fuzz() {
     if (!stopping && !stop_hit_) {
       tend_spares();
       fill_vacancies();
-      launch_spares(stopping);
+      launch_spares();
     }
     print_progress(false);
   }
@@ -1159,7 +1152,7 @@ json Campaign::section() const {
                    {"generations", s->generations}, {"recovery_s", s->recovery_s}});
   }
   j["per_worker"] = per;
-  j["time_s"] = time_json(duration);
+  j["time_s"] = time_json();
   auto median = [](std::vector<double> v) {
     if (v.empty()) return 0.0;
     std::sort(v.begin(), v.end());
@@ -1199,7 +1192,7 @@ json Campaign::section() const {
   return j;
 }
 
-json Campaign::time_json(double duration) const {
+json Campaign::time_json() const {
   std::uint64_t ns[5] = {};
   for (const auto& s : slots_) {
     const detail::TimeSpent& t = s->page->get().ns;
@@ -1211,10 +1204,16 @@ json Campaign::time_json(double duration) const {
   }
   double recovery = 0;
   for (const auto& s : slots_) recovery += s->recovery_s;
-  (void)duration;
   return {{"mutate", ns[0] / 1e9}, {"open", ns[1] / 1e9}, {"oracle", ns[2] / 1e9}, {"close", ns[3] / 1e9},
           {"channel", ns[4] / 1e9}, {"recovery", recovery},
           {"startup", fuzzed_ ? std::chrono::duration<double>(t0_ - launch_t0_).count() : 0.0}};
+}
+
+// The demoted classes' names, in order: what "go" and "schedule" tell the workers.
+json Campaign::schedule_names() const {
+  json names = json::array();
+  for (const auto& d : schedule_) names.push_back(d.cls);
+  return names;
 }
 
 json Campaign::schedule_json() const {

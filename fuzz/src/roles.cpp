@@ -70,15 +70,8 @@ void build_setup(Adapter& a, const std::vector<AllocSpec>& specs, const std::str
     const std::set<int> before = open_fds();
     const DevPtr p = need(a.alloc(std::min(spec.device, devices - 1), spec.bytes, spec.kind), "alloc " + name);
     s.allocations.push_back(Owned::allocation(a, p));
-    int extra = 0;
-    for (int fd : open_fds())
-      if (!before.count(fd))
-        s.fds.push_back({name + (extra++ ? ".fd" + std::to_string(extra) : ".fd"), FieldRole::fd, static_cast<std::uint64_t>(fd)});
-    CanaryAlloc c;
-    c.name = name;
-    c.salt = derive_seed(salt_seed, i) & ~7ull;
-    c.size = spec.bytes;
-    c.decoy = spec.decoy;
+    detail::name_new_fds(before, name, s);
+    CanaryAlloc c = detail::canary_for(name, salt_seed, i, spec.bytes, spec.decoy);
     std::vector<std::byte> fill(spec.bytes);
     fill_canary(c.salt, 0, fill);
     need(a.write(p, fill), "fill " + name);
@@ -166,7 +159,7 @@ int run_producer(Channel& ch, const json& start) {
   json setup = {{"setup", detail::kSetup},
                 {"info", {{"driver_name", info.driver_name}, {"driver_version", info.driver_version},
                           {"api_version", info.api_version},
-                          {"handle_layout", info.layout_of(detail::target_kind(start.value("target", "memory")))},
+                          {"handle_layout", info.layout_of(start.value("target", "memory"))},
                           {"transport", info.transport}, {"devices", info.devices.size()}}},
                 {"exports", exports_json(s.exported, s.export_names)},
                 {"revoked", exports_json(s.revoked, s.revoked_names)},
@@ -278,7 +271,7 @@ void Consumer::setup() {
   const auto& exports = setup.at("exports");
   if (exports.empty()) throw RoleFailure("setup", Outcome::failure(Errc::invalid, "the producer exported nothing"));
   const std::size_t handle_bytes = from_hex(exports[0].at("hex").get<std::string>()).size();
-  ctx_.layout = &layout_for(info.layout_of(detail::target_kind(target_)), handle_bytes);
+  ctx_.layout = &layout_for(info.layout_of(target_), handle_bytes);
   ctx_.page_size = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   ctx_.descriptors = !descriptors_.empty();
   auto add_base = [&](const std::string& name, const std::vector<std::byte>& bytes, int fd) {
@@ -466,12 +459,7 @@ void Consumer::record(const Input& in, const Executed& e, std::uint64_t exec) {
   if (is_finding(e.verdict)) {
     page_->findings.fetch_add(1, std::memory_order_relaxed);
     // One message per kind of finding and set of changed fields is plenty; the parent dedups again.
-    std::string key = verdict_name(e.verdict);
-    const Input& base = ctx_.bases[in.base];
-    for (std::size_t f = 0; f < ctx_.layout->fields.size(); ++f)
-      if (ctx_.layout->get(in.bytes, static_cast<int>(f)) != ctx_.layout->get(base.bytes, static_cast<int>(f)))
-        key += "," + ctx_.layout->fields[f].name;
-    key += in.length == ctx_.layout->size ? "" : in.length < ctx_.layout->size ? ",length" : ",tail";
+    const std::string key = std::string(verdict_name(e.verdict)) + ":" + std::to_string(changed_fields(ctx_, in));
     if (finding_keys_[key]++ < 2 && findings_sent_ < 500) {
       ++findings_sent_;
       const std::uint64_t t = now_ns();

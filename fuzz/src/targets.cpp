@@ -24,6 +24,22 @@ std::set<int> open_fds() {
   return out;
 }
 
+void name_new_fds(const std::set<int>& before, const std::string& name, SetupState& s) {
+  int extra = 0;
+  for (int fd : open_fds())
+    if (!before.count(fd))
+      s.fds.push_back({name + (extra++ ? ".fd" + std::to_string(extra) : ".fd"), FieldRole::fd, static_cast<std::uint64_t>(fd)});
+}
+
+CanaryAlloc canary_for(const std::string& name, std::uint64_t salt_seed, std::size_t index, std::size_t bytes, bool decoy) {
+  CanaryAlloc c;
+  c.name = name;
+  c.salt = derive_seed(salt_seed, index) & ~7ull;
+  c.size = bytes;
+  c.decoy = decoy;
+  return c;
+}
+
 nlohmann::json outcome_json(const Outcome& o) {
   return {{"errc", errc_name(o.code)}, {"native", o.native}, {"native_name", o.native_name}, {"message", o.message}};
 }
@@ -69,15 +85,8 @@ void build_physical_setup(Adapter& a, const std::vector<PhysSpec>& specs, const 
     const std::set<int> before = open_fds();
     const ObjectId pm = need(a.phys_create(0, bytes, true), "phys_create " + name);
     s.allocations.push_back(Owned::physical(a, pm));
-    int extra = 0;
-    for (int fd : open_fds())
-      if (!before.count(fd))
-        s.fds.push_back({name + (extra++ ? ".fd" + std::to_string(extra) : ".fd"), FieldRole::fd, static_cast<std::uint64_t>(fd)});
-    CanaryAlloc c;
-    c.name = name;
-    c.salt = derive_seed(salt_seed, i) & ~7ull;
-    c.size = bytes;
-    c.decoy = spec.decoy;
+    name_new_fds(before, name, s);
+    CanaryAlloc c = canary_for(name, salt_seed, i, bytes, spec.decoy);
     fill_physical(a, pm, bytes, c.salt, name);
     if (!spec.decoy) {
       Exported e = need(a.phys_get(pm), "phys_get " + name);

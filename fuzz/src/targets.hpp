@@ -31,8 +31,6 @@ inline bool valid_target(const std::string& t) { return t == "memory" || t == "p
 inline const char* target_noun(const std::string& t) { return t == "physical" ? "physical-memory handles" : "memory handles"; }
 // "memory handles (ref)", "physical-memory handles (ref)"
 std::string target_title(const std::string& target, const std::string& adapter);
-// The handle kind of a target, as AdapterInfo::layout_of names it.
-inline std::string target_kind(const std::string& target) { return target == "memory" ? "memory" : target; }
 
 inline std::uint64_t now_ns() {
   timespec t{};
@@ -94,6 +92,12 @@ struct SetupState {
     allocations.clear();
   }
 };
+
+// The descriptors an allocation made (those open now and not in `before`), as live values
+// "<name>.fd", "<name>.fd2", ... of the set-up.
+void name_new_fds(const std::set<int>& before, const std::string& name, SetupState& s);
+// The canary of allocation `index` of a set-up (its salt derived from the set-up's seed).
+CanaryAlloc canary_for(const std::string& name, std::uint64_t salt_seed, std::size_t index, std::size_t bytes, bool decoy);
 
 // The physical objects of set-up kSetup for --target physical, in granules (phys_granularity).
 struct PhysSpec {
