@@ -1,5 +1,8 @@
 // Registries of clauses and cases, filled at start-up by cases/.
 #include <algorithm>
+#include <numeric>
+#include <optional>
+#include <tuple>
 #include <stdexcept>
 
 #include "ipcheck/case.hpp"
@@ -8,46 +11,130 @@
 namespace ipcheck {
 
 namespace {
-std::vector<Clause>& clause_registry() {
-  static std::vector<Clause> r;
+
+// Where a registration stands in the source: its file's path and line, then the order of
+// registration (several cases of one registration keep theirs).
+struct Place {
+  std::string file;
+  std::uint_least32_t line = 0;
+  std::size_t seq = 0;
+  bool operator<(const Place& o) const { return std::tie(file, line, seq) < std::tie(o.file, o.line, o.seq); }
+};
+
+// The registration running now (CaseRegistration, ClauseRegistration); none: the end.
+std::optional<Place>& current_place() {
+  static std::optional<Place> p;
+  return p;
+}
+
+Place next_place() {
+  static std::size_t seq = 0;
+  Place p = current_place().value_or(Place{"\x7f", 0, 0});  // after every path
+  p.seq = seq++;
+  return p;
+}
+
+// A registry kept in source order: entries are added in any order and sorted when read.
+template <class T>
+struct Registry {
+  std::vector<T> items;
+  std::vector<Place> places;
+  bool sorted = true;
+
+  void add(T item) {
+    Place p = next_place();
+    if (!places.empty() && p < places.back()) sorted = false;
+    items.push_back(std::move(item));
+    places.push_back(std::move(p));
+  }
+  const std::vector<T>& in_order() {
+    if (sorted) return items;
+    std::vector<std::size_t> idx(items.size());
+    std::iota(idx.begin(), idx.end(), std::size_t{0});
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return places[a] < places[b]; });
+    std::vector<T> new_items;
+    std::vector<Place> new_places;
+    for (std::size_t i : idx) {
+      new_items.push_back(std::move(items[i]));
+      new_places.push_back(std::move(places[i]));
+    }
+    items = std::move(new_items);
+    places = std::move(new_places);
+    sorted = true;
+    return items;
+  }
+};
+
+Registry<Clause>& clause_registry() {
+  static Registry<Clause> r;
   return r;
 }
-std::vector<CaseDef>& case_registry() {
-  static std::vector<CaseDef> r;
+Registry<CaseDef>& case_registry() {
+  static Registry<CaseDef> r;
   return r;
 }
-}  // namespace
 
-void register_clause(Clause c) {
-  if (find_clause(c.id)) throw std::logic_error("clause " + c.id + " is registered twice");
-  clause_registry().push_back(std::move(c));
-}
+// Sets the current place for the registration's life.
+class AtPlace {
+ public:
+  explicit AtPlace(const std::source_location& where) : saved_(current_place()) {
+    current_place() = Place{where.file_name(), where.line(), 0};
+  }
+  ~AtPlace() { current_place() = saved_; }
+  AtPlace(const AtPlace&) = delete;
+  AtPlace& operator=(const AtPlace&) = delete;
 
-const std::vector<Clause>& clauses() { return clause_registry(); }
+ private:
+  std::optional<Place> saved_;
+};
 
-const Clause* find_clause(const std::string& id) {
-  for (const auto& c : clause_registry())
-    if (c.id == id) return &c;
+// Lookups sort first: a pointer they give stays valid (no later sort moves the entries).
+template <class T>
+const T* find_in(const std::vector<T>& items, const std::string& id) {
+  for (const auto& x : items)
+    if (x.id == id) return &x;
   return nullptr;
 }
 
+}  // namespace
+
+void register_clause(Clause c) {
+  if (find_in(clause_registry().items, c.id)) throw std::logic_error("clause " + c.id + " is registered twice");
+  clause_registry().add(std::move(c));
+}
+
+const std::vector<Clause>& clauses() { return clause_registry().in_order(); }
+
+const Clause* find_clause(const std::string& id) { return find_in(clauses(), id); }
+
+ClauseRegistration::ClauseRegistration(std::vector<Clause> list, std::source_location where) {
+  AtPlace at(where);
+  for (auto& c : list) register_clause(std::move(c));
+}
+
 void register_case(CaseDef def) {
-  if (find_case(def.id)) throw std::logic_error("case " + def.id + " is registered twice");
+  if (find_in(case_registry().items, def.id)) throw std::logic_error("case " + def.id + " is registered twice");
   if (def.roles.empty()) throw std::logic_error("case " + def.id + " has no role");
   for (const auto& s : def.steps) {
     const auto p = InjectPoint::parse(s);
     if (!p || std::none_of(def.roles.begin(), def.roles.end(), [&](const RoleDef& r) { return r.name == p->role; }))
       throw std::logic_error("case " + def.id + " declares step '" + s + "' for a role it does not have");
   }
-  case_registry().push_back(std::move(def));
+  case_registry().add(std::move(def));
 }
 
-const std::vector<CaseDef>& cases() { return case_registry(); }
+const std::vector<CaseDef>& cases() { return case_registry().in_order(); }
 
-const CaseDef* find_case(const std::string& id) {
-  for (const auto& c : case_registry())
-    if (c.id == id) return &c;
-  return nullptr;
+const CaseDef* find_case(const std::string& id) { return find_in(cases(), id); }
+
+CaseRegistration::CaseRegistration(Case c, std::source_location where) {
+  AtPlace at(where);
+  register_case(std::move(c.def));
+}
+
+CaseRegistration::CaseRegistration(const std::function<void()>& add_many, std::source_location where) {
+  AtPlace at(where);
+  add_many();
 }
 
 std::vector<std::string> CaseDef::instance_names() const {

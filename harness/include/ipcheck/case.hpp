@@ -10,6 +10,7 @@
 #include <csignal>
 #include <functional>
 #include <initializer_list>
+#include <source_location>
 #include <map>
 #include <optional>
 #include <string>
@@ -83,20 +84,26 @@ class Case {
   CaseDef def;
 };
 
+// The catalog lists cases in source order (the registering file's path, then its line), not
+// in the order static initialisers happened to run: a build that links differently (a unity
+// build, another link order) lists, runs and reports the same cases in the same order.
+// register_case called outside a CaseRegistration takes the place of the registration it
+// runs in, or the end of the list.
 void register_case(CaseDef def);
 const std::vector<CaseDef>& cases();
 const CaseDef* find_case(const std::string& id);
 
 struct CaseRegistration {
-  CaseRegistration(Case c) { register_case(std::move(c.def)); }  // NOLINT: implicit on purpose
-  explicit CaseRegistration(const std::function<void()>& add_many) { add_many(); }
+  CaseRegistration(Case c, std::source_location where = std::source_location::current());  // NOLINT: implicit
+  explicit CaseRegistration(const std::function<void()>& add_many,
+                            std::source_location where = std::source_location::current());
 };
 
 #define IPCHECK_CONCAT_INNER(a, b) a##b
 #define IPCHECK_CONCAT(a, b) IPCHECK_CONCAT_INNER(a, b)
 // Registers a case (or, given a lambda, runs it to register several) at start-up.
 #define IPCHECK_CASE(...) \
-  static const ::ipcheck::CaseRegistration IPCHECK_CONCAT(ipcheck_case_, __LINE__){__VA_ARGS__}
+  static const ::ipcheck::CaseRegistration IPCHECK_CONCAT(ipcheck_case_, __COUNTER__){__VA_ARGS__}
 
 // Thrown to end a role body early: after a failed requirement (already reported), a
 // skip, or a broken barrier. Case bodies never catch it.

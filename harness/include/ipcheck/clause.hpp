@@ -4,6 +4,7 @@
 // (sycl, ur, ze, cuda, ...) where the adapter claims them.
 #pragma once
 
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -23,14 +24,13 @@ struct Clause {
   std::string profile() const { return id.substr(0, id.find('.')); }
 };
 
+// Listed in source order, as cases are (case.hpp).
 void register_clause(Clause c);
 const std::vector<Clause>& clauses();
 const Clause* find_clause(const std::string& id);
 
 struct ClauseRegistration {
-  explicit ClauseRegistration(std::vector<Clause> list) {
-    for (auto& c : list) register_clause(std::move(c));
-  }
+  explicit ClauseRegistration(std::vector<Clause> list, std::source_location where = std::source_location::current());
 };
 
 }  // namespace ipcheck
