@@ -2,7 +2,7 @@
 // not IPC (with its error code observed) and events that were themselves opened.
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::event_create_get {
 namespace {
 
 // ur.event.create.profiling_ipc, ze.evpool.timestamp_ipc
@@ -101,4 +101,4 @@ IPCHECK_CASE(Case("event.open.size", "event_open with empty, one short, one long
                  .role("consumer", size_consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::event_create_get

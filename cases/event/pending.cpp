@@ -9,7 +9,7 @@
 
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::event_pending {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -68,4 +68,4 @@ IPCHECK_CASE(Case("event.pending",
                  .role("consumer", consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::event_pending

@@ -11,7 +11,7 @@
 #include "../common.hpp"
 #include "../robustness/kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::event_roundtrip {
 namespace {
 
 constexpr const char* kClause = "ur.event.bidirectional";
@@ -182,4 +182,4 @@ IPCHECK_CASE(Case("event.roundtrip",
                  .injection_role("successor", successor));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::event_roundtrip

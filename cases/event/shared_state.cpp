@@ -5,7 +5,7 @@
 
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::event_shared_state {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -263,4 +263,4 @@ IPCHECK_CASE(Case("event.lifetime", "Observes whether an opened event keeps work
                  .role("consumer", life_consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::event_shared_state

@@ -2,7 +2,7 @@
 // ipc_memory aspect is refused with feature_not_supported, at get and at open.
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::memory_aspect {
 namespace {
 
 constexpr std::uint64_t kSeed = 0xa5a1;
@@ -61,4 +61,4 @@ IPCHECK_CASE(Case("memory.open.aspect", "mem_open on a device without ipc_memory
                  .role("consumer", consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::memory_aspect

@@ -3,7 +3,7 @@
 // Both are observed: the value says what a second process gets from such a handle.
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::memory_get_variants {
 namespace {
 
 constexpr std::uint64_t kSeed = 0x6e70;
@@ -116,4 +116,4 @@ IPCHECK_CASE(Case("memory.get.interior",
                  .role("consumer", interior_consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::memory_get_variants

@@ -4,7 +4,7 @@
 // Only APIs with such arguments can say anything: the call goes through native().
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::memory_null_arguments {
 namespace {
 
 struct NullCall {
@@ -44,4 +44,4 @@ IPCHECK_CASE(Case("memory.null_arguments", "Null context, pointer and output arg
                  .role("caller", caller));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::memory_null_arguments

@@ -3,7 +3,7 @@
 // cuda.mem.open.flags: what flags other than lazy peer access (0x1) do, observed.
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::memory_open_flags {
 namespace {
 
 constexpr std::uint64_t kSeed = 0xf1a9;
@@ -50,4 +50,4 @@ IPCHECK_CASE(Case("memory.open.flags", "Open flags beyond the defined bits are r
                  .role("consumer", consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::memory_open_flags

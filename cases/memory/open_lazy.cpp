@@ -6,7 +6,7 @@
 // the cuda clauses are observed there.
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::memory_open_lazy {
 namespace {
 
 constexpr const char* kLazy = "cuda.mem.open.lazy";
@@ -45,4 +45,4 @@ IPCHECK_CASE(Case("memory.open.lazy_peer", "Open with the lazy peer-access flag 
                  .role("consumer", consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::memory_open_lazy

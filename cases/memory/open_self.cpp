@@ -2,7 +2,7 @@
 // others map the memory a second time). Observed, with the data checked when it opens.
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::memory_open_self {
 namespace {
 
 constexpr std::uint64_t kSeed = 0x5e1f;
@@ -30,4 +30,4 @@ IPCHECK_CASE(Case("memory.open.self", "Observes opening a handle in the process 
                  .role("exporter", exporter));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::memory_open_self

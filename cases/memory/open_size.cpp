@@ -2,7 +2,7 @@
 // invalid, and the right bytes still open afterwards (so the failures were not a broken handle).
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::memory_open_size {
 namespace {
 
 void producer(Role& r) {
@@ -47,4 +47,4 @@ IPCHECK_CASE(Case("memory.open.size", "Opening with empty, one short, one long a
                  .role("consumer", consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::memory_open_size

@@ -2,7 +2,7 @@
 // sycl.mem.put.then_open: what opening the bytes after put does (undefined; observed).
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::memory_put {
 namespace {
 
 constexpr int kConsumers = 2;
@@ -86,4 +86,4 @@ IPCHECK_CASE(Case("memory.put.then_open", "Observes what opening a handle's byte
                  .role("prober", then_open_prober));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::memory_put

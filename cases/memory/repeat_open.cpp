@@ -4,7 +4,7 @@
 
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::memory_repeat_open {
 namespace {
 
 constexpr std::uint64_t kSeed = 0x3003;
@@ -50,4 +50,4 @@ IPCHECK_CASE(Case("memory.open.repeat", "One handle opened four times: each open
                  .role("consumer", consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::memory_repeat_open

@@ -9,7 +9,7 @@
 #include "../common.hpp"
 #include "../robustness/kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::memory_roundtrip {
 namespace {
 
 constexpr const char* kClause = "sycl.mem.roundtrip";
@@ -137,4 +137,4 @@ void register_roundtrips() {
 IPCHECK_CASE(register_roundtrips);
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::memory_roundtrip

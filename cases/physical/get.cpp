@@ -2,7 +2,7 @@
 // the IPC-enabled query say about an object, by how and where it was created.
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::physical_get {
 namespace {
 
 void not_enabled(Role& r) {
@@ -91,4 +91,4 @@ IPCHECK_CASE(Case("physical.ipc_enabled", "The IPC-enabled query reflects the cr
                  .role("consumer", enabled_consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::physical_get

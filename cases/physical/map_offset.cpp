@@ -3,7 +3,7 @@
 // it twice, shows other bytes).
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::physical_map_offset {
 namespace {
 
 constexpr const char* kClause = "sycl.phys.map.offset";
@@ -60,4 +60,4 @@ IPCHECK_CASE(Case("physical.map.offset",
                  .role("consumer", consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::physical_map_offset

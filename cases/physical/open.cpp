@@ -4,7 +4,7 @@
 
 #include "../common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::physical_open {
 namespace {
 
 constexpr std::uint64_t kSeed = 0x9a11;
@@ -201,4 +201,4 @@ IPCHECK_CASE(Case("physical.open.other_device", "Observes opening a physical han
                  .role("consumer", other_device_consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::physical_open

@@ -7,7 +7,7 @@
 #include "../common.hpp"
 #include "../robustness/kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::physical_roundtrip {
 namespace {
 
 constexpr std::uint64_t kProducerSeed = 0x7101, kConsumerSeed = 0x7202, kSuccessorSeed = 0x7303;
@@ -140,4 +140,4 @@ void register_roundtrips() {
 IPCHECK_CASE(register_roundtrips);
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::physical_roundtrip

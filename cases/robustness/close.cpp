@@ -2,7 +2,7 @@
 // rb.close.no_leak: many opens, each with its close, leave nothing behind in the opener.
 #include "kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::robustness_close {
 namespace {
 
 constexpr std::uint64_t kSeed = 0xc105;  // odd: a signaled event
@@ -187,4 +187,4 @@ void register_double_close() {
 IPCHECK_CASE(register_double_close);
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::robustness_close

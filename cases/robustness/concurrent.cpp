@@ -2,7 +2,7 @@
 // then each writes its own page through it; data is right everywhere and nothing leaks.
 #include "kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::robustness_concurrent {
 namespace {
 
 constexpr const char* kClause = "rb.concurrent.open";
@@ -74,4 +74,4 @@ IPCHECK_CASE(Case("robustness.concurrent.open",
                  .roles("consumer", kConsumers, consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::robustness_concurrent

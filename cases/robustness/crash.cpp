@@ -3,7 +3,7 @@
 // killed is observed, and new opens then fail cleanly (rb.producer.crash).
 #include "kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::robustness_crash {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -127,4 +127,4 @@ IPCHECK_CASE(Case("robustness.producer.crash",
                  .role("witness", witness));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::robustness_crash

@@ -5,7 +5,7 @@
 // Zero driver by default; CUDA with two GPUs).
 #include "kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::robustness_cross_device {
 namespace {
 
 constexpr const char* kClause = "rb.open.confused_deputy";
@@ -61,4 +61,4 @@ void register_cross_device() {
 IPCHECK_CASE(register_cross_device);
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::robustness_cross_device

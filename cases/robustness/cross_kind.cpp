@@ -4,7 +4,7 @@
 
 #include "kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::robustness_cross_kind {
 namespace {
 
 constexpr const char* kClause = "rb.open.cross_kind";
@@ -67,4 +67,4 @@ IPCHECK_CASE(Case("robustness.open.cross_kind",
                  .role("consumer", consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::robustness_cross_kind

@@ -6,7 +6,7 @@
 #include "forge.hpp"
 #include "kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::robustness_forged {
 namespace {
 
 constexpr std::uint64_t kTargetSeed = 0xcd01, kDecoySeed = 0xcd02, kHiddenSeed = 0xcd03, kBystanderSeed = 0xcd05;
@@ -308,4 +308,4 @@ IPCHECK_CASE(Case("robustness.open.pid_reuse",
                  .role("consumer", reuse_consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::robustness_forged

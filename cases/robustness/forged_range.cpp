@@ -7,7 +7,7 @@
 #include "forge.hpp"
 #include "kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::robustness_forged_range {
 namespace {
 
 constexpr const char* kClause = "rb.open.forged_range";
@@ -134,4 +134,4 @@ void register_forged_range() {
 IPCHECK_CASE(register_forged_range);
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::robustness_forged_range

@@ -20,7 +20,7 @@
 #include "forge.hpp"
 #include "kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::robustness_garbage {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -509,4 +509,4 @@ void register_garbage() {
 IPCHECK_CASE(register_garbage);
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::robustness_garbage

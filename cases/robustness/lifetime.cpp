@@ -2,7 +2,7 @@
 // put; and a reallocation exported again must never be served from a stale mapping.
 #include "kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::robustness_lifetime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -177,4 +177,4 @@ void register_revokes() {
 IPCHECK_CASE(register_revokes);
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::robustness_lifetime

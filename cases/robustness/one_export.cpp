@@ -3,7 +3,7 @@
 // handle must count both). The put one no longer opens (rb.put.revokes is its own case).
 #include "kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::robustness_one_export {
 namespace {
 
 constexpr const char* kClause = "rb.put.one_export";
@@ -66,4 +66,4 @@ void register_one_export() {
 IPCHECK_CASE(register_one_export);
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::robustness_one_export

@@ -18,7 +18,7 @@
 
 #include "kinds.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::robustness_tamper {
 namespace {
 
 constexpr const char* kTamper = "rb.revoke.tamper";
@@ -240,4 +240,4 @@ void register_tamper() {
 IPCHECK_CASE(register_tamper);
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::robustness_tamper

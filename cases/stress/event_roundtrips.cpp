@@ -8,7 +8,7 @@
 
 #include "stress.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::stress_event_roundtrips {
 namespace {
 
 constexpr const char* kClause = "ur.event.bidirectional";
@@ -133,4 +133,4 @@ IPCHECK_CASE(Case("stress.event_roundtrips",
                  .role("consumer", consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::stress_event_roundtrips

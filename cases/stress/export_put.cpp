@@ -5,7 +5,7 @@
 // the same bytes no longer open (rb.put.revokes). Nothing grows on either side.
 #include "stress.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::stress_export_put {
 namespace {
 
 constexpr const char* kClause = "rb.put.revokes";
@@ -116,4 +116,4 @@ IPCHECK_CASE(Case("stress.export_put",
                  .role("consumer", consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::stress_export_put

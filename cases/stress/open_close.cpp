@@ -4,7 +4,7 @@
 // through the previous mapping, and the shared page the producer wrote. Nothing grows.
 #include "stress.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::stress_open_close {
 namespace {
 
 constexpr const char* kClause = "rb.concurrent.open";
@@ -94,4 +94,4 @@ IPCHECK_CASE(Case("stress.open_close",
                  .roles("consumer", kConsumers, consumer));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::stress_open_close

@@ -4,7 +4,7 @@
 
 #include "vk_common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::vk_import {
 namespace {
 
 using namespace vkcase;
@@ -205,4 +205,4 @@ IPCHECK_CASE(Case("vk.import.mismatch", "Imports whose size or memory type diffe
                  }));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::vk_import

@@ -3,7 +3,7 @@
 // (on an NVIDIA GPU; elsewhere it skips with the reason).
 #include "vk_common.hpp"
 
-namespace ipcheck::catalog {
+namespace ipcheck::catalog::vk_semaphore_cuda {
 namespace {
 
 using namespace vkcase;
@@ -84,4 +84,4 @@ IPCHECK_CASE(Case("vk.cuda.interop", "CUDA imports a Vulkan memory export (cuImp
                  }));
 
 }  // namespace
-}  // namespace ipcheck::catalog
+}  // namespace ipcheck::catalog::vk_semaphore_cuda
