@@ -527,7 +527,7 @@ int bench(const std::vector<std::string>& args) {
   });
 }
 
-const cli::CommandRegistration reg{{"bench", "measure IPC verbs, the harness and the fuzzer against their floors", bench}};
+const cli::CommandRegistration registered_bench{{"bench", "measure IPC verbs, the harness and the fuzzer against their floors", bench}};
 
 }  // namespace
 }  // namespace ipcheck::bench

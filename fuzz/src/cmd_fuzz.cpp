@@ -232,7 +232,7 @@ int fuzz(const std::vector<std::string>& args) {
   });
 }
 
-const cli::CommandRegistration reg{{"fuzz", "fuzz an adapter's handle payloads; replay a finding", fuzz}};
+const cli::CommandRegistration registered_fuzz{{"fuzz", "fuzz an adapter's handle payloads; replay a finding", fuzz}};
 
 }  // namespace
 }  // namespace ipcheck::fuzz

@@ -711,7 +711,7 @@ int fuzz_role(const std::vector<std::string>& args) {
   return Consumer(ch, start, std::move(descriptors)).run();
 }
 
-const cli::CommandRegistration reg{{"fuzz-role", "run one process of a fuzz campaign (internal: ipcheck fuzz starts it)",
+const cli::CommandRegistration registered_fuzz_role{{"fuzz-role", "run one process of a fuzz campaign (internal: ipcheck fuzz starts it)",
                                     fuzz_role, true}};
 
 }  // namespace

@@ -76,7 +76,7 @@ int info(const std::vector<std::string>& args) {
   });
 }
 
-const CommandRegistration reg{{"info", "show an adapter's driver, devices and aspects", info}};
+const CommandRegistration registered_info{{"info", "show an adapter's driver, devices and aspects", info}};
 
 }  // namespace
 }  // namespace ipcheck::cli

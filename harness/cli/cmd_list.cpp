@@ -200,7 +200,7 @@ int list(const std::vector<std::string>& args) {
   });
 }
 
-const CommandRegistration reg{{"list", "list cases, clauses and adapters", list}};
+const CommandRegistration registered_list{{"list", "list cases, clauses and adapters", list}};
 
 }  // namespace
 }  // namespace ipcheck::cli

@@ -359,7 +359,7 @@ int report(const std::vector<std::string>& args) {
   return kUsage;
 }
 
-const CommandRegistration reg{{"report", "render, compare and summarise results.json files", report}};
+const CommandRegistration registered_report{{"report", "render, compare and summarise results.json files", report}};
 
 }  // namespace
 }  // namespace ipcheck::cli

@@ -4,7 +4,7 @@
 
 namespace ipcheck::cli {
 namespace {
-const CommandRegistration reg{{"role", "run one role of a case (internal: the runner starts it)",
+const CommandRegistration registered_role{{"role", "run one role of a case (internal: the runner starts it)",
                                [](const std::vector<std::string>& args) { return role_main(args); }, true}};
 }  // namespace
 }  // namespace ipcheck::cli

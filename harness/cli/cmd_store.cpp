@@ -120,7 +120,7 @@ int store(const std::vector<std::string>& args) {
   return kUsage;
 }
 
-const CommandRegistration reg{{"store", "keep runs in a results store (SQLite) for history and first-bad", store}};
+const CommandRegistration registered_store{{"store", "keep runs in a results store (SQLite) for history and first-bad", store}};
 
 }  // namespace
 }  // namespace ipcheck::cli

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -30,6 +31,12 @@ Errc errc_from_errno(int err) noexcept {
 const char* errno_name(int err) noexcept {
   const char* name = ::strerrorname_np(err);
   return name ? name : "errno";
+}
+
+std::string hex(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
+  return b;
 }
 
 std::uint64_t process_start_time(int pid) {

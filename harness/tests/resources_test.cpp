@@ -4,16 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "ipcheck/resources.hpp"
+#include "env_map.hpp"
 
 namespace ipcheck {
 namespace {
 
-std::function<const char*(const char*)> env_of(const std::map<std::string, std::string>& vars) {
-  return [vars](const char* name) -> const char* {
-    auto it = vars.find(name);
-    return it == vars.end() ? nullptr : it->second.c_str();
-  };
-}
+using testing_support::env_of;
 
 // ---------------------------------------------------------------- CTest resources
 

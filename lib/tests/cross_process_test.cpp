@@ -30,7 +30,6 @@ namespace phys = ipcref::ipc::physical_memory;
 namespace ev = ipcref::ipc::event;
 using steady = std::chrono::steady_clock;
 
-constexpr std::uint64_t kDevice = 1;  // op::alloc kinds
 constexpr std::uint64_t kNoMismatch = UINT64_MAX;
 
 std::vector<std::byte> bytes_of(const peer_reply& r) { return {r.bytes().begin(), r.bytes().end()}; }
@@ -53,7 +52,7 @@ TEST_F(CrossProcess, sycl_mem_roundtrip_peer_exports) {
   for (std::size_t bytes : {std::size_t{4096}, std::size_t{12345}, std::size_t{64} << 20}) {
     SCOPED_TRACE(bytes);
     const std::uint64_t seed = 1000 + bytes, back = 2000 + bytes;
-    const std::uint64_t ptr = peer.must(op::alloc, kDevice, bytes, seed).msg.a;
+    const std::uint64_t ptr = peer.must(op::alloc, usm_device, bytes, seed).msg.a;
     const peer_reply h = peer.must(op::mem_get, ptr);
     opened_ptr o(mem::open(h.bytes(), ctx, dev), ctx);
     EXPECT_EQ(find_mismatch(o.get(), bytes, seed), SIZE_MAX);
@@ -134,7 +133,7 @@ TEST_F(CrossProcess, rb_realloc_fresh) {
   opened_ptr previous;
   for (std::uint64_t round = 0; round < 6; ++round) {
     SCOPED_TRACE(round);
-    const std::uint64_t ptr = peer.must(op::alloc, kDevice, bytes, 500 + round).msg.a;
+    const std::uint64_t ptr = peer.must(op::alloc, usm_device, bytes, 500 + round).msg.a;
     const peer_reply h = peer.must(op::mem_get, ptr);
     opened_ptr o(mem::open(h.bytes(), ctx, dev), ctx);
     EXPECT_EQ(find_mismatch(o.get(), bytes, 500 + round), SIZE_MAX);
@@ -247,7 +246,7 @@ TEST_F(CrossProcess, sycl_mem_roundtrip_scm_rights) {
   constexpr std::size_t bytes = 4 * 4096 + 5;
   peer_process peer;
   // Peer to test: memory, physical memory, event.
-  const std::uint64_t ptr = peer.must(op::alloc, kDevice, bytes, 41).msg.a;
+  const std::uint64_t ptr = peer.must(op::alloc, usm_device, bytes, 41).msg.a;
   peer_reply h = peer.must(op::mem_get, ptr, 1);
   ASSERT_TRUE(h.fd) << "no descriptor came with the handle";
   open_options opts;
@@ -280,7 +279,7 @@ TEST_F(CrossProcess, sycl_mem_roundtrip_scm_rights) {
   EXPECT_EQ(peer.must(op::verify, there, bytes, 43).msg.a, kNoMismatch);
   peer.must(op::mem_close, there);
   // The descriptor of another object, sent with these bytes, is refused.
-  const std::uint64_t other = peer.must(op::alloc, kDevice, bytes, 44).msg.a;
+  const std::uint64_t other = peer.must(op::alloc, usm_device, bytes, 44).msg.a;
   peer_reply ho = peer.must(op::mem_get, other, 1);
   opts.descriptor = ho.fd.get();
   EXPECT_TRUE(fails_with([&] { opened_ptr(mem::open(h.bytes(), ctx, dev, opts), ctx); }, errc::invalid,
@@ -292,7 +291,7 @@ TEST_F(CrossProcess, rb_open_exporter_gone) {
   unique_fd scm_fd;  // the descriptor that came by SCM_RIGHTS outlives its sender
   {
     peer_process peer;
-    peer_reply with_fd = peer.must(op::mem_get, peer.must(op::alloc, kDevice, 4096, 1).msg.a, 1);
+    peer_reply with_fd = peer.must(op::mem_get, peer.must(op::alloc, usm_device, 4096, 1).msg.a, 1);
     hm = bytes_of(with_fd);
     scm_fd = std::move(with_fd.fd);
     hp = bytes_of(peer.must(op::phys_get, peer.must(op::phys_create, gran, 1).msg.a));
@@ -324,7 +323,7 @@ TEST_F(CrossProcess, rb_producer_crash) {
   opened_ptr o;
   {
     peer_process peer;
-    hm = bytes_of(peer.must(op::mem_get, peer.must(op::alloc, kDevice, bytes, 61).msg.a));
+    hm = bytes_of(peer.must(op::mem_get, peer.must(op::alloc, usm_device, bytes, 61).msg.a));
     o = opened_ptr(mem::open(hm, ctx, dev), ctx);
     peer.kill(SIGKILL);
     EXPECT_EQ(describe_wait_status(peer.wait()), "killed by signal KILL");
@@ -346,7 +345,7 @@ TEST_F(CrossProcess, rb_open_pid_reuse) {
     op create, get;
     std::uint64_t a, b, c;
   };
-  for (const kind_case k : {kind_case{"memory", op::alloc, op::mem_get, kDevice, 4096, 1},
+  for (const kind_case k : {kind_case{"memory", op::alloc, op::mem_get, usm_device, 4096, 1},
                             kind_case{"physical", op::phys_create, op::phys_get, gran, 1, 0},
                             kind_case{"event", op::event_create, op::event_get, 1, 0, 0}}) {
     SCOPED_TRACE(k.name);
@@ -387,7 +386,7 @@ TEST_F(CrossProcess, rb_open_pid_reuse_real) {
   auto export_all = [&](peer_process& p) {
     std::vector<std::pair<record::kind, record::bytes>> out;
     out.emplace_back(record::kind::memory,
-                     record_of(p.must(op::mem_get, p.must(op::alloc, kDevice, 4096, 9).msg.a).bytes()));
+                     record_of(p.must(op::mem_get, p.must(op::alloc, usm_device, 4096, 9).msg.a).bytes()));
     out.emplace_back(record::kind::physical_memory,
                      record_of(p.must(op::phys_get, p.must(op::phys_create, gran, 1).msg.a).bytes()));
     out.emplace_back(record::kind::event,
@@ -434,8 +433,8 @@ TEST_F(CrossProcess, rb_open_pid_reuse_real) {
 TEST_F(CrossProcess, rb_open_confused_deputy) {
   constexpr std::size_t bytes = 2 * 4096;
   peer_process peer;
-  const std::uint64_t x = peer.must(op::alloc, kDevice, bytes, 71).msg.a;
-  const std::uint64_t y = peer.must(op::alloc, kDevice, bytes, 72).msg.a;
+  const std::uint64_t x = peer.must(op::alloc, usm_device, bytes, 71).msg.a;
+  const std::uint64_t y = peer.must(op::alloc, usm_device, bytes, 72).msg.a;
   const record::bytes hx = record_of(peer.must(op::mem_get, x).bytes());
   const record::bytes hy = record_of(peer.must(op::mem_get, y).bytes());
   const record::bytes hp =

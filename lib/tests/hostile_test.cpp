@@ -40,7 +40,6 @@ namespace mem = ipcref::ipc::memory;
 namespace phys = ipcref::ipc::physical_memory;
 namespace ev = ipcref::ipc::event;
 
-constexpr std::uint64_t kDevice = 1;  // op::alloc kinds
 constexpr std::uint64_t kSeed = 0x7a3, kDecoySeed = 0xdec0;
 
 std::size_t page() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
@@ -182,7 +181,7 @@ struct HostileImporter : testing::TestWithParam<target_kind> {
         object_bytes = 3 * p;
         export_offset = p;
         export_bytes = 2 * p;
-        object = peer.must(op::alloc, kDevice, object_bytes, kSeed).msg.a;
+        object = peer.must(op::alloc, usm_device, object_bytes, kSeed).msg.a;
         h = peer.must(op::mem_get, object + export_offset, 1);
         break;
       case target_kind::physical: {
@@ -253,7 +252,7 @@ TEST_P(HostileImporter, rb_revoke_tamper) {
   const std::size_t p = page();
   // A decoy the exporter never exports: none of its bytes may reach this process.
   constexpr std::size_t kDecoyBytes = 2 * 4096;
-  const std::uint64_t decoy = peer.must(op::alloc, kDevice, kDecoyBytes, kDecoySeed).msg.a;
+  const std::uint64_t decoy = peer.must(op::alloc, usm_device, kDecoyBytes, kDecoySeed).msg.a;
 
   unique_fd scm_data, scm_control;
   export_target(k, scm_data, scm_control);

@@ -53,18 +53,13 @@
 #include "ipcheck/adapter.hpp"
 #include "ipcref/unique_fd.hpp"
 
-namespace ipcheck {
+namespace ipcheck::cuda_adapter {
 namespace {
 
 using namespace cuda_api;
-using cuda_adapter::FdRecord;
 using ipcref::unique_fd;
 
-std::string hex(std::uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
-  return b;
-}
+using toolkit::hex;
 
 // CUresult onto ipcheck's vocabulary; the native name travels with every outcome.
 Errc map_result(CUresult r) {
@@ -1148,11 +1143,11 @@ class CudaAdapter final : public Adapter {
   Outcome gate_error_ = Outcome::failure(Errc::not_implemented, "cuda: the event gates were never made");
 };
 
-const AdapterRegistration reg{{"cuda",
+const AdapterRegistration registered_cuda{{"cuda",
                                "NVIDIA's CUDA driver API (libcuda, loaded at run time)",
                                {"sycl", "cuda"},
                                [] { return std::unique_ptr<Adapter>(new CudaAdapter); },
                                {"library"}}};
 
 }  // namespace
-}  // namespace ipcheck
+}  // namespace ipcheck::cuda_adapter

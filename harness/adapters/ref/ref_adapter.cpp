@@ -7,12 +7,15 @@
 #include <map>
 
 #include "ipcheck/adapter.hpp"
+#include "ipcheck/adapter_toolkit.hpp"
 #include "ipcref/ipcref.hpp"
 
 #include "ipcheck_version.h"
 
-namespace ipcheck {
+namespace ipcheck::ref_adapter {
 namespace {
+
+using toolkit::hex;
 
 Errc map_errc(ipcref::errc e) {
   switch (e) {
@@ -263,11 +266,6 @@ class RefAdapter final : public Adapter {
   static ObjectId id(const void* p) { return reinterpret_cast<ObjectId>(p); }
   static ipcref::physical_mem phys(ObjectId v) { return reinterpret_cast<ipcref::physical_mem>(v); }
   static ipcref::event event(ObjectId v) { return reinterpret_cast<ipcref::event>(v); }
-  static std::string hex(std::uint64_t v) {
-    char b[24];
-    std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
-    return b;
-  }
 
   // A device index outside the adapter's list never reaches ipcref: the adapter refuses it.
   const ipcref::device& dev(int index) const {
@@ -315,11 +313,11 @@ class RefAdapter final : public Adapter {
   std::map<ObjectId, Kept> kept_;
 };
 
-const AdapterRegistration reg{{"ref",
+const AdapterRegistration registered_ref{{"ref",
                                "ipcheck's reference implementation (lib/, host memory)",
                                {"sycl", "ur", "ze", "cuda", "rb"},
                                [] { return std::unique_ptr<Adapter>(new RefAdapter); },
                                {"devices"}}};
 
 }  // namespace
-}  // namespace ipcheck
+}  // namespace ipcheck::ref_adapter

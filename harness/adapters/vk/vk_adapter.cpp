@@ -62,7 +62,7 @@
 // Vulkan code does everywhere: the warning about omitted members does not apply here.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
-namespace ipcheck {
+namespace ipcheck::vk_adapter {
 namespace {
 
 using ipcref::unique_fd;
@@ -98,11 +98,7 @@ Errc errc_of(VkResult r) {
   }
 }
 
-std::string hex(std::uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "%#" PRIx64, v);
-  return b;
-}
+using toolkit::hex;
 
 std::string uuid_text(const std::uint8_t* u) {
   std::string s;
@@ -1382,7 +1378,7 @@ class VkAdapter final : public Adapter {
   toolkit::ExportFdNumbers export_numbers_;
 };
 
-const AdapterRegistration reg{{"vk",
+const AdapterRegistration registered_vk{{"vk",
                                "Vulkan external memory and semaphores through the system loader (lavapipe in CI, "
                                "NVIDIA's driver on the GPU machines)",
                                {"sycl", "vk"},
@@ -1390,4 +1386,4 @@ const AdapterRegistration reg{{"vk",
                                {"loader", "device", "staging", "dedicated", "validation", "identity"}}};
 
 }  // namespace
-}  // namespace ipcheck
+}  // namespace ipcheck::vk_adapter

@@ -72,12 +72,6 @@ bool env_is_one(const char* name) {
   return v && std::strcmp(v, "1") == 0;  // the loader's getenv_tobool reads "1" only
 }
 
-std::string hex(std::uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 std::string bytes_hex(const std::uint8_t* p, std::size_t n) {
   std::string s;
   char b[4];
@@ -391,7 +385,7 @@ std::string ZeAdapter::intel_version_string() {
 }
 
 namespace {
-const AdapterRegistration reg{{"ze",
+const AdapterRegistration registered_ze{{"ze",
                                "Level Zero through the system loader (Intel's driver, or libze_ipcheck via "
                                "ZE_ENABLE_ALT_DRIVERS)",
                                {"sycl", "ur", "ze"},

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ipcheck/adapter.hpp"
+#include "ipcheck/adapter_toolkit.hpp"
 #include "ipcref/unique_fd.hpp"
 #include "ze_loader.hpp"
 
@@ -26,7 +27,7 @@ using ipcref::unique_fd;
 Errc errc_of(ze_result_t r);
 // Whether the environment variable is "1" (the loader's getenv_tobool reads "1" only).
 bool env_is_one(const char* name);
-std::string hex(std::uint64_t v);
+using toolkit::hex;
 std::string bytes_hex(const std::uint8_t* p, std::size_t n);
 
 // The physical memory handle this adapter sends (Level Zero has none of its own before the

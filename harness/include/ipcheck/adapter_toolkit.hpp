@@ -23,6 +23,8 @@ namespace ipcheck::toolkit {
 Errc errc_from_errno(int err) noexcept;
 // "EBADF"; "errno" when the C library has no name for it.
 const char* errno_name(int err) noexcept;
+// A value as the adapters' messages write it: "0x1f", and "0" for zero.
+std::string hex(std::uint64_t v);
 
 // Start time of `pid` (/proc/<pid>/stat field 22, clock ticks since boot), or 0 when the
 // process is not there.

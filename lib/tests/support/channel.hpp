@@ -14,6 +14,9 @@
 
 namespace ipcref_test {
 
+// op::alloc's usm kinds.
+constexpr std::uint64_t usm_host = 0, usm_device = 1, usm_shared = 2;
+
 // What the tests ask ipcref_peer to do; arguments and results are in message::a..d.
 enum class op : std::uint32_t {
   hello = 1,      // -> a: pid
