@@ -117,7 +117,7 @@ std::unique_ptr<Adapter> make_scripted() {
   return m;
 }
 
-const AdapterRegistration reg{{"scripted", "a GoogleMock adapter whose verbs follow IPCHECK_SCRIPTED (tests only)",
+const AdapterRegistration registered_scripted{{"scripted", "a GoogleMock adapter whose verbs follow IPCHECK_SCRIPTED (tests only)",
                                {},
                                make_scripted,
                                {}}};  // no adapter options

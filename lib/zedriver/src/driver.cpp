@@ -33,7 +33,11 @@ ze_result_t from_ipcref(ipcref::errc e) noexcept {
 }
 
 std::string& last_error() {
-  thread_local std::string message;
+  // Initial-exec TLS (in the static TLS block glibc keeps spare for dlopen'ed libraries, as
+  // Mesa's drivers do) rather than a dynamic TLS block: GCC 12's LeakSanitizer misreads
+  // dynamic TLS blocks of a dlopen'ed library (it reported "DTLS 6 at 0x6fd-0x28000017ff"
+  // and its tracer died by SIGSEGV at exit), and it is one lookup less per call.
+  __attribute__((tls_model("initial-exec"))) thread_local std::string message;
   return message;
 }
 
