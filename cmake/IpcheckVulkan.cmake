@@ -23,16 +23,23 @@ if(EXISTS "${IPCHECK_MESA_BACKPORTS}/VERSION")
   string(REGEX REPLACE "^([0-9.]+).*" "\\1" _mesa_bpo "${_mesa_bpo}")
 endif()
 
+# A lavapipe case that fails runs once more (`--rerun-failures 1`): the catalog on four
+# lavapipe configurations is ~320 runs of Mesa's code on a loaded 2-core CI machine, and a
+# case that fails, then passes, is `flaky` (its attempts kept in its results.json, named on
+# the run's output and at the end of ci/test), not a failure, as in deqp-runner. A case that
+# fails both times fails the test.
+set(_vk_args ARGS --rerun-failures 1)
 set(_lvp "VK_ICD_FILENAMES=${IPCHECK_LAVAPIPE_ICD}")
 set(_bpo "VK_ICD_FILENAMES=${IPCHECK_MESA_BACKPORTS}/lvp_icd.json"
          "LD_LIBRARY_PATH=${IPCHECK_MESA_BACKPORTS}/root/usr/lib/x86_64-linux-gnu")
-ipcheck_add_case_tests(ADAPTER vk ENVIRONMENT ${_lvp} LABELS lavapipe)
+ipcheck_add_case_tests(ADAPTER vk ENVIRONMENT ${_lvp} LABELS lavapipe ${_vk_args})
 ipcheck_add_case_tests(ADAPTER vk SUFFIX +validation ENVIRONMENT ${_lvp} IPCHECK_VK_VALIDATION=1
-                       LABELS lavapipe validation)
+                       LABELS lavapipe validation ${_vk_args})
 if(_mesa_bpo)
-  ipcheck_add_case_tests(ADAPTER vk SUFFIX +mesa${_mesa_bpo} ENVIRONMENT ${_bpo} LABELS lavapipe mesa-backports)
+  ipcheck_add_case_tests(ADAPTER vk SUFFIX +mesa${_mesa_bpo} ENVIRONMENT ${_bpo} LABELS lavapipe mesa-backports
+                         ${_vk_args})
   ipcheck_add_case_tests(ADAPTER vk SUFFIX +mesa${_mesa_bpo}+validation ENVIRONMENT ${_bpo} IPCHECK_VK_VALIDATION=1
-                         LABELS lavapipe mesa-backports validation)
+                         LABELS lavapipe mesa-backports validation ${_vk_args})
 else()
   message(STATUS "no backports Mesa in ${IPCHECK_MESA_BACKPORTS} (run ci/mesa-backports): vk runs on the system's lavapipe only")
   add_test(NAME "vk+mesa-backports:fetched" COMMAND ${CMAKE_COMMAND} -E echo

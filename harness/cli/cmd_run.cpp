@@ -174,6 +174,14 @@ int run(const std::vector<std::string>& args) {
       std::printf("%d case%s flaky: did not pass, then passed on a rerun (not a failure of the run; see each case's "
                   "attempts)\n",
                   flaky, flaky == 1 ? "" : "s");
+    // Each flaky case with what its first attempt was, also under --quiet: a CI log (ci/test
+    // collects these lines from CTest's log) names the flake and how it failed.
+    for (const auto& c : results.cases) {
+      if (c.status != reports::Status::flaky || c.attempts.empty()) continue;
+      const auto& first = c.attempts.front();
+      std::printf("flaky: %s on %s: attempt 1 of %zu was %s: %s\n", c.id.c_str(), r.adapter.c_str(), c.attempts.size(),
+                  reports::to_string(first.status), first.reason.empty() ? "(no reason recorded)" : first.reason.c_str());
+    }
     if (r.shard)
       std::printf("shard %d/%d (from %s): %d of %d selected cases; join the shards with 'ipcheck report merge'\n",
                   r.shard->index, r.shard->total, r.shard->source.c_str(), s.total,
@@ -190,7 +198,7 @@ int run(const std::vector<std::string>& args) {
   });
 }
 
-const CommandRegistration reg{{"run", "run the conformance suite against an adapter", run}};
+const CommandRegistration registered_run{{"run", "run the conformance suite against an adapter", run}};
 
 }  // namespace
 }  // namespace ipcheck::cli
