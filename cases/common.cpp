@@ -257,12 +257,6 @@ void check_open_after_death(Role& r, const std::string& what, const std::functio
   r.check(took < kPromptAfterDeath, Evidence::of(o), kExporterGone, what + " returned after " + ms(took), w);
 }
 
-std::string hex(std::uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 std::string size_name(std::size_t bytes) {
   if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
   if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "ipcheck/adapter_toolkit.hpp"
 #include "ipcheck/audit.hpp"
 #include "ipcheck/case.hpp"
 #include "ipcheck/owned.hpp"
@@ -167,7 +168,7 @@ void await_killed(Role& r, const std::string& role, std::string_view clause, Whe
 void check_open_after_death(Role& r, const std::string& what, const std::function<Outcome()>& open,
                             Where w = Where::current());
 
-std::string hex(std::uint64_t v);
+using toolkit::hex;  // "0x1f"
 std::string size_name(std::size_t bytes);  // "4 KiB", "12411 B", "64 MiB"
 std::string ms(std::chrono::steady_clock::duration d);  // "12.3 ms"
 

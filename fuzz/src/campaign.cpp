@@ -230,6 +230,8 @@ class Campaign {
   void vacate(Slot& s, std::uint64_t next, bool retired);
   void tend_leaving(bool wait);
   void record_death(Slot& s, const ExitStatus& st, std::uint64_t in_flight);
+  RawFinding exit_finding(Verdict v, int worker, const std::string& exit, const std::string& output_tail,
+                          std::string detail) const;
   void sample(Slot& s);
   void print_progress(bool final_line);
   std::uint64_t executions() const;
@@ -486,17 +488,10 @@ void Campaign::tend_leaving(bool wait) {
       while (it->proc.proc.read_output()) {
       }
       const ExitStatus st = *it->proc.proc.status();
-      if (!(st.exited && st.code == detail::kRetired)) {
-        RawFinding f;
-        f.verdict = Verdict::crash;
-        f.worker = it->worker;
-        f.at_s = since(t0_);
-        f.outcome = {{"exit", st.describe()}};
-        f.detail = "the consumer died (" + st.describe() + ") on its way out, after it reported its context lost";
-        const std::string tail = last_line(it->proc.proc.output_tail());
-        if (!tail.empty()) f.detail += " (last output: " + tail + ")";
-        raw_.push_back(std::move(f));
-      }
+      if (!(st.exited && st.code == detail::kRetired))
+        raw_.push_back(exit_finding(Verdict::crash, it->worker, st.describe(), it->proc.proc.output_tail(),
+                                    "the consumer died (" + st.describe() +
+                                        ") on its way out, after it reported its context lost"));
       it = leaving_.erase(it);
     }
     if (leaving_.empty() || Clock::now() >= deadline) return;
@@ -536,15 +531,29 @@ void Campaign::on_exit(Slot& s) {
   if (!stopping) vacate(s, next, retired);
 }
 
+// A finding of a consumer's end: how it ended (`exit`), what it was doing, its last output line.
+RawFinding Campaign::exit_finding(Verdict v, int worker, const std::string& exit, const std::string& output_tail,
+                                  std::string detail) const {
+  RawFinding f;
+  f.verdict = v;
+  f.worker = worker;
+  f.at_s = since(t0_);
+  f.outcome = {{"exit", exit}};
+  f.detail = std::move(detail);
+  if (const std::string tail = last_line(output_tail); !tail.empty()) f.detail += " (last output: " + tail + ")";
+  return f;
+}
+
 // A crash or a hang of worker `s`, with the input it was opening when there was one.
 void Campaign::record_death(Slot& s, const ExitStatus& st, std::uint64_t in_flight) {
   WorkerPage& p = s.page->get();
-  RawFinding f;
-  f.verdict = s.hung ? Verdict::hang : Verdict::crash;
-  f.worker = s.index;
-  f.at_s = since(t0_);
-  const std::string tail = last_line(s.proc.proc.output_tail());
-  f.outcome = {{"exit", s.hung ? "killed after " + seconds(o_.hang_s) + " s without returning" : st.describe()}};
+  std::string detail = "the consumer died (" + st.describe() + ") between inputs";
+  if (in_flight)
+    detail = s.hung ? "open did not return within " + seconds(o_.hang_s) + " s; the consumer was killed"
+                    : "the consumer died (" + st.describe() + ") while opening this input";
+  RawFinding f = exit_finding(s.hung ? Verdict::hang : Verdict::crash, s.index,
+                              s.hung ? "killed after " + seconds(o_.hang_s) + " s without returning" : st.describe(),
+                              s.proc.proc.output_tail(), std::move(detail));
   if (in_flight) {
     Input in;
     std::memcpy(in.bytes.data(), p.bytes, kMaxInput);
@@ -556,12 +565,7 @@ void Campaign::record_death(Slot& s, const ExitStatus& st, std::uint64_t in_flig
     f.ctx = s.ctx;
     f.input = in;
     f.exec = in_flight - 1;
-    f.detail = s.hung ? "open did not return within " + seconds(o_.hang_s) + " s; the consumer was killed"
-                      : "the consumer died (" + st.describe() + ") while opening this input";
-  } else {
-    f.detail = "the consumer died (" + st.describe() + ") between inputs";
   }
-  if (!tail.empty()) f.detail += " (last output: " + tail + ")";
   if (std::find(o_.stop_on.begin(), o_.stop_on.end(), verdict_name(f.verdict)) != o_.stop_on.end()) stop_hit_ = true;
   note_poison(f);
   raw_.push_back(std::move(f));
@@ -729,12 +733,11 @@ void Campaign::fuzz() {
   }
   // Every worker and standby sets itself up at once; the campaign's clock starts with the first worker.
   launch_spares();
-  bool& stopping = stopping_;
   for (;;) {
     const bool over_time = fuzzed_ && o_.time_s > 0 && since(t0_) >= o_.time_s;
     const bool interrupted = o_.interrupted && o_.interrupted->load();
-    if (!stopping && (over_time || stop_hit_ || interrupted)) {
-      stopping = true;
+    if (!stopping_ && (over_time || stop_hit_ || interrupted)) {
+      stopping_ = true;
       if (interrupted) status = "interrupted", reason = "the campaign was interrupted";
       for (auto& s : slots_) {
         s->vacant = false;
@@ -749,7 +752,7 @@ void Campaign::fuzz() {
       t_end_ = Clock::now();
     }
     if (std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return !s->proc && !s->vacant; })) break;
-    if (stopping && since(t_end_) > 10)
+    if (stopping_ && since(t_end_) > 10)
       for (auto& s : slots_)
         if (s->proc && !s->hung) {
           s->hung = true;  // it did not stop: stuck in a verb
@@ -790,7 +793,7 @@ void Campaign::fuzz() {
       else sample(*s);
     }
     tend_leaving(false);
-    if (!stopping && !stop_hit_) {
+    if (!stopping_ && !stop_hit_) {
       tend_spares();
       fill_vacancies();
       launch_spares();

@@ -1,9 +1,7 @@
 // Registries of clauses and cases, filled at start-up by cases/.
 #include <algorithm>
-#include <numeric>
-#include <optional>
-#include <tuple>
 #include <stdexcept>
+#include <tuple>
 
 #include "ipcheck/case.hpp"
 #include "ipcheck/clause.hpp"
@@ -12,56 +10,35 @@ namespace ipcheck {
 
 namespace {
 
-// Where a registration stands in the source: its file's path and line, then the order of
-// registration (several cases of one registration keep theirs).
+// Where a registration stands in the source: its file's path and line.
 struct Place {
   std::string file;
   std::uint_least32_t line = 0;
-  std::size_t seq = 0;
-  bool operator<(const Place& o) const { return std::tie(file, line, seq) < std::tie(o.file, o.line, o.seq); }
+  bool operator<(const Place& o) const { return std::tie(file, line) < std::tie(o.file, o.line); }
 };
 
-// The registration running now (CaseRegistration, ClauseRegistration); none: the end.
-std::optional<Place>& current_place() {
-  static std::optional<Place> p;
+// The registration running now (CaseRegistration, ClauseRegistration); none: after every path.
+Place& current_place() {
+  static Place p{"\x7f", 0};
   return p;
 }
 
-Place next_place() {
-  static std::size_t seq = 0;
-  Place p = current_place().value_or(Place{"\x7f", 0, 0});  // after every path
-  p.seq = seq++;
-  return p;
-}
-
-// A registry kept in source order: entries are added in any order and sorted when read.
+// A registry in source order: each entry goes after those of earlier places and after those
+// of its own place (several cases of one registration keep their order).
 template <class T>
 struct Registry {
   std::vector<T> items;
   std::vector<Place> places;
-  bool sorted = true;
 
   void add(T item) {
-    Place p = next_place();
-    if (!places.empty() && p < places.back()) sorted = false;
-    items.push_back(std::move(item));
-    places.push_back(std::move(p));
+    const auto at = std::upper_bound(places.begin(), places.end(), current_place());
+    items.insert(items.begin() + (at - places.begin()), std::move(item));
+    places.insert(at, current_place());
   }
-  const std::vector<T>& in_order() {
-    if (sorted) return items;
-    std::vector<std::size_t> idx(items.size());
-    std::iota(idx.begin(), idx.end(), std::size_t{0});
-    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return places[a] < places[b]; });
-    std::vector<T> new_items;
-    std::vector<Place> new_places;
-    for (std::size_t i : idx) {
-      new_items.push_back(std::move(items[i]));
-      new_places.push_back(std::move(places[i]));
-    }
-    items = std::move(new_items);
-    places = std::move(new_places);
-    sorted = true;
-    return items;
+  const T* find(const std::string& id) const {
+    for (const auto& x : items)
+      if (x.id == id) return &x;
+    return nullptr;
   }
 };
 
@@ -78,34 +55,26 @@ Registry<CaseDef>& case_registry() {
 class AtPlace {
  public:
   explicit AtPlace(const std::source_location& where) : saved_(current_place()) {
-    current_place() = Place{where.file_name(), where.line(), 0};
+    current_place() = Place{where.file_name(), where.line()};
   }
   ~AtPlace() { current_place() = saved_; }
   AtPlace(const AtPlace&) = delete;
   AtPlace& operator=(const AtPlace&) = delete;
 
  private:
-  std::optional<Place> saved_;
+  Place saved_;
 };
-
-// Lookups sort first: a pointer they give stays valid (no later sort moves the entries).
-template <class T>
-const T* find_in(const std::vector<T>& items, const std::string& id) {
-  for (const auto& x : items)
-    if (x.id == id) return &x;
-  return nullptr;
-}
 
 }  // namespace
 
 void register_clause(Clause c) {
-  if (find_in(clause_registry().items, c.id)) throw std::logic_error("clause " + c.id + " is registered twice");
+  if (clause_registry().find(c.id)) throw std::logic_error("clause " + c.id + " is registered twice");
   clause_registry().add(std::move(c));
 }
 
-const std::vector<Clause>& clauses() { return clause_registry().in_order(); }
+const std::vector<Clause>& clauses() { return clause_registry().items; }
 
-const Clause* find_clause(const std::string& id) { return find_in(clauses(), id); }
+const Clause* find_clause(const std::string& id) { return clause_registry().find(id); }
 
 ClauseRegistration::ClauseRegistration(std::vector<Clause> list, std::source_location where) {
   AtPlace at(where);
@@ -113,7 +82,7 @@ ClauseRegistration::ClauseRegistration(std::vector<Clause> list, std::source_loc
 }
 
 void register_case(CaseDef def) {
-  if (find_in(case_registry().items, def.id)) throw std::logic_error("case " + def.id + " is registered twice");
+  if (case_registry().find(def.id)) throw std::logic_error("case " + def.id + " is registered twice");
   if (def.roles.empty()) throw std::logic_error("case " + def.id + " has no role");
   for (const auto& s : def.steps) {
     const auto p = InjectPoint::parse(s);
@@ -123,9 +92,9 @@ void register_case(CaseDef def) {
   case_registry().add(std::move(def));
 }
 
-const std::vector<CaseDef>& cases() { return case_registry().in_order(); }
+const std::vector<CaseDef>& cases() { return case_registry().items; }
 
-const CaseDef* find_case(const std::string& id) { return find_in(cases(), id); }
+const CaseDef* find_case(const std::string& id) { return case_registry().find(id); }
 
 CaseRegistration::CaseRegistration(Case c, std::source_location where) {
   AtPlace at(where);

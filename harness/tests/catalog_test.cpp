@@ -45,7 +45,7 @@ TEST(Catalog, ListsInSourceOrderNotRegistrationOrder) {
   const auto later_clause = clause_index("harness.catalog_order.later");
   ASSERT_GE(earlier_clause, 0);
   EXPECT_LT(earlier_clause, later_clause) << "the clause from the earlier line is listed first";
-  // A lookup after the sort points into the list it sorted.
+  // A lookup points into the list as ordered.
   const CaseDef* found = find_case("catalog_order.later");
   ASSERT_NE(found, nullptr);
   EXPECT_EQ(found, &cases()[static_cast<std::size_t>(later_case)]);
