@@ -1027,7 +1027,7 @@ void Campaign::minimise_and_write(const std::string& out_dir) {
                           g.first.verdict != Verdict::hang;
     json entry = {{"id", id},
                   {"outcome", verdict_name(g.first.verdict)},
-                  {"clause", verdict_clause(g.first.verdict, o_.target == "physical")},
+                  {"clause", verdict_clause(g.first.verdict, o_.target)},
                   {"detail", replayed ? g.replay_detail : g.first.detail},
                   {"result", replayed && g.replay_outcome.is_object() && !g.replay_outcome.empty() ? g.replay_outcome : g.first.outcome},
                   {"fields", g.fields},
@@ -1047,6 +1047,7 @@ void Campaign::minimise_and_write(const std::string& out_dir) {
     json description = entry;
     description["schema"] = "ipcheck.fuzz-finding/1";
     description["adapter"] = o_.adapter;
+    description["target"] = o_.target;
     description["driver"] = {{"name", setup_.at("info").value("driver_name", "")}, {"version", driver}};
     if (g.original) {
       const MutatorContext& ctx = *g.first.ctx;
@@ -1318,7 +1319,7 @@ ReplayReport replay_reproducer(const std::string& path, const CampaignOptions& b
   if (!find_adapter(o.adapter)) throw shape("field \"adapter\" is '" + o.adapter + "', no adapter of this ipcheck");
   o.target = text("target", "memory");
   if (!detail::valid_target(o.target))
-    throw shape("field \"target\" is '" + o.target + "', not memory or physical");
+    throw shape("field \"target\" is '" + o.target + "', not memory, physical or event");
   o.transport = text("transport", o.transport);
   if (o.transport != "pidfd" && o.transport != "scm" && o.transport != "auto")
     throw shape("field \"transport\" is '" + o.transport + "', not pidfd, scm or auto");

@@ -76,8 +76,9 @@ int fuzz(const std::vector<std::string>& args) {
                  "its own producer and consumer processes) that exits 1 when the finding reproduces.\n"
                  "Exit status: 0 no finding, 1 findings (or the campaign could not run), 2 usage.");
   cli::add_adapter_options(o, "adapter to fuzz");
-  o.value("--target", "memory|physical", "which handles to fuzz: memory (mem_get/mem_open), physical "
-                                          "(phys_get/phys_open, then vm_map at a fuzzed offset and size)", "memory")
+  o.value("--target", "memory|physical|event", "which handles to fuzz: memory (mem_get/mem_open), physical "
+                                                "(phys_get/phys_open, then vm_map at a fuzzed offset and size), event "
+                                                "(event_get/event_open, the opened event's state judged)", "memory")
       .value("--time", "S", "seconds of fuzzing")
       .value("--runs", "N", "inputs to open (split between workers)")
       .value("--jobs", "N", "consumer workers", "1")
@@ -126,7 +127,7 @@ int fuzz(const std::vector<std::string>& args) {
     if (o.has("--target")) {
       c.target = o.get("--target");
       if (!detail::valid_target(c.target))
-        throw UsageError("--target is '" + c.target + "'; give memory (memory handles) or physical (physical-memory handles)");
+        throw UsageError("--target is '" + c.target + "'; give memory (memory handles), physical (physical-memory handles) or event (event handles)");
       if (o.has("--replay")) throw UsageError("--replay takes the target from the reproducer; drop --target");
     }
     c.hang_s = o.get_double("--hang", 0.05, 3600);

@@ -33,6 +33,7 @@ struct Finding {
   std::string adapter;
   std::string driver;    // driver version it was found on
   std::string layout;    // handle layout the campaign used
+  std::string target = "memory";  // which handles the campaign fuzzed (--target)
   std::string from;      // where it was read
   Symbolic input;
   bool has_input = false;
@@ -101,6 +102,7 @@ Finding from_repro(const json& doc, const std::string& path) {
   f.adapter = doc.value("adapter", "");
   f.driver = doc.value("driver", "");
   f.layout = doc.value("handle_layout", "");
+  f.target = doc.value("target", "memory");
   f.outcome = doc.value("expect", "");
   if (doc.value("setup", "") != detail::kSetup)
     throw std::invalid_argument("'" + path + "' was made with set-up \"" + doc.value("setup", "") + "\"; this ipcheck writes \"" +
@@ -128,6 +130,7 @@ Finding from_description(const json& d, const std::string& path) {
   f.outcome = d.value("outcome", "");
   f.detail = d.value("detail", "");
   f.adapter = d.value("adapter", "");
+  f.target = d.value("target", "memory");
   f.driver = d.contains("driver") && d["driver"].is_object() ? d["driver"].value("version", "") : "";
   f.layout = d.value("handle_layout", "");
   if (d.contains("input") && d["input"].is_object()) {
@@ -175,6 +178,9 @@ Finding from_results(const std::string& id, const std::string& results) {
     f.adapter = fz.value("adapter", "");
     f.driver = fz.contains("driver") ? fz["driver"].value("version", "") : "";
     f.layout = fz.contains("handle_layout") ? fz["handle_layout"].value("name", "") : "";
+    // The section's title names the target: "memory handles (cuda)", "event handles (cuda)".
+    const std::string title = fz.value("target", "memory handles");
+    f.target = title.rfind("physical", 0) == 0 ? "physical" : title.rfind("event", 0) == 0 ? "event" : "memory";
     const std::string mutation = x.value("mutation", "");
     if (!mutation.empty()) {
       f.input = parse_mutation(mutation, layout_for(f.layout, 64));
@@ -889,6 +895,10 @@ std::string export_c(const ExportCOptions& o) {
     throw std::invalid_argument("finding '" + f.id + "' is from adapter '" + f.adapter +
                                 "': --export-c supports cuda findings (CUDA memory handles, cuIpcOpenMemHandle); "
                                 "rerun a finding of another adapter with 'ipcheck fuzz --replay'");
+  if (f.target != "memory")
+    throw std::invalid_argument("finding '" + f.id + "' is from a --target " + f.target +
+                                " campaign: --export-c writes programs for memory-handle findings only; rerun it with "
+                                "'ipcheck fuzz --replay'");
   if (!f.has_input)
     throw std::invalid_argument("finding '" + f.id + "' has no input (" +
                                 (f.detail.empty() ? std::string("seen at the end of a worker, not in an open") : f.detail) +

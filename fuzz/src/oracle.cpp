@@ -34,8 +34,16 @@ std::optional<Verdict> parse_verdict(const std::string& name) noexcept {
   return std::nullopt;
 }
 
-const char* verdict_clause(Verdict v, bool physical) noexcept {
-  if (physical) switch (v) {
+const char* verdict_clause(Verdict v, std::string_view target) noexcept {
+  if (target == "event") switch (v) {
+      case Verdict::corrupt_mapping:
+        return "ur.event.bidirectional";
+      case Verdict::close_failed:
+        return "ur.event.release";
+      default:
+        break;
+    }
+  if (target == "physical") switch (v) {
       case Verdict::wrong_offset:
       case Verdict::wrong_size:
       case Verdict::map_refused:

@@ -136,8 +136,11 @@ int run_producer(Channel& ch, const json& start) {
   try {
     adapter = make_adapter(start);
     const std::uint64_t salt = start.at("salt_seed").get<std::uint64_t>();
-    if (start.value("target", "memory") == "physical")
+    const std::string target = start.value("target", "memory");
+    if (target == "physical")
       detail::build_physical_setup(*adapter, detail::producer_phys_setup(), "producer", salt, s);
+    else if (target == "event")
+      detail::build_event_setup(*adapter, detail::producer_event_setup(), "producer", true, s);
     else
       build_setup(*adapter, producer_setup(), "producer", salt, s);
   } catch (const RoleFailure& f) {
@@ -211,6 +214,7 @@ class Consumer {
 
   void setup();
   void setup_physical();
+  void setup_event();
   Executed execute(const Input& in);
   Executed execute_memory(const Input& in, int fd);
   void record(const Input& in, const Executed& e, std::uint64_t exec);
@@ -240,8 +244,10 @@ class Consumer {
   int claimed_size_field_ = -1;
   bool host_mappings_ = true;  // AdapterInfo::opened_memory_is_host_mapping
   bool retire_ = false;        // the context is lost: report, then exit to be replaced
-  std::string target_ = "memory";  // --target: memory | physical
+  std::string target_ = "memory";  // --target: memory | physical | event
   detail::PhysicalOracle phys_;    // --target physical
+  detail::EventOracle events_;     // --target event
+  std::string event_identity_;     // why own events cannot be told apart, when they cannot
   std::vector<Input> corpus_;
   std::unordered_set<std::uint64_t> shapes_;
   std::map<std::string, int> finding_keys_;
@@ -265,6 +271,8 @@ void Consumer::setup() {
   const std::uint64_t salt = start_.at("salt_seed").get<std::uint64_t>() ^ 0x5a5a;
   if (target_ == "physical")
     detail::build_physical_setup(*adapter_, detail::consumer_phys_setup(), "worker", salt, own_);
+  else if (target_ == "event")
+    detail::build_event_setup(*adapter_, detail::consumer_event_setup(), "worker", false, own_);
   else
     build_setup(*adapter_, consumer_setup(), "worker", salt, own_);
   const AdapterInfo info = adapter_->info();
@@ -307,6 +315,25 @@ void Consumer::setup() {
   claimed_size_field_ = ctx_.layout->find(FieldRole::size);
   host_mappings_ = info.opened_memory_is_host_mapping;
   if (target_ == "physical") setup_physical();
+  if (target_ == "event") setup_event();
+}
+
+// The event oracle. Own events are told apart by signalling and resetting each; an adapter
+// without reset (CUDA) leaves that out, and the campaign says so.
+void Consumer::setup_event() {
+  events_.adapter = adapter_.get();
+  events_.ctx = &ctx_;
+  events_.producer = std::span<const CanaryAlloc>(table_).first(table_.size() - own_.table.size());
+  events_.own_table = own_.table;
+  for (const Owned& ev : own_.allocations) events_.own.push_back(ev.get());
+  if (events_.own.empty()) return;
+  const Outcome reset = adapter_->event_reset(events_.own.front());
+  if (!reset.ok()) {
+    events_.toggles = false;
+    event_identity_ = "an unsignaled open that derives from the worker's own export is not judged further: event_reset of " +
+                      own_.table.front().name + " answered " + reset.describe() +
+                      ", so the worker cannot signal its own events one at a time to tell which one an open gave";
+  }
 }
 
 // The physical oracle, and each base's object size (from the layout's size field) for the
@@ -338,8 +365,8 @@ Consumer::Executed Consumer::execute(const Input& in) {
   const int fd = in.descriptor >= 0 ? base_fds_[static_cast<std::size_t>(in.descriptor)]
                  : in.descriptor == kForeignDescriptor ? page_fd_.get() : -1;
   Executed e;
-  if (target_ == "physical") {
-    e = detail::execute_physical(phys_, in, fd, page_->ns);
+  if (target_ == "physical" || target_ == "event") {
+    e = target_ == "event" ? detail::execute_event(events_, in, fd, page_->ns) : detail::execute_physical(phys_, in, fd, page_->ns);
     if (e.verdict == Verdict::context_lost) retire_ = true;
   } else {
     e = execute_memory(in, fd);
@@ -650,6 +677,7 @@ int Consumer::run() {
     }
     (void)adapter_->mem_close(r.value);
   }
+  if (!event_identity_.empty()) calibration.push_back(event_identity_);
   ch_.send(MsgType::data, {"ready", json{{"context", detail::context_to_json(ctx_)}, {"pid", ::getpid()},
                                          {"calibration", calibration}}.dump()});
   PageMapping map;

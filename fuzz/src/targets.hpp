@@ -2,7 +2,9 @@
 // runs the producer and the consumers; this file holds what differs by target: the
 // physical-memory set-up (objects filled with canaries through a mapping, exported, decoys,
 // a stale export) and a consumer's execution of one physical input (open, map at the
-// input's offset and size, judge, unmap, close).
+// input's offset and size, judge, unmap, close); the event set-up (events in a known state,
+// exported, decoys, a stale export) and a consumer's execution of one event input (open,
+// find which event it is by its state, check that state travels both ways, release).
 #pragma once
 
 #include <time.h>
@@ -25,10 +27,13 @@
 
 namespace ipcheck::fuzz::detail {
 
-// `--target` values: memory (mem_get/mem_open), physical (phys_get/phys_open + vm_map).
-inline bool valid_target(const std::string& t) { return t == "memory" || t == "physical"; }
-// "memory handles", "physical-memory handles"
-inline const char* target_noun(const std::string& t) { return t == "physical" ? "physical-memory handles" : "memory handles"; }
+// `--target` values: memory (mem_get/mem_open), physical (phys_get/phys_open + vm_map),
+// event (event_get/event_open).
+inline bool valid_target(const std::string& t) { return t == "memory" || t == "physical" || t == "event"; }
+// "memory handles", "physical-memory handles", "event handles"
+inline const char* target_noun(const std::string& t) {
+  return t == "physical" ? "physical-memory handles" : t == "event" ? "event handles" : "memory handles";
+}
 // "memory handles (ref)", "physical-memory handles (ref)"
 std::string target_title(const std::string& target, const std::string& adapter);
 
@@ -131,5 +136,37 @@ struct PhysicalOracle {
 // reserved range, judges what the mapping shows, then unmaps, frees and closes. The
 // descriptor check after the verb stays with the caller.
 Executed execute_physical(const PhysicalOracle& o, const Input& in, int fd, TimeSpent& ns);
+
+// The events of set-up kSetup for --target event. At rest every live export of the producer
+// is signaled and every other event (the producer's decoys and put export, all the worker's
+// own) is not: an opened event that reads unsignaled is no live export of the producer, and
+// the worker finds which of its own it is by signalling each in turn.
+struct EventSpec {
+  bool decoy;    // created with the IPC property, never exported
+  bool revoked;  // exported, and the export put before the campaign
+};
+const std::vector<EventSpec>& producer_event_setup();
+const std::vector<EventSpec>& consumer_event_setup();
+// `signal_live`: the producer's live exports are signaled once exported (an API without put
+// keeps the "revoked" export live, and signaled).
+void build_event_setup(Adapter& a, const std::vector<EventSpec>& specs, const std::string& who, bool signal_live,
+                       SetupState& s);
+
+// What a consumer's event execution needs. `own` are the worker's events (its set-up's
+// allocations, in its table's order, after the producer's entries of `table`).
+struct EventOracle {
+  Adapter* adapter = nullptr;
+  const MutatorContext* ctx = nullptr;
+  std::span<const CanaryAlloc> producer;  // the producer's events, by set-up index
+  std::span<const CanaryAlloc> own_table;
+  std::vector<ObjectId> own;
+  // Whether own events can be signalled and reset again (CUDA has no reset): without it the
+  // oracle cannot tell which own event an unsignaled open is, and says so at set-up.
+  bool toggles = true;
+};
+
+// Opens `in` with event_open, judges the event it gives (its state against the set-up's, and
+// for the worker's own events that a signal travels both ways), then releases it.
+Executed execute_event(const EventOracle& o, const Input& in, int fd, TimeSpent& ns);
 
 }  // namespace ipcheck::fuzz::detail

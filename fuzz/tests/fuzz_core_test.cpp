@@ -191,9 +191,12 @@ TEST(Oracle, VerdictNamesRoundTrip) {
   EXPECT_STREQ(verdict_clause(Verdict::confused_deputy), "rb.open.confused_deputy");
   // --target physical: the mapping's place and extent are vm_map's.
   EXPECT_STREQ(verdict_clause(Verdict::wrong_offset), "rb.open.garbage");
-  EXPECT_STREQ(verdict_clause(Verdict::wrong_offset, true), "sycl.phys.map.offset");
-  EXPECT_STREQ(verdict_clause(Verdict::map_refused, true), "sycl.phys.map.offset");
-  EXPECT_STREQ(verdict_clause(Verdict::confused_deputy, true), "rb.open.confused_deputy");
+  EXPECT_STREQ(verdict_clause(Verdict::wrong_offset, "physical"), "sycl.phys.map.offset");
+  EXPECT_STREQ(verdict_clause(Verdict::map_refused, "physical"), "sycl.phys.map.offset");
+  EXPECT_STREQ(verdict_clause(Verdict::confused_deputy, "physical"), "rb.open.confused_deputy");
+  EXPECT_STREQ(verdict_clause(Verdict::corrupt_mapping, "event"), "ur.event.bidirectional");
+  EXPECT_STREQ(verdict_clause(Verdict::close_failed, "event"), "ur.event.release");
+  EXPECT_STREQ(verdict_clause(Verdict::stale_export, "event"), "rb.put.revokes");
 }
 
 TEST(Mutator, SameSeedSameInputs) {

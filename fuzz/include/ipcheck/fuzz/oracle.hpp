@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ipcheck/fuzz/canary.hpp"
@@ -36,9 +37,11 @@ inline constexpr int kVerdictCount = static_cast<int>(Verdict::map_refused) + 1;
 const char* verdict_name(Verdict v) noexcept;
 std::optional<Verdict> parse_verdict(const std::string& name) noexcept;
 inline bool is_finding(Verdict v) noexcept { return v != Verdict::rejected && v != Verdict::mapped; }
-// The catalog clause a finding of kind `v` breaks; `physical` for --target physical, where
-// the place and extent of a mapping are vm_map's (sycl.phys.map.offset), not open's.
-const char* verdict_clause(Verdict v, bool physical = false) noexcept;
+// The catalog clause a finding of kind `v` of a campaign over `target` handles breaks: for
+// "physical" the place and extent of a mapping are vm_map's (sycl.phys.map.offset), not
+// open's; for "event" a state that does not travel breaks ur.event.bidirectional and a
+// failed release ur.event.release.
+const char* verdict_clause(Verdict v, std::string_view target = "memory") noexcept;
 
 // Reads memory an open returned (through the adapter: a GPU pointer needs a copy).
 class MemoryReader {
