@@ -198,6 +198,20 @@ class CudaAdapter final : public Adapter {
         return Outcome::failure(Errc::invalid, "cuda: unknown adapter option '" + k + "'; cuda knows: library");
     }
     scm_ = config.transport == "scm";
+    if (Outcome o = start_driver(library); !o.ok()) return o;
+    if (Outcome o = open_devices(); !o.ok()) return o;
+    // Under Yama ptrace_scope 1, let the run's process tree take our descriptors.
+    if (!scm_ && config.runner_pid > 0)
+      ::prctl(PR_SET_PTRACER, static_cast<unsigned long>(config.runner_pid), 0, 0, 0);
+    driver_version_ = nvidia_driver_version(cu_->path(), driver_version_source_);
+    if (Outcome o = read_fault(); !o.ok()) return o;
+    if (Outcome o = warm_up(); !o.ok()) return o;
+    make_gates();  // after the warm-up: a context reset there would take the gate page with it
+    return Outcome::success();
+  }
+
+  // Loads libcuda (the adapter option `library`, else the search), cuInit, the API version.
+  Outcome start_driver(const std::string& library) {
     std::string why;
     cu_ = Driver::load(library, why);
     if (!cu_)
@@ -214,29 +228,18 @@ class CudaAdapter final : public Adapter {
     }
     if (const CUresult r = cu_->cuDriverGetVersion(&api_version_); r != CUDA_SUCCESS)
       return fail(r, "cuDriverGetVersion");
+    return Outcome::success();
+  }
+
+  // Every device: its information and its primary context, retained; device 0's current.
+  Outcome open_devices() {
     int count = 0;
     if (const CUresult r = cu_->cuDeviceGetCount(&count); r != CUDA_SUCCESS) return fail(r, "cuDeviceGetCount");
     if (count <= 0)
       return Outcome::failure(Errc::feature_not_supported, "no CUDA device: cuDeviceGetCount found 0 devices");
     for (int i = 0; i < count; ++i) {
       Device d;
-      if (const CUresult r = cu_->cuDeviceGet(&d.handle, i); r != CUDA_SUCCESS)
-        return fail(r, "cuDeviceGet(" + std::to_string(i) + ")");
-      char name[256] = {};
-      if (cu_->cuDeviceGetName(name, sizeof name - 1, d.handle) == CUDA_SUCCESS) d.name = name;
-      CUuuid uuid{};
-      if (cu_->cuDeviceGetUuid_v2 && cu_->cuDeviceGetUuid_v2(&uuid, d.handle) == CUDA_SUCCESS) d.uuid = format_uuid(uuid);
-      d.cc_major = attribute(d.handle, kAttrComputeCapabilityMajor);
-      d.cc_minor = attribute(d.handle, kAttrComputeCapabilityMinor);
-      char pci[40];
-      std::snprintf(pci, sizeof pci, "%04x:%02x:%02x.0", attribute(d.handle, kAttrPciDomainId),
-                    attribute(d.handle, kAttrPciBusId), attribute(d.handle, kAttrPciDeviceId));
-      d.pci = pci;
-      d.unified_addressing = attribute(d.handle, kAttrUnifiedAddressing) != 0;
-      d.vmm = attribute(d.handle, kAttrVirtualMemoryManagementSupported) != 0 && cu_->has_vmm();
-      d.posix_fd = attribute(d.handle, kAttrHandleTypePosixFileDescriptorSupported) != 0;
-      d.ipc_event = attribute(d.handle, kAttrIpcEventSupported) != 0;
-      d.managed = attribute(d.handle, kAttrManagedMemory) != 0 && cu_->cuMemAllocManaged;
+      if (Outcome o = read_device(i, d); !o.ok()) return o;
       if (const CUresult r = cu_->cuDevicePrimaryCtxRetain(&d.ctx, d.handle); r != CUDA_SUCCESS)
         return fail(r, "cuDevicePrimaryCtxRetain(device " + std::to_string(i) + ")");
       devices_.push_back(d);
@@ -244,10 +247,33 @@ class CudaAdapter final : public Adapter {
     if (const CUresult r = cu_->cuCtxSetCurrent(devices_[0].ctx); r != CUDA_SUCCESS)
       return fail(r, "cuCtxSetCurrent(device 0)");
     current_ = 0;
-    // Under Yama ptrace_scope 1, let the run's process tree take our descriptors.
-    if (!scm_ && config.runner_pid > 0)
-      ::prctl(PR_SET_PTRACER, static_cast<unsigned long>(config.runner_pid), 0, 0, 0);
-    driver_version_ = nvidia_driver_version(cu_->path(), driver_version_source_);
+    return Outcome::success();
+  }
+
+  // Device `index`: its handle (cuDeviceGet), name, UUID, PCI address and attributes.
+  Outcome read_device(int index, Device& d) const {
+    if (const CUresult r = cu_->cuDeviceGet(&d.handle, index); r != CUDA_SUCCESS)
+      return fail(r, "cuDeviceGet(" + std::to_string(index) + ")");
+    char name[256] = {};
+    if (cu_->cuDeviceGetName(name, sizeof name - 1, d.handle) == CUDA_SUCCESS) d.name = name;
+    CUuuid uuid{};
+    if (cu_->cuDeviceGetUuid_v2 && cu_->cuDeviceGetUuid_v2(&uuid, d.handle) == CUDA_SUCCESS) d.uuid = format_uuid(uuid);
+    d.cc_major = attribute(d.handle, kAttrComputeCapabilityMajor);
+    d.cc_minor = attribute(d.handle, kAttrComputeCapabilityMinor);
+    char pci[40];
+    std::snprintf(pci, sizeof pci, "%04x:%02x:%02x.0", attribute(d.handle, kAttrPciDomainId),
+                  attribute(d.handle, kAttrPciBusId), attribute(d.handle, kAttrPciDeviceId));
+    d.pci = pci;
+    d.unified_addressing = attribute(d.handle, kAttrUnifiedAddressing) != 0;
+    d.vmm = attribute(d.handle, kAttrVirtualMemoryManagementSupported) != 0 && cu_->has_vmm();
+    d.posix_fd = attribute(d.handle, kAttrHandleTypePosixFileDescriptorSupported) != 0;
+    d.ipc_event = attribute(d.handle, kAttrIpcEventSupported) != 0;
+    d.managed = attribute(d.handle, kAttrManagedMemory) != 0 && cu_->cuMemAllocManaged;
+    return Outcome::success();
+  }
+
+  // IPCHECK_CUDA_FAULT: empty, or the one test-only fault, private_event.
+  Outcome read_fault() {
     if (const char* f = std::getenv("IPCHECK_CUDA_FAULT"); f && *f) {
       if (std::string(f) != "private_event")
         return Outcome::failure(Errc::invalid, std::string("cuda: IPCHECK_CUDA_FAULT='") + f +
@@ -255,8 +281,6 @@ class CudaAdapter final : public Adapter {
       fault_private_event_ = true;
       std::fprintf(stderr, "[cuda] TEST-ONLY FAULT IPCHECK_CUDA_FAULT=private_event: events are recorded on private events\n");
     }
-    if (Outcome o = warm_up(); !o.ok()) return o;
-    make_gates();  // after the warm-up: a context reset there would take the gate page with it
     return Outcome::success();
   }
 
@@ -811,6 +835,28 @@ class CudaAdapter final : public Adapter {
     bool gate_closed = false;   // the gated record is still pending on the device
     CUevent priv = nullptr;     // IPCHECK_CUDA_FAULT=private_event: what gets recorded instead
   };
+  // What a warm-up counted, which calls failed, and the first group that broke the context.
+  struct WarmUp {
+    explicit WarmUp(const Driver& driver) : cu(driver) {}
+
+    const Driver& cu;
+    std::vector<std::string> failed;
+    int calls = 0;
+    std::string broken;  // "after <group>: <error>"
+
+    // Counts the call; a failure is recorded by its name and CUDA's.
+    bool ok(const char* what, CUresult r) {
+      ++calls;
+      if (r != CUDA_SUCCESS) failed.push_back(std::string(what) + " " + cu.error_name(r));
+      return r == CUDA_SUCCESS;
+    }
+    // Synchronizes the context; the first group after which that fails broke it.
+    bool synced(const char* group) {
+      const CUresult r = cu.cuCtxSynchronize();
+      if (r != CUDA_SUCCESS && broken.empty()) broken = std::string("after ") + group + ": " + cu.error_name(r);
+      return r == CUDA_SUCCESS;
+    }
+  };
   static constexpr int kGateSlots = 1024;  // words of the one gate page
 
   // One page of pinned host memory mapped for the device; word i is gate i. Made once per
@@ -1031,73 +1077,81 @@ class CudaAdapter final : public Adapter {
   // meet it again); a group that leaves the context broken (a sticky error) gets the
   // primary context reset, and init fails only if that does not bring it back.
   Outcome warm_up() {
-    std::vector<std::string> failed;
-    int calls = 0;
-    auto ok = [&](const char* what, CUresult r) {
-      ++calls;
-      if (r != CUDA_SUCCESS) failed.push_back(std::string(what) + " " + cu_->error_name(r));
-      return r == CUDA_SUCCESS;
-    };
-    std::string broken;  // "after <group>: <error>"
-    auto synced = [&](const char* group) {
-      const CUresult r = cu_->cuCtxSynchronize();
-      if (r != CUDA_SUCCESS && broken.empty()) broken = std::string("after ") + group + ": " + cu_->error_name(r);
-      return r == CUDA_SUCCESS;
-    };
+    WarmUp w(*cu_);
     std::vector<std::byte> bytes(4096, std::byte{0x5a});
+    warm_up_memory(w, bytes);
+    warm_up_events(w);
+    if (devices_[0].vmm && devices_[0].posix_fd) warm_up_physical(w);
+    w.synced("the warm-up");
+    warm_up_ = std::to_string(w.calls) + " calls, " +
+               (w.failed.empty() ? std::string("all succeeded") : std::to_string(w.failed.size()) + " failed:");
+    for (const auto& f : w.failed) warm_up_ += " " + f;
+    if (!w.failed.empty()) std::fprintf(stderr, "[cuda] warm-up: %s\n", warm_up_.c_str());
+    if (w.broken.empty()) return Outcome::success();
+    std::fprintf(stderr, "[cuda] warm-up left the context broken (%s); resetting the primary context\n", w.broken.c_str());
+    warm_up_ += "; context broken " + w.broken + ", primary context reset";
+    return reset_broken_context(w.broken, bytes.size());
+  }
+
+  // Device memory (allocated, copied both ways, its IPC handle taken), then pinned host memory.
+  void warm_up_memory(WarmUp& w, std::vector<std::byte>& bytes) {
     CUdeviceptr p = 0;
-    if (ok("cuMemAlloc", cu_->cuMemAlloc_v2(&p, bytes.size()))) {
-      ok("cuMemcpyHtoD", cu_->cuMemcpyHtoD_v2(p, bytes.data(), bytes.size()));
-      ok("cuMemcpyDtoH", cu_->cuMemcpyDtoH_v2(bytes.data(), p, bytes.size()));
+    if (w.ok("cuMemAlloc", cu_->cuMemAlloc_v2(&p, bytes.size()))) {
+      w.ok("cuMemcpyHtoD", cu_->cuMemcpyHtoD_v2(p, bytes.data(), bytes.size()));
+      w.ok("cuMemcpyDtoH", cu_->cuMemcpyDtoH_v2(bytes.data(), p, bytes.size()));
       CUipcMemHandle h{};
-      ok("cuIpcGetMemHandle", cu_->cuIpcGetMemHandle(&h, p));
-      synced("device memory");
+      w.ok("cuIpcGetMemHandle", cu_->cuIpcGetMemHandle(&h, p));
+      w.synced("device memory");
       cu_->cuMemFree_v2(p);
     }
     void* host = nullptr;
-    if (ok("cuMemAllocHost", cu_->cuMemAllocHost_v2(&host, bytes.size()))) cu_->cuMemFreeHost(host);
-    synced("host memory");
+    if (w.ok("cuMemAllocHost", cu_->cuMemAllocHost_v2(&host, bytes.size()))) cu_->cuMemFreeHost(host);
+    w.synced("host memory");
+  }
+
+  // An IPC event: created, its IPC handle taken, recorded and waited for.
+  void warm_up_events(WarmUp& w) {
     CUevent ev = nullptr;
-    if (ok("cuEventCreate", cu_->cuEventCreate(&ev, kEventInterprocess | kEventDisableTiming))) {
+    if (w.ok("cuEventCreate", cu_->cuEventCreate(&ev, kEventInterprocess | kEventDisableTiming))) {
       CUipcEventHandle h{};
-      ok("cuIpcGetEventHandle", cu_->cuIpcGetEventHandle(&h, ev));
-      ok("cuEventRecord", cu_->cuEventRecord(ev, nullptr));
-      ok("cuEventSynchronize", cu_->cuEventSynchronize(ev));
-      synced("events");
+      w.ok("cuIpcGetEventHandle", cu_->cuIpcGetEventHandle(&h, ev));
+      w.ok("cuEventRecord", cu_->cuEventRecord(ev, nullptr));
+      w.ok("cuEventSynchronize", cu_->cuEventSynchronize(ev));
+      w.synced("events");
       cu_->cuEventDestroy_v2(ev);
     }
-    if (devices_[0].vmm && devices_[0].posix_fd) {
-      const CUmemAllocationProp prop = phys_prop(0, true);
-      std::size_t g = 0;
-      CUmemGenericAllocationHandle h = 0;
-      if (ok("cuMemGetAllocationGranularity", cu_->cuMemGetAllocationGranularity(&g, &prop, kMemAllocGranularityMinimum)) &&
-          ok("cuMemCreate", cu_->cuMemCreate(&h, g, &prop, 0))) {
-        int fd = -1;
-        if (ok("cuMemExportToShareableHandle", cu_->cuMemExportToShareableHandle(&fd, h, kMemHandleTypePosixFd, 0)))
-          ::close(fd);
-        CUdeviceptr va = 0;
-        if (ok("cuMemAddressReserve", cu_->cuMemAddressReserve(&va, g, 0, 0, 0))) {
-          if (ok("cuMemMap", cu_->cuMemMap(va, g, 0, h, 0))) {
-            CUmemAccessDesc access{};
-            access.location = prop.location;
-            access.flags = kMemAccessProtReadWrite;
-            ok("cuMemSetAccess", cu_->cuMemSetAccess(va, g, &access, 1));
-            synced("physical memory");
-            cu_->cuMemUnmap(va, g);
-          }
-          cu_->cuMemAddressFree(va, g);
+  }
+
+  // One granule of physical memory on device 0: created, exported as a descriptor, mapped
+  // read-write into a reserved range.
+  void warm_up_physical(WarmUp& w) {
+    const CUmemAllocationProp prop = phys_prop(0, true);
+    std::size_t g = 0;
+    CUmemGenericAllocationHandle h = 0;
+    if (w.ok("cuMemGetAllocationGranularity", cu_->cuMemGetAllocationGranularity(&g, &prop, kMemAllocGranularityMinimum)) &&
+        w.ok("cuMemCreate", cu_->cuMemCreate(&h, g, &prop, 0))) {
+      int fd = -1;
+      if (w.ok("cuMemExportToShareableHandle", cu_->cuMemExportToShareableHandle(&fd, h, kMemHandleTypePosixFd, 0)))
+        ::close(fd);
+      CUdeviceptr va = 0;
+      if (w.ok("cuMemAddressReserve", cu_->cuMemAddressReserve(&va, g, 0, 0, 0))) {
+        if (w.ok("cuMemMap", cu_->cuMemMap(va, g, 0, h, 0))) {
+          CUmemAccessDesc access{};
+          access.location = prop.location;
+          access.flags = kMemAccessProtReadWrite;
+          w.ok("cuMemSetAccess", cu_->cuMemSetAccess(va, g, &access, 1));
+          w.synced("physical memory");
+          cu_->cuMemUnmap(va, g);
         }
-        cu_->cuMemRelease(h);
+        cu_->cuMemAddressFree(va, g);
       }
+      cu_->cuMemRelease(h);
     }
-    synced("the warm-up");
-    warm_up_ = std::to_string(calls) + " calls, " +
-               (failed.empty() ? std::string("all succeeded") : std::to_string(failed.size()) + " failed:");
-    for (const auto& f : failed) warm_up_ += " " + f;
-    if (!failed.empty()) std::fprintf(stderr, "[cuda] warm-up: %s\n", warm_up_.c_str());
-    if (broken.empty()) return Outcome::success();
-    std::fprintf(stderr, "[cuda] warm-up left the context broken (%s); resetting the primary context\n", broken.c_str());
-    warm_up_ += "; context broken " + broken + ", primary context reset";
+  }
+
+  // Resets device 0's primary context the warm-up broke (`broken` says how), takes it
+  // afresh and proves it with one allocation of `probe_bytes`.
+  Outcome reset_broken_context(const std::string& broken, std::size_t probe_bytes) {
     const Device d = devices_[0];
     if (!cu_->cuDevicePrimaryCtxReset_v2)
       return Outcome::failure(Errc::device_lost, "cuda: the warm-up left the context broken (" + broken +
@@ -1112,7 +1166,7 @@ class CudaAdapter final : public Adapter {
     current_ = -1;
     if (auto o = use(0, "init"); !o.ok()) return o;
     CUdeviceptr probe = 0;
-    CUresult r = cu_->cuMemAlloc_v2(&probe, bytes.size());
+    CUresult r = cu_->cuMemAlloc_v2(&probe, probe_bytes);
     if (r == CUDA_SUCCESS) {
       cu_->cuMemFree_v2(probe);
       r = cu_->cuCtxSynchronize();
