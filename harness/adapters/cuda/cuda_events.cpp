@@ -1,0 +1,220 @@
+// The `cuda` adapter's event verbs, and the gates that hold an IPC event pending from its
+// creation until its creator signals (the top of cuda_adapter.cpp says how).
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "cuda_adapter.hpp"
+
+namespace ipcheck::cuda_adapter {
+
+Result<ObjectId> CudaAdapter::event_create(int device, EventFlags flags) {
+  if (auto o = use(device, "event_create"); !o.ok()) return {o};
+  unsigned f = 0;
+  if (flags.ipc) f |= kEventInterprocess;
+  if (!flags.profiling) f |= kEventDisableTiming;  // timing is CUDA's profiling
+  CUevent ev = nullptr;
+  if (const CUresult r = cu_->cuEventCreate(&ev, f); r != CUDA_SUCCESS)
+    return {fail(r, "cuEventCreate(" + event_flag_names(f) + ")")};
+  Event e;
+  e.ev = ev;
+  e.device = device;
+  // An IPC event starts pending (see the top of cuda_adapter.cpp): recorded behind a closed gate.
+  if (flags.ipc) {
+    if (Outcome o = arm(e); !o.ok()) {
+      drop(e);
+      return {o};
+    }
+  }
+  const ObjectId id = next_id_++;
+  events_[id] = e;
+  return {Outcome::runtime_success("cuEventCreate"), id};
+}
+
+Result<Exported> CudaAdapter::event_get(ObjectId id) {
+  Event* e = find_event(id);
+  if (!e) return {unknown("event", id)};
+  CUipcEventHandle h{};
+  if (const CUresult r = cu_->cuIpcGetEventHandle(&h, e->ev); r != CUDA_SUCCESS)
+    return {fail(r, std::string("cuIpcGetEventHandle(") + (e->opened ? "an opened event" : "a created event") + ")")};
+  Exported x;
+  x.id = next_id_++;
+  x.bytes.assign(reinterpret_cast<const std::byte*>(h.reserved), reinterpret_cast<const std::byte*>(h.reserved) + sizeof h);
+  return {Outcome::runtime_success("cuIpcGetEventHandle"), std::move(x)};
+}
+
+Outcome CudaAdapter::event_put(ObjectId) {
+  return Outcome::failure(Errc::not_implemented,
+                          "CUDA has no put for event handles: cuIpcGetEventHandle's handle holds nothing to release");
+}
+
+Result<ObjectId> CudaAdapter::event_open(std::span<const std::byte> bytes, int, int device) {
+  if (bytes.size() != kIpcHandleSize)
+    return {Outcome::failure(Errc::invalid, "cuda: handle is " + std::to_string(bytes.size()) +
+                                                " bytes, CUipcEventHandle is " + std::to_string(kIpcHandleSize))};
+  if (auto o = use(device, "event_open"); !o.ok()) return {o};
+  CUipcEventHandle h;
+  std::memcpy(h.reserved, bytes.data(), sizeof h);
+  CUevent ev = nullptr;
+  if (const CUresult r = cu_->cuIpcOpenEventHandle(&ev, h); r != CUDA_SUCCESS)
+    return {fail(r, "cuIpcOpenEventHandle(device " + std::to_string(device) + ")")};
+  const ObjectId id = next_id_++;
+  Event e;
+  e.ev = ev;
+  e.device = device;
+  e.opened = true;
+  events_[id] = e;
+  return {Outcome::runtime_success("cuIpcOpenEventHandle"), id};
+}
+
+Outcome CudaAdapter::event_signal(ObjectId id) {
+  Event* e = find_event(id);
+  if (!e) return unknown("event", id);
+  if (auto o = use(e->device, "event_signal"); !o.ok()) return o;
+  if (e->gate_closed) {
+    open_gate(*e);
+    return Outcome::success();
+  }
+  CUevent target = e->ev;
+  if (fault_private_event_) {
+    if (!e->priv)
+      if (const CUresult r = cu_->cuEventCreate(&e->priv, kEventDisableTiming); r != CUDA_SUCCESS)
+        return fail(r, "cuEventCreate(CU_EVENT_DISABLE_TIMING) for the test-only private_event fault");
+    target = e->priv;
+  }
+  if (const CUresult r = cu_->cuEventRecord(target, nullptr); r != CUDA_SUCCESS)
+    return fail(r, "cuEventRecord(default stream)");
+  return Outcome::runtime_success("cuEventRecord");
+}
+
+Outcome CudaAdapter::event_reset(ObjectId) {
+  return Outcome::failure(Errc::not_implemented,
+                          "CUDA has no event reset: an event is complete once its last record has run");
+}
+
+Result<bool> CudaAdapter::event_query(ObjectId id) {
+  Event* e = find_event(id);
+  if (!e) return {unknown("event", id)};
+  const CUresult r = cu_->cuEventQuery(e->ev);
+  if (r == CUDA_SUCCESS) return {Outcome::runtime_success("cuEventQuery"), true};
+  if (r == CUDA_ERROR_NOT_READY) return {Outcome::runtime_success("cuEventQuery"), false};
+  return {fail(r, "cuEventQuery")};
+}
+
+Result<bool> CudaAdapter::event_wait(ObjectId id, std::chrono::nanoseconds timeout) {
+  Event* e = find_event(id);
+  if (!e) return {unknown("event", id)};
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    const CUresult r = cu_->cuEventQuery(e->ev);
+    if (r == CUDA_SUCCESS) return {Outcome::runtime_success("cuEventQuery"), true};
+    if (r != CUDA_ERROR_NOT_READY) return {fail(r, "cuEventQuery while waiting")};
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return {Outcome::runtime_success("cuEventQuery"), false};  // still CUDA_ERROR_NOT_READY
+    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(pause, deadline - now));
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+}
+
+Outcome CudaAdapter::event_retain(ObjectId) {
+  return Outcome::failure(Errc::not_implemented, "CUDA events have no reference count to retain");
+}
+
+Outcome CudaAdapter::event_release(ObjectId id) {
+  Event* e = find_event(id);
+  if (!e) return unknown("event", id);
+  open_gate(*e);  // a record still pending completes before its event goes
+  if (const CUresult r = cu_->cuEventDestroy_v2(e->ev); r != CUDA_SUCCESS)
+    return fail(r, std::string("cuEventDestroy(") + (e->opened ? "an opened event" : "a created event") + ")");
+  e->ev = nullptr;
+  drop(*e);
+  events_.erase(id);
+  return Outcome::runtime_success("cuEventDestroy");
+}
+
+void CudaAdapter::make_gates() {
+  if (!cu_->has_stream_wait()) {
+    gate_error_ = Outcome::failure(Errc::not_implemented, "cuda: " + cu_->path() +
+                                                              " lacks cuStreamWaitValue32_v2/cuMemHostAlloc (needed to hold an event pending)");
+    return;
+  }
+  void* host = nullptr;
+  if (const CUresult r = cu_->cuMemHostAlloc(&host, kGateSlots * sizeof(std::uint32_t), kMemHostAllocDeviceMap);
+      r != CUDA_SUCCESS) {
+    gate_error_ = fail(r, "cuMemHostAlloc(4096 bytes, CU_MEMHOSTALLOC_DEVICEMAP) for the event gates");
+    return;
+  }
+  CUdeviceptr dev = 0;
+  if (const CUresult r = cu_->cuMemHostGetDevicePointer_v2(&dev, host, 0); r != CUDA_SUCCESS) {
+    gate_error_ = fail(r, "cuMemHostGetDevicePointer for the event gates");
+    cu_->cuMemFreeHost(host);
+    return;
+  }
+  std::memset(host, 0, kGateSlots * sizeof(std::uint32_t));
+  gate_host_ = static_cast<std::uint32_t*>(host);
+  gate_dev_ = dev;
+  gate_value_.assign(kGateSlots, 0);
+  gate_used_.assign(kGateSlots, false);
+}
+
+Outcome CudaAdapter::arm(Event& e) {
+  if (!gate_host_) return gate_error_;
+  const auto free_slot = std::find(gate_used_.begin(), gate_used_.end(), false);
+  if (free_slot == gate_used_.end())
+    return Outcome::failure(Errc::exhausted, "cuda: all " + std::to_string(kGateSlots) +
+                                                 " event gates are in use (one per live IPC event of this process)");
+  const int slot = static_cast<int>(free_slot - gate_used_.begin());
+  if (const CUresult r = cu_->cuStreamCreate(&e.stream, kStreamNonBlocking); r != CUDA_SUCCESS)
+    return fail(r, "cuStreamCreate(CU_STREAM_NON_BLOCKING) for the event's gate");
+  // Values only grow: a gate opened before (the word holds its last value) is closed again.
+  const std::uint32_t value = gate_value_[static_cast<std::size_t>(slot)] + 1;
+  const CUdeviceptr word = gate_dev_ + static_cast<CUdeviceptr>(slot) * sizeof(std::uint32_t);
+  if (const CUresult r = cu_->cuStreamWaitValue32_v2(e.stream, word, value, kStreamWaitValueGeq); r != CUDA_SUCCESS)
+    return fail(r, "cuStreamWaitValue32(gate " + std::to_string(slot) + ", CU_STREAM_WAIT_VALUE_GEQ " +
+                       std::to_string(value) + ")");
+  gate_value_[static_cast<std::size_t>(slot)] = value;
+  gate_used_[static_cast<std::size_t>(slot)] = true;
+  e.slot = slot;
+  e.gate_closed = true;
+  CUevent target = e.ev;
+  if (fault_private_event_) {
+    if (const CUresult r = cu_->cuEventCreate(&e.priv, kEventDisableTiming); r != CUDA_SUCCESS)
+      return fail(r, "cuEventCreate(CU_EVENT_DISABLE_TIMING) for the test-only private_event fault");
+    target = e.priv;
+  }
+  if (const CUresult r = cu_->cuEventRecord(target, e.stream); r != CUDA_SUCCESS)
+    return fail(r, "cuEventRecord(the event's gated stream)");
+  return Outcome::success();
+}
+
+void CudaAdapter::open_gate(Event& e) {
+  if (!e.gate_closed) return;
+  __atomic_store_n(&gate_host_[e.slot], gate_value_[static_cast<std::size_t>(e.slot)], __ATOMIC_SEQ_CST);
+  e.gate_closed = false;
+}
+
+void CudaAdapter::drop(Event& e) {
+  open_gate(e);
+  if (e.ev) cu_->cuEventDestroy_v2(e.ev);
+  e.ev = nullptr;
+  if (e.priv) cu_->cuEventDestroy_v2(e.priv);
+  e.priv = nullptr;
+  if (e.stream) cu_->cuStreamDestroy_v2(e.stream);  // returns at once; the stream goes once drained
+  e.stream = nullptr;
+  if (e.slot >= 0) gate_used_[static_cast<std::size_t>(e.slot)] = false;
+  e.slot = -1;
+}
+
+std::string CudaAdapter::event_flag_names(unsigned f) {
+  std::string s;
+  if (f & kEventInterprocess) s += "CU_EVENT_INTERPROCESS";
+  if (f & kEventDisableTiming) s += std::string(s.empty() ? "" : " | ") + "CU_EVENT_DISABLE_TIMING";
+  return s.empty() ? "CU_EVENT_DEFAULT" : s;
+}
+
+}  // namespace ipcheck::cuda_adapter
