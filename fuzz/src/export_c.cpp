@@ -18,6 +18,7 @@
 #include "ipcheck/fuzz/symbolic.hpp"
 #include "ipcheck_version.h"
 #include "protocol.hpp"
+#include "targets.hpp"
 
 namespace ipcheck::fuzz {
 namespace {
@@ -265,6 +266,68 @@ std::pair<int, int> export_name(const std::string& name) {
   return {-1, -1};
 }
 
+// What the program does, for its opening comment.
+std::string memory_program_text(const std::string& base) {
+  return "What it does: a producer process (fork, no exec) makes the allocations of the campaign's set-up "
+         "(ipcheck.fuzz-setup/1) with cuMemAlloc, in the same order and after the same warm-up calls, fills "
+         "each with its own pattern (the 8-byte word at offset o is salt + o) and exports some with "
+         "cuIpcGetMemHandle; the others are decoys that are never exported. It passes its handles to the "
+         "parent through a pipe. A consumer process makes its own export and decoy, opens each unchanged "
+         "handle once (as the campaign's workers do), then takes a fresh handle of " + base +
+         ", applies the finding's changes (below, as data: the handle embeds pids and ids, so values taken "
+         "from the campaign's live processes are taken from this run's), opens it with "
+         "cuIpcOpenMemHandle(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) and judges it: the open must fail, or map "
+         "an export whose pattern reads back in full with cuMemcpyDtoH; then cuIpcCloseMemHandle, and a read "
+         "of the consumer's own allocation must still work (its context is alive).";
+}
+
+std::string event_program_text(const std::string& base) {
+  return "What it does: a producer process (fork, no exec) creates the events of the campaign's set-up "
+         "(ipcheck.fuzz-setup/1, --target event) with cuEventCreate(CU_EVENT_INTERPROCESS | "
+         "CU_EVENT_DISABLE_TIMING), in the same order and after the same warm-up calls, and exports some with "
+         "cuIpcGetEventHandle; those it records on an idle stream, so they complete. The others are decoys, "
+         "never exported, recorded behind a stream wait on a host word that is never written, so they stay "
+         "pending. It passes its handles to the parent through a pipe. A consumer process makes its own "
+         "events (all pending), takes a fresh handle of " + base +
+         ", applies the finding's changes (below, as data), opens it with cuIpcOpenEventHandle and judges it: "
+         "the open must fail, or give an event that is complete (every live export is); a pending event is "
+         "one this consumer was never given. Then cuEventDestroy, and the consumer's own event must still "
+         "answer cuEventQuery (its context is alive).";
+}
+
+// The set-up tables of the program, as C.
+std::string alloc_tables() {
+  std::ostringstream c;
+  c << "struct alloc_spec {\n  const char *name;\n  size_t bytes;\n  int kind;\n  int device;  /* the last device when fewer exist */\n"
+    << "  int decoy;   /* never exported */\n  int n_exports;\n  uint64_t offsets[4];  /* exported at these offsets */\n};\n"
+    << "/* The campaign's set-up, in its order (CUDA has no put: every export stays live). */\n"
+    << "static const struct alloc_spec producer_allocs[] = {\n" << alloc_table(detail::producer_setup(), "producer") << "};\n"
+    << "static const struct alloc_spec worker_allocs[] = {\n" << alloc_table(detail::consumer_setup(), "worker") << "};\n"
+    << "#define N_PRODUCER_ALLOCS " << detail::producer_setup().size() << "\n"
+    << "#define N_WORKER_ALLOCS " << detail::consumer_setup().size() << "\n";
+  return c.str();
+}
+
+std::string event_table(const std::vector<detail::EventSpec>& specs, const std::string& who) {
+  std::string out;
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    out += "    {\"" + who + ".alloc[" + std::to_string(i) + "]\", " + (specs[i].decoy ? "1" : "0") + "},\n";
+  return out;
+}
+
+std::string event_tables() {
+  std::ostringstream c;
+  c << "struct event_spec {\n  const char *name;\n  int decoy;  /* never exported */\n};\n"
+    << "/* The campaign's events, in its order (CUDA has no put: the export put in the campaign's\n"
+    << "   set-up stays live, as it did there). */\n"
+    << "static const struct event_spec producer_events[] = {\n" << event_table(detail::producer_event_setup(), "producer") << "};\n"
+    << "static const struct event_spec worker_events[] = {\n" << event_table(detail::consumer_event_setup(), "worker") << "};\n"
+    << "#define N_PRODUCER_EVENTS " << detail::producer_event_setup().size() << "\n"
+    << "#define N_WORKER_EVENTS " << detail::consumer_event_setup().size() << "\n"
+    ;
+  return c.str();
+}
+
 const char* kBody =
 R"c_body(/* ---- CUDA driver API, declared here (no CUDA headers needed) ---------------------- */
 typedef int CUresult;
@@ -279,6 +342,10 @@ typedef struct { unsigned char reserved[64]; } CUipcEventHandle;
 #define CU_MEM_ATTACH_GLOBAL 0x1u
 #define CU_EVENT_DISABLE_TIMING 0x2u
 #define CU_EVENT_INTERPROCESS 0x4u
+#define CU_STREAM_NON_BLOCKING 0x1u
+#define CU_STREAM_WAIT_VALUE_GEQ 0x0u
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x2u
+#define CUDA_ERROR_NOT_READY 600
 
 static struct {
   CUresult (*cuInit)(unsigned);
@@ -303,6 +370,14 @@ static struct {
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventDestroy_v2)(CUevent);
   CUresult (*cuIpcGetEventHandle)(CUipcEventHandle *, CUevent);
+#if TARGET_EVENT
+  CUresult (*cuEventQuery)(CUevent);
+  CUresult (*cuIpcOpenEventHandle)(CUevent *, CUipcEventHandle);
+  CUresult (*cuStreamCreate)(CUstream *, unsigned);
+  CUresult (*cuStreamWaitValue32_v2)(CUstream, CUdeviceptr, uint32_t, unsigned);
+  CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
+  CUresult (*cuMemHostGetDevicePointer_v2)(CUdeviceptr *, void *, unsigned);
+#endif
 } cu;
 
 static const char *role = "main";
@@ -344,6 +419,10 @@ static int load_cuda(void) {
   LOAD(cuMemFreeHost); LOAD(cuMemcpyHtoD_v2); LOAD(cuMemcpyDtoH_v2); LOAD(cuIpcGetMemHandle);
   LOAD(cuIpcOpenMemHandle_v2); LOAD(cuIpcCloseMemHandle); LOAD(cuEventCreate); LOAD(cuEventRecord);
   LOAD(cuEventSynchronize); LOAD(cuEventDestroy_v2); LOAD(cuIpcGetEventHandle);
+#if TARGET_EVENT
+  LOAD(cuEventQuery); LOAD(cuIpcOpenEventHandle); LOAD(cuStreamCreate); LOAD(cuStreamWaitValue32_v2);
+  LOAD(cuMemHostAlloc); LOAD(cuMemHostGetDevicePointer_v2);
+#endif
 #undef LOAD
   return 1;
 }
@@ -357,16 +436,19 @@ static uint64_t load64(const unsigned char *p, int width) {
 static void store64(unsigned char *p, int width, uint64_t v) {
   for (int i = 0; i < width; ++i) p[i] = (unsigned char)(v >> (8 * i));
 }
+#if !TARGET_EVENT
 static uint64_t salt_of(int side, int index) {
   return (0x5ca1ab1e00000000ull ^ ((uint64_t)(side * 16 + index + 1) << 40)) & ~7ull;
 }
 static void fill_canary(uint64_t salt, unsigned char *out, size_t bytes) {
   for (size_t b = 0; b < bytes; ++b) out[b] = (unsigned char)((salt + (b & ~(size_t)7)) >> (8 * (b & 7)));
 }
+#endif
 
 /* ---- the allocations of both roles, as the campaign makes them ---------------------- */
 #define MAX_ALLOCS 16
 #define MAX_EXPORTS 16
+#if !TARGET_EVENT
 struct range { uint64_t offset, size; };
 struct alloc_state {
   const char *name;
@@ -375,6 +457,7 @@ struct alloc_state {
   int n_live;
   struct range live[8];
 };
+#endif
 struct producer_report {  /* producer -> parent, one write */
   int ok;
   int pid;
@@ -386,7 +469,7 @@ struct producer_report {  /* producer -> parent, one write */
   char error[512];
 };
 struct shared_page {  /* consumer -> parent */
-  volatile int stage;  /* 0 set-up, 1 in cuIpcOpenMemHandle, 2 judging, 3 done */
+  volatile int stage;  /* 0 set-up, 1 in the open (OPEN_CALL), 2 judging, 3 done */
   volatile int verdict;
   char detail[1024];
 };
@@ -435,6 +518,7 @@ static int init_cuda(void) {
   return ok("cuCtxSynchronize after the warm-up", cu.cuCtxSynchronize());
 }
 
+#if !TARGET_EVENT
 /* Allocates and fills one role's set-up; exports as the campaign does. */
 static int build_setup(const struct alloc_spec *specs, int n, int side, CUdeviceptr *ptrs, struct alloc_state *table,
                        struct producer_report *exports) {
@@ -510,6 +594,80 @@ static int producer_main(int report_fd, int stop_fd) {
   }
   _exit(0);  /* the allocations die with the process */
 }
+#else
+/* ---- events: complete, or pending behind a gate the host never opens --------------- */
+static uint32_t *gate_host;
+static CUdeviceptr gate_dev;
+
+static int make_gates(void) {
+  void *host = NULL;
+  if (!ok("cuMemHostAlloc(4096 bytes, CU_MEMHOSTALLOC_DEVICEMAP) for the event gates",
+          cu.cuMemHostAlloc(&host, 4096, CU_MEMHOSTALLOC_DEVICEMAP)))
+    return 0;
+  memset(host, 0, 4096);
+  gate_host = host;
+  return ok("cuMemHostGetDevicePointer for the event gates", cu.cuMemHostGetDevicePointer_v2(&gate_dev, host, 0));
+}
+
+/* One role's events, in the campaign's order: exported unless decoys. With `complete_live`
+   (the producer) a live export is recorded on an idle stream and completes; every other
+   event is recorded on its own stream behind a wait for a gate word that stays 0, so it
+   stays pending, as ipcheck's cuda adapter makes every IPC event until it is signaled. */
+static int build_events(const struct event_spec *specs, int n, int complete_live, CUevent *events,
+                        struct producer_report *exports) {
+  for (int i = 0; i < n; ++i) {
+    char what[160];
+    snprintf(what, sizeof what, "cuEventCreate(%s, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING)", specs[i].name);
+    if (!ok(what, cu.cuEventCreate(&events[i], CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING))) return 0;
+    if (!specs[i].decoy) {
+      CUipcEventHandle h;
+      snprintf(what, sizeof what, "cuIpcGetEventHandle(%s)", specs[i].name);
+      if (!ok(what, cu.cuIpcGetEventHandle(&h, events[i]))) return 0;
+      int k = exports->n_exports++;
+      exports->export_alloc[k] = i;
+      exports->export_offset[k] = 0;
+      memcpy(exports->handles[k], h.reserved, 64);
+      exports->exported[i] = 1;
+    }
+    if (complete_live && !specs[i].decoy) {
+      snprintf(what, sizeof what, "cuEventRecord(%s) on an idle stream", specs[i].name);
+      /* cuEventSynchronize, not cuCtxSynchronize: the context also holds the gated streams. */
+      if (!ok(what, cu.cuEventRecord(events[i], NULL)) || !ok("cuEventSynchronize", cu.cuEventSynchronize(events[i]))) return 0;
+      continue;
+    }
+    CUstream stream;
+    if (!ok("cuStreamCreate(CU_STREAM_NON_BLOCKING) for a gate", cu.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING))) return 0;
+    if (!ok("cuStreamWaitValue32 on a gate",
+            cu.cuStreamWaitValue32_v2(stream, gate_dev + 4 * (CUdeviceptr)i, 1, CU_STREAM_WAIT_VALUE_GEQ)))
+      return 0;
+    snprintf(what, sizeof what, "cuEventRecord(%s) behind its gate", specs[i].name);
+    if (!ok(what, cu.cuEventRecord(events[i], stream))) return 0;
+  }
+  return 1;
+}
+
+/* ---- the producer: exports, reports, then keeps everything alive until told ------- */
+static int producer_main(int report_fd, int stop_fd) {
+  role = "producer";
+  static struct producer_report rep;
+  static CUevent events[MAX_ALLOCS];
+  memset(&rep, 0, sizeof rep);
+  rep.pid = (int)getpid();
+  rep.ok = init_cuda() && make_gates() && build_events(producer_events, N_PRODUCER_EVENTS, 1, events, &rep);
+  if (!rep.ok) snprintf(rep.error, sizeof rep.error, "%s", error_text);
+  for (int i = 0; rep.ok && i < N_PRODUCER_EVENTS; ++i)
+    printf("[producer] %-20s %s\n", producer_events[i].name,
+           producer_events[i].decoy ? "pending, never exported" : "exported, complete");
+  fflush(stdout);
+  if (write(report_fd, &rep, sizeof rep) != (ssize_t)sizeof rep) return 2;
+  char c;
+  while (read(stop_fd, &c, 1) > 0) {
+  }
+  if (gate_host)
+    for (int i = 0; i < 1024; ++i) gate_host[i] = 1;  /* the pending records may run before the events go */
+  _exit(0);
+}
+#endif
 
 /* ---- the consumer: the open and the oracle ---------------------------------------- */
 enum verdict { V_REJECTED, V_MAPPED, V_CRASH, V_HANG, V_FD_LEAK, V_MAPPING_LEAK, V_CONFUSED_DEPUTY, V_STALE_EXPORT,
@@ -523,8 +681,10 @@ static const char *verdict_names[] = {"rejected", "mapped", "crash", "hang", "fd
 static struct producer_report from_producer;
 static struct shared_page *page;
 static pid_t dead_pid;
+#if !TARGET_EVENT
 static struct alloc_state table[2 * MAX_ALLOCS];
 static int table_size;
+#endif
 
 static int lowest_free_fd(void) {
   int fd = fcntl(0, F_DUPFD_CLOEXEC, 0);
@@ -533,6 +693,7 @@ static int lowest_free_fd(void) {
   return fd;
 }
 
+#if !TARGET_EVENT
 /* Which allocation, from which offset, holds the 32 bytes read at `address`. */
 static int identify(CUdeviceptr address, const unsigned char *head, uint64_t *offset) {
   int k = (int)((8 - (address & 7)) & 7);
@@ -614,12 +775,45 @@ static int judge(CUdeviceptr address, const unsigned char *handle, char *detail,
   return v;
 }
 
+#endif
+
 static void print_handle(const char *label, const unsigned char *h) {
   printf("[consumer] %-8s", label);
   for (int i = 0; i < 64; ++i) printf("%s%02x", i % 8 ? "" : " ", h[i]);
   printf("\n");
 }
 
+/* The input: a fresh handle of BASE_NAME with the finding's changes; 0 (and the page says
+   why) when the set-up lacks an export a change takes its value from. */
+static int apply_patches(const struct producer_report *own, const unsigned char *base, unsigned char *input) {
+  memcpy(input, base, 64);
+  for (const struct patch *c = patches; c->offset >= 0; ++c) {
+    uint64_t v = c->literal;
+    if (c->source == SRC_PRODUCER_EXPORT || c->source == SRC_WORKER_EXPORT) {
+      const int count = c->source == SRC_PRODUCER_EXPORT ? from_producer.n_exports : own->n_exports;
+      if (c->source_index >= count) {
+        snprintf(page->detail, sizeof page->detail, "consumer: the set-up made no export #%d for %s", c->source_index, c->what);
+        page->verdict = V_SETUP_ERROR;
+        return 0;
+      }
+      const unsigned char *src = c->source == SRC_PRODUCER_EXPORT ? from_producer.handles[c->source_index]
+                                                                  : own->handles[c->source_index];
+      v = load64(src + c->source_offset, c->source_width);
+    } else if (c->source == SRC_PRODUCER_PID) {
+      v = (uint64_t)from_producer.pid;
+    } else if (c->source == SRC_WORKER_PID) {
+      v = (uint64_t)getpid();
+    } else if (c->source == SRC_DEAD_PID) {
+      v = (uint64_t)dead_pid;
+    }
+    store64(input + c->offset, c->width, v);
+    printf("[consumer] %s\n", c->what);
+  }
+  return 1;
+}
+
+
+#if !TARGET_EVENT
 static int consumer_main(void) {
   role = "consumer";
   static struct producer_report own;
@@ -686,29 +880,7 @@ static int consumer_main(void) {
     return 2;
   }
   unsigned char input[64];
-  memcpy(input, base, 64);
-  for (const struct patch *c = patches; c->offset >= 0; ++c) {
-    uint64_t v = c->literal;
-    if (c->source == SRC_PRODUCER_EXPORT || c->source == SRC_WORKER_EXPORT) {
-      const int count = c->source == SRC_PRODUCER_EXPORT ? from_producer.n_exports : own.n_exports;
-      if (c->source_index >= count) {
-        snprintf(page->detail, sizeof page->detail, "consumer: the set-up made no export #%d for %s", c->source_index, c->what);
-        page->verdict = V_SETUP_ERROR;
-        return 2;
-      }
-      const unsigned char *src = c->source == SRC_PRODUCER_EXPORT ? from_producer.handles[c->source_index]
-                                                                  : own.handles[c->source_index];
-      v = load64(src + c->source_offset, c->source_width);
-    } else if (c->source == SRC_PRODUCER_PID) {
-      v = (uint64_t)from_producer.pid;
-    } else if (c->source == SRC_WORKER_PID) {
-      v = (uint64_t)getpid();
-    } else if (c->source == SRC_DEAD_PID) {
-      v = (uint64_t)dead_pid;
-    }
-    store64(input + c->offset, c->width, v);
-    printf("[consumer] %s\n", c->what);
-  }
+  if (!apply_patches(&own, base, input)) return 2;
   print_handle(BASE_NAME, base);
   print_handle("input", input);
   printf("[consumer] bytes changed:");
@@ -762,6 +934,88 @@ static int consumer_main(void) {
   page->stage = 3;
   return 0;
 }
+#else
+static int consumer_main(void) {
+  role = "consumer";
+  static struct producer_report own;
+  static CUevent events[MAX_ALLOCS];
+  memset(&own, 0, sizeof own);
+  if (!init_cuda() || !make_gates() || !build_events(worker_events, N_WORKER_EVENTS, 0, events, &own)) {
+    snprintf(page->detail, sizeof page->detail, "%s", error_text);
+    page->verdict = V_SETUP_ERROR;
+    return 2;
+  }
+  if ((BASE_SIDE == 0 ? from_producer.n_exports : own.n_exports) <= BASE_INDEX) {
+    snprintf(page->detail, sizeof page->detail, "consumer: the set-up made no %s", BASE_NAME);
+    page->verdict = V_SETUP_ERROR;
+    return 2;
+  }
+  const unsigned char *base = BASE_SIDE == 0 ? from_producer.handles[BASE_INDEX] : own.handles[BASE_INDEX];
+  unsigned char input[64];
+  if (!apply_patches(&own, base, input)) return 2;
+  print_handle(BASE_NAME, base);
+  print_handle("input", input);
+  printf("[consumer] bytes changed:");
+  for (int i = 0; i < 64; ++i)
+    if (input[i] != base[i]) printf(" %d:%02x->%02x", i, base[i], input[i]);
+  printf("\n");
+  fflush(stdout);
+  int fd_floor = lowest_free_fd();
+  CUipcEventHandle h;
+  CUevent ev = NULL;
+  memcpy(h.reserved, input, 64);
+  page->stage = 1;
+  CUresult r = cu.cuIpcOpenEventHandle(&ev, h);
+  page->stage = 2;
+  int v;
+  char detail[1024];
+  if (r != 0) {
+    v = V_REJECTED;
+    snprintf(detail, sizeof detail, "cuIpcOpenEventHandle answered %s", err_name(r));
+  } else {
+    /* Every live export of the producer is complete; every other event of both processes
+       (the producer's decoys, all of the consumer's own) is pending. */
+    CUresult q = cu.cuEventQuery(ev);
+    if (q == 0) {
+      v = V_MAPPED;
+      snprintf(detail, sizeof detail, "the opened event is complete, as every live export of the producer is");
+    } else if (q == CUDA_ERROR_NOT_READY) {
+      v = V_CONFUSED_DEPUTY;
+      snprintf(detail, sizeof detail, "the opened event is pending (cuEventQuery answered CUDA_ERROR_NOT_READY): every live "
+               "export of the producer is complete, so it is an event this consumer was never given");
+    } else {
+      v = V_UNREADABLE_MAPPING;
+      snprintf(detail, sizeof detail, "cuIpcOpenEventHandle succeeded, but cuEventQuery of the opened event answered %s",
+               err_name(q));
+    }
+    CUresult closed = cu.cuEventDestroy_v2(ev);
+    if (v == V_MAPPED && closed != 0) {
+      v = V_CLOSE_FAILED;
+      snprintf(detail, sizeof detail, "cuEventDestroy of the opened event answered %s", err_name(closed));
+    }
+  }
+  /* Is the consumer's context still usable? Its own first event must still read pending. */
+  CUresult health = cu.cuEventQuery(events[0]);
+  if (health != CUDA_ERROR_NOT_READY && health != 0) {
+    char before[1024];
+    snprintf(before, sizeof before, "%s", detail);
+    snprintf(detail, sizeof detail, "after this open (%s: %.512s), cuEventQuery of the consumer's own event answered %s: its context is lost",
+             verdict_names[v], before, err_name(health));
+    v = V_CONTEXT_LOST;
+  }
+  if (v == V_REJECTED || v == V_MAPPED) {
+    int floor = lowest_free_fd();
+    if (floor > fd_floor) {
+      snprintf(detail, sizeof detail, "descriptor %d was left open by the open%s", fd_floor, r == 0 ? " and release" : "");
+      v = V_FD_LEAK;
+    }
+  }
+  snprintf(page->detail, sizeof page->detail, "%s", detail);
+  page->verdict = v;
+  page->stage = 3;
+  return 0;
+}
+#endif
 
 /* ---- the parent: never loads CUDA; forks the producer and the consumer -------------- */
 static double now(void) {
@@ -861,13 +1115,13 @@ int main(void) {
   waitpid(producer, &rc, 0);
   char detail[1200];
   if (hung) {
-    snprintf(detail, sizeof detail, "cuIpcOpenMemHandle did not return within %d s; the consumer was killed", HANG_SECONDS);
+    snprintf(detail, sizeof detail, "%s did not return within %d s; the consumer was killed", OPEN_CALL, HANG_SECONDS);
     return finish(V_HANG, detail);
   }
   if (WIFSIGNALED(status)) {
     const int stage = page->stage;
-    snprintf(detail, sizeof detail, "the consumer died of signal %d (%s) %s", WTERMSIG(status), strsignal(WTERMSIG(status)),
-             stage == 1 ? "inside cuIpcOpenMemHandle" : stage == 2 ? "while judging the mapping" : "outside the open");
+    snprintf(detail, sizeof detail, "the consumer died of signal %d (%s) %s%s", WTERMSIG(status), strsignal(WTERMSIG(status)),
+             stage == 1 ? "inside " : "", stage == 1 ? OPEN_CALL : stage == 2 ? "while judging what the open gave" : "outside the open");
     return finish(V_CRASH, detail);
   }
   return finish(page->verdict, page->detail);
@@ -893,12 +1147,13 @@ std::string export_c(const ExportCOptions& o) {
   }
   if (f.adapter != "cuda")
     throw std::invalid_argument("finding '" + f.id + "' is from adapter '" + f.adapter +
-                                "': --export-c supports cuda findings (CUDA memory handles, cuIpcOpenMemHandle); "
-                                "rerun a finding of another adapter with 'ipcheck fuzz --replay'");
-  if (f.target != "memory")
+                                "': --export-c supports cuda findings (CUDA memory handles, cuIpcOpenMemHandle; event "
+                                "handles, cuIpcOpenEventHandle); rerun a finding of another adapter with 'ipcheck fuzz --replay'");
+  if (f.target != "memory" && f.target != "event")
     throw std::invalid_argument("finding '" + f.id + "' is from a --target " + f.target +
-                                " campaign: --export-c writes programs for memory-handle findings only; rerun it with "
-                                "'ipcheck fuzz --replay'");
+                                " campaign: --export-c writes programs for memory- and event-handle findings; rerun it "
+                                "with 'ipcheck fuzz --replay'");
+  const bool events = f.target == "event";
   if (!f.has_input)
     throw std::invalid_argument("finding '" + f.id + "' has no input (" +
                                 (f.detail.empty() ? std::string("seen at the end of a worker, not in an open") : f.detail) +
@@ -910,7 +1165,8 @@ std::string export_c(const ExportCOptions& o) {
   const Symbolic& s = f.input;
   if (layout.size != 64 || s.length != 64 || !s.tail.empty())
     throw std::invalid_argument("finding '" + f.id + "' opens " + std::to_string(s.length) +
-                                " bytes; a CUipcMemHandle is 64 (the cuda adapter refuses other lengths itself)");
+                                " bytes; a " + (events ? "CUipcEventHandle" : "CUipcMemHandle") +
+                                " is 64 (the cuda adapter refuses other lengths itself)");
   if (s.resealed && layout.has_checksum())
     throw std::invalid_argument("finding '" + f.id + "' uses layout " + f.layout + ", which has a checksum; no CUDA handle has one");
   const auto [base_side, base_index] = export_name(s.base);
@@ -958,7 +1214,8 @@ std::string export_c(const ExportCOptions& o) {
   const std::string mutation = describe(s, layout);
 
   std::ostringstream c;
-  c << "/* Standalone reproducer of ipcheck fuzz finding " << comment_text(f.id) << " (CUDA IPC memory handle).\n"
+  c << "/* Standalone reproducer of ipcheck fuzz finding " << comment_text(f.id) << " (CUDA IPC "
+    << (events ? "event" : "memory") << " handle).\n"
     << " *\n"
     << wrap("Found on: NVIDIA driver " + comment_text(f.driver.empty() ? std::string("(not recorded)") : f.driver) +
                 ", adapter cuda, handle layout " + comment_text(f.layout) + ".", " * ")
@@ -967,17 +1224,7 @@ std::string export_c(const ExportCOptions& o) {
     << wrap("Finding: " + comment_text(f.outcome) + (f.detail.empty() ? "" : ": " + comment_text(f.detail)), " * ")
     << wrap("Input: " + comment_text(mutation) + ".", " * ")
     << " *\n"
-    << wrap("What it does: a producer process (fork, no exec) makes the allocations of the campaign's set-up "
-            "(ipcheck.fuzz-setup/1) with cuMemAlloc, in the same order and after the same warm-up calls, fills "
-            "each with its own pattern (the 8-byte word at offset o is salt + o) and exports some with "
-            "cuIpcGetMemHandle; the others are decoys that are never exported. It passes its handles to the "
-            "parent through a pipe. A consumer process makes its own export and decoy, opens each unchanged "
-            "handle once (as the campaign's workers do), then takes a fresh handle of " + s.base +
-            ", applies the finding's changes (below, as data: the handle embeds pids and ids, so values taken "
-            "from the campaign's live processes are taken from this run's), opens it with "
-            "cuIpcOpenMemHandle(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) and judges it: the open must fail, or map "
-            "an export whose pattern reads back in full with cuMemcpyDtoH; then cuIpcCloseMemHandle, and a read "
-            "of the consumer's own allocation must still work (its context is alive).", " * ")
+    << wrap(events ? event_program_text(s.base) : memory_program_text(s.base), " * ")
     << " *\n"
     << " * Build: cc -std=c11 -Wall -Wextra -Werror -o repro repro.c -ldl\n"
     << " * Run:   ./repro        (REPRO_LIBCUDA=/path/to/libcuda.so.1 names another driver library)\n"
@@ -1005,16 +1252,12 @@ std::string export_c(const ExportCOptions& o) {
     << "  /* where the handle's size is, in layout " << comment_text(layout.name) << " (-1: not used) */\n"
     << "#define SIZE_FIELD_WIDTH " << (size_field >= 0 ? layout.fields[static_cast<std::size_t>(size_field)].width : 8) << "\n"
     << "#define NEEDS_DEAD_PID " << (needs_dead_pid ? 1 : 0) << "\n"
+    << "#define TARGET_EVENT " << (events ? 1 : 0) << "  /* 1: an event handle (cuIpcOpenEventHandle) */\n"
+    << "#define OPEN_CALL " << (events ? "\"cuIpcOpenEventHandle\"" : "\"cuIpcOpenMemHandle\"") << "\n"
     << "#define HANG_SECONDS 10\n"
     << "enum { KIND_DEVICE, KIND_HOST, KIND_SHARED };\n"
     << "enum { SRC_LITERAL, SRC_PRODUCER_EXPORT, SRC_WORKER_EXPORT, SRC_PRODUCER_PID, SRC_WORKER_PID, SRC_DEAD_PID };\n"
-    << "struct alloc_spec {\n  const char *name;\n  size_t bytes;\n  int kind;\n  int device;  /* the last device when fewer exist */\n"
-    << "  int decoy;   /* never exported */\n  int n_exports;\n  uint64_t offsets[4];  /* exported at these offsets */\n};\n"
-    << "/* The campaign's set-up, in its order (CUDA has no put: every export stays live). */\n"
-    << "static const struct alloc_spec producer_allocs[] = {\n" << alloc_table(detail::producer_setup(), "producer") << "};\n"
-    << "static const struct alloc_spec worker_allocs[] = {\n" << alloc_table(detail::consumer_setup(), "worker") << "};\n"
-    << "#define N_PRODUCER_ALLOCS " << detail::producer_setup().size() << "\n"
-    << "#define N_WORKER_ALLOCS " << detail::consumer_setup().size() << "\n"
+    << (events ? event_tables() : alloc_tables())
     << "/* The finding's changes to the fresh handle of BASE_NAME: bytes [offset, offset + width)\n"
     << "   (little-endian) take the literal, or a value of this run (another export's bytes, a pid). */\n"
     << "struct patch {\n  int offset, width;\n  int source, source_index, source_offset, source_width;\n"

@@ -72,6 +72,17 @@ expect_in("${text}" "{16, 8, SRC_PRODUCER_EXPORT, 0, 16, 8, 0x1000ull,")
 expect_in("${text}" "#define SIZE_FIELD_OFFSET 16")
 
 # Refusals.
+# An event-handle finding (--target event): the program opens with cuIpcOpenEventHandle and
+# judges the event's state.
+set(event_campaign "${SRC}/reports/findings/cuda-580.159.04/campaign-event-2026-11-24.json")
+export_ok(event_deputy confused_deputy-bytes_16 --results "${event_campaign}")
+expect_in("${text}" "(CUDA IPC event handle)")
+expect_in("${text}" "#define TARGET_EVENT 1")
+expect_in("${text}" "#define EXPECTED_VERDICT V_CONFUSED_DEPUTY")
+expect_in("${text}" "{16, 8, SRC_LITERAL, 0, 0, 0, 0xffeull,")
+expect_in("${text}" "{\"producer.alloc[1]\", 1},")
+expect_in("${text}" "cu.cuIpcOpenEventHandle(&ev, h)")
+
 export_refused("${fixtures}/ref-fd.repro" "supports cuda findings")
 export_refused(crash-audit "has no input" --results "${baseline}")
 export_refused(no-such-finding "has no fuzz finding 'no-such-finding'" --results "${baseline}")
