@@ -4,7 +4,7 @@
 //
 //   vk_adapter.cpp      small helpers, tear-down, the registration
 //   vk_setup.cpp        init, info, instance and device set-up, memory type choice
-//   vk_validation.cpp   the validation layer: its messages, call()'s outcomes
+//   vk_validation.cpp   the validation layer: enabling it, its messages, call()'s outcomes
 //   vk_memory.cpp       the memory verbs, import, host access (mapping or staging copy)
 //   vk_descriptors.cpp  exported and received descriptors: taking, checking, relocating
 //   vk_events.cpp       the event verbs over timeline semaphores
@@ -167,12 +167,20 @@ class VkAdapter final : public Adapter {
   // ---- calls and validation (vk_validation.cpp)
 
   Outcome call(const char* function, VkResult r, const std::string& what = {});
+  Outcome find_validation_layer(bool layer_by_env, std::vector<const char*>& layers,
+                                std::vector<const char*>& extensions);
+  VkDebugUtilsMessengerCreateInfoEXT messenger_info();
 
   // ---- set-up (vk_setup.cpp)
 
   Outcome create_instance();
   Outcome pick_devices();
   Outcome open_device(Dev& d);
+  void describe_device(Dev& d);
+  void probe_external(Dev& d);
+  Outcome pick_queue_family(Dev& d);
+  Outcome create_device(Dev& d);
+  Outcome create_commands(Dev& d);
   static std::string feature_text(VkExternalMemoryFeatureFlags f);
   static std::optional<std::uint32_t> pick_type(const Dev& d, std::uint32_t bits, MemKind kind);
   Dev* dev(int index);

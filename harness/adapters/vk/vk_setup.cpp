@@ -93,30 +93,11 @@ Outcome VkAdapter::create_instance() {
   const char* env_layers = std::getenv("VK_INSTANCE_LAYERS");
   const bool layer_by_env = env_layers && std::strstr(env_layers, "VK_LAYER_KHRONOS_validation");
   if (validation_requested_ || layer_by_env) {
-    std::uint32_t n = 0;
-    api_.vkEnumerateInstanceLayerProperties(&n, nullptr);
-    std::vector<VkLayerProperties> lp(n);
-    api_.vkEnumerateInstanceLayerProperties(&n, lp.data());
-    for (const auto& l : lp)
-      if (std::strcmp(l.layerName, "VK_LAYER_KHRONOS_validation") == 0)
-        validation_layer_version_ = "VK_LAYER_KHRONOS_validation " + version_text(l.specVersion) + " implementation " +
-                                    std::to_string(l.implementationVersion);
-    if (validation_layer_version_.empty())
-      return Outcome::failure(Errc::not_implemented,
-                              "no validation layer: VK_LAYER_KHRONOS_validation is not installed (Debian: "
-                              "vulkan-validationlayers), and this run asked for it");
-    if (validation_requested_ && !layer_by_env) layers.push_back("VK_LAYER_KHRONOS_validation");
-    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
-    validation_ = true;
+    if (Outcome o = find_validation_layer(layer_by_env, layers, extensions); !o.ok()) return o;
   }
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO, nullptr, "ipcheck", 1, "ipcheck", 1,
                         std::min<std::uint32_t>(instance_api_, VK_API_VERSION_1_3)};
-  VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-  mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-  mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                   VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
-  mi.pfnUserCallback = &ValidationLog::on_message;
-  mi.pUserData = &log_;
+  const VkDebugUtilsMessengerCreateInfoEXT mi = messenger_info();
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ci.pNext = validation_ ? &mi : nullptr;  // also catches messages of vkCreateInstance itself
   ci.pApplicationInfo = &app;
@@ -168,7 +149,18 @@ Outcome VkAdapter::pick_devices() {
   return Outcome::success();
 }
 
+// One physical device: what it is and offers, then a logical device with one queue that
+// copies and a command buffer for staging copies.
 Outcome VkAdapter::open_device(Dev& d) {
+  describe_device(d);
+  probe_external(d);
+  if (Outcome o = pick_queue_family(d); !o.ok()) return o;
+  if (Outcome o = create_device(d); !o.ok()) return o;
+  return create_commands(d);
+}
+
+// Its properties, identity, driver, memory types, extensions and timeline semaphore feature.
+void VkAdapter::describe_device(Dev& d) {
   api_.vkGetPhysicalDeviceProperties(d.phys, &d.props);
   d.name = d.props.deviceName;
   VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -202,7 +194,10 @@ Outcome VkAdapter::open_device(Dev& d) {
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &tl};
   api_.vkGetPhysicalDeviceFeatures2(d.phys, &f2);
   d.timeline = tl.timelineSemaphore == VK_TRUE;
+}
 
+// Whether OPAQUE_FD buffers and timeline semaphores can be exported and imported (why not, when not).
+void VkAdapter::probe_external(Dev& d) {
   if (d.ext_mem_fd) {
     VkPhysicalDeviceExternalBufferInfo bi{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO, nullptr, 0,
                                           kBufferUsage, kMemHandle};
@@ -229,7 +224,10 @@ Outcome VkAdapter::open_device(Dev& d) {
     d.semaphore_ok = (sp.externalSemaphoreFeatures & want) == want;
     if (!d.semaphore_ok) d.semaphore_why = "timeline semaphores are not exportable and importable as OPAQUE_FD";
   }
+}
 
+// The first queue family that copies.
+Outcome VkAdapter::pick_queue_family(Dev& d) {
   std::uint32_t qn = 0;
   api_.vkGetPhysicalDeviceQueueFamilyProperties(d.phys, &qn, nullptr);
   std::vector<VkQueueFamilyProperties> qf(qn);
@@ -241,7 +239,12 @@ Outcome VkAdapter::open_device(Dev& d) {
       found = true;
     }
   if (!found) return Outcome::failure(Errc::not_implemented, "vk: device '" + d.name + "' has no queue that copies");
+  return Outcome::success();
+}
 
+// The logical device, with the external memory and semaphore extensions it offers; one whose
+// functions the device does not answer takes memory_ok or semaphore_ok back.
+Outcome VkAdapter::create_device(Dev& d) {
   std::vector<const char*> want;
   if (d.ext_mem_fd) want.push_back(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
   if (d.ext_sem_fd) want.push_back(VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
@@ -266,6 +269,11 @@ Outcome VkAdapter::open_device(Dev& d) {
     d.semaphore_ok = false;
     d.semaphore_why = "VK_KHR_external_semaphore_fd is enabled, but its functions are not there";
   }
+  return Outcome::success();
+}
+
+// Its queue, and the command pool and buffer of staging copies.
+Outcome VkAdapter::create_commands(Dev& d) {
   d.fn.vkGetDeviceQueue(d.device, d.queue_family, 0, &d.queue);
   VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, nullptr,
                              VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, d.queue_family};

@@ -1,8 +1,10 @@
 // The `vk` adapter and the validation layer (VK_LAYER_KHRONOS_validation): the messenger's
-// callback, which prints and collects every message, and call(), the outcome of a Vulkan call
-// with what the layer said about it. See README.md, "Validation".
+// callback, which prints and collects every message, call(), the outcome of a Vulkan call with
+// what the layer said about it, and the layer's part of the instance's creation. See README.md, "Validation".
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "vk_adapter.hpp"
 
@@ -57,5 +59,40 @@ Outcome VkAdapter::call(const char* function, VkResult r, const std::string& wha
 }
 // Messages a void call (vkGetBufferMemoryRequirements, vkCmdCopyBuffer) caused reach the
 // outcome of the verb's next checked call.
+
+// The validation layer this run asked for (validation=1, IPCHECK_VK_VALIDATION) or found named
+// in VK_INSTANCE_LAYERS: its version for info(), the layer to enable (unless VK_INSTANCE_LAYERS
+// enables it already) and VK_EXT_debug_utils for the messenger.
+Outcome VkAdapter::find_validation_layer(bool layer_by_env, std::vector<const char*>& layers,
+                                         std::vector<const char*>& extensions) {
+  std::uint32_t n = 0;
+  api_.vkEnumerateInstanceLayerProperties(&n, nullptr);
+  std::vector<VkLayerProperties> lp(n);
+  api_.vkEnumerateInstanceLayerProperties(&n, lp.data());
+  for (const auto& l : lp)
+    if (std::strcmp(l.layerName, "VK_LAYER_KHRONOS_validation") == 0)
+      validation_layer_version_ = "VK_LAYER_KHRONOS_validation " + version_text(l.specVersion) + " implementation " +
+                                  std::to_string(l.implementationVersion);
+  if (validation_layer_version_.empty())
+    return Outcome::failure(Errc::not_implemented,
+                            "no validation layer: VK_LAYER_KHRONOS_validation is not installed (Debian: "
+                            "vulkan-validationlayers), and this run asked for it");
+  if (validation_requested_ && !layer_by_env) layers.push_back("VK_LAYER_KHRONOS_validation");
+  extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  validation_ = true;
+  return Outcome::success();
+}
+
+// The messenger's settings: warnings and errors of every type, collected in log_ (also chained
+// into vkCreateInstance).
+VkDebugUtilsMessengerCreateInfoEXT VkAdapter::messenger_info() {
+  VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                   VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  mi.pfnUserCallback = &ValidationLog::on_message;
+  mi.pUserData = &log_;
+  return mi;
+}
 
 }  // namespace ipcheck::vk_adapter
