@@ -20,6 +20,9 @@
 //              behind cuStreamWaitValue32 on a word of host memory the device sees (the
 //              event's gate), which stays closed until the creating process signals; signal
 //              = the host writes the gate's value, and the record completes on the device.
+//              IPC events and their gated streams live in a second context per device
+//              (cuda_events.cpp says why: a closed gate in the primary context made cuMemFree
+//              wait forever).
 //              Both the exporter's event and every opened one then answer CUDA_ERROR_NOT_READY
 //              from cuEventQuery until that signal, CUDA_SUCCESS after: the pending state and
 //              its end are CUDA's answers, through both handles. A signal through an opened
@@ -106,8 +109,10 @@ CudaAdapter::~CudaAdapter() {
   if (!cu_) return;
   // Gated records a case left pending complete first, so that no stream waits forever.
   for (auto& [id, e] : events_) open_gate(e);
-  for (auto& d : devices_)
+  for (auto& d : devices_) {
+    if (d.event_ctx) cu_->cuCtxDestroy_v2(d.event_ctx);
     if (d.ctx) cu_->cuDevicePrimaryCtxRelease_v2(d.handle);
+  }
 }
 
 Outcome CudaAdapter::init(const AdapterConfig& config) {

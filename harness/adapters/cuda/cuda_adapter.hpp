@@ -40,6 +40,10 @@ std::string nvidia_driver_version(const std::string& libcuda_path, std::string& 
 struct Device {
   CUdevice handle = 0;
   CUcontext ctx = nullptr;
+  // The context IPC events live in, beside the primary one (cuda_events.cpp says why), and the
+  // gate page's device address there.
+  CUcontext event_ctx = nullptr;
+  CUdeviceptr gate_dev = 0;
   std::string name, uuid, pci;
   int cc_major = 0, cc_minor = 0;
   bool unified_addressing = false, vmm = false, posix_fd = false, ipc_event = false, managed = false;
@@ -139,6 +143,22 @@ class CudaAdapter final : public Adapter {
     int slot = -1;              // the gate's word in gate_host_
     bool gate_closed = false;   // the gated record is still pending on the device
     CUevent priv = nullptr;     // IPCHECK_CUDA_FAULT=private_event: what gets recorded instead
+    CUcontext ctx = nullptr;    // the context it lives in when not the current one (IPC events)
+  };
+  // Makes `ctx` current for a scope (pushed, then popped); nothing when null.
+  class ContextScope {
+   public:
+    ContextScope(Driver& cu, CUcontext ctx) : cu_(cu), pushed_(ctx && cu.cuCtxPushCurrent_v2(ctx) == CUDA_SUCCESS) {}
+    ~ContextScope() {
+      CUcontext popped = nullptr;
+      if (pushed_) cu_.cuCtxPopCurrent_v2(&popped);
+    }
+    ContextScope(const ContextScope&) = delete;
+    ContextScope& operator=(const ContextScope&) = delete;
+
+   private:
+    Driver& cu_;
+    bool pushed_;
   };
   // What a warm-up counted, which calls failed, and the first group that broke the context
   // (cuda_warm_up.cpp).
@@ -204,9 +224,13 @@ class CudaAdapter final : public Adapter {
     auto it = events_.find(id);
     return it == events_.end() ? nullptr : &it->second;
   }
-  // One page of pinned host memory mapped for the device; word i is gate i. Made once per
-  // process, before the role's audit baseline (it lives as long as the context).
+  // One page of pinned host memory mapped for the devices; word i is gate i. With it, each
+  // device's event context (where IPC events and their gated streams live) and that
+  // context's own warm-up of IPC events. Made once per process, before the role's audit
+  // baseline (they live as long as the process).
   void make_gates();
+  // Device d's event context, created, its gate address taken and its IPC events warmed up.
+  Outcome make_event_context(Device& d);
   // Records `e` on a new stream behind a wait for gate word `slot` to reach a value the host
   // has not written yet: CUDA holds the record, and so the event, pending until open_gate.
   Outcome arm(Event& e);
@@ -236,7 +260,6 @@ class CudaAdapter final : public Adapter {
   std::map<ObjectId, Event> events_;
   bool fault_private_event_ = false;  // IPCHECK_CUDA_FAULT=private_event (test only)
   std::uint32_t* gate_host_ = nullptr;
-  CUdeviceptr gate_dev_ = 0;
   std::vector<std::uint32_t> gate_value_;  // per gate: the value its wait asks for (the last one)
   std::vector<bool> gate_used_;
   Outcome gate_error_ = Outcome::failure(Errc::not_implemented, "cuda: the event gates were never made");

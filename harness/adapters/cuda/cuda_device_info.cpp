@@ -114,7 +114,8 @@ AdapterInfo CudaAdapter::info() {
   i.extra["mem_open_flags"] = "passed to cuIpcOpenMemHandle as the case asked (0 is 0; CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS is 0x1)";
   i.extra["mem_open_flags_default"] = "CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS (0x1): CUDA requires it; flags 0 answer CUDA_ERROR_INVALID_VALUE";
   i.extra["event_gate"] = gate_host_ ? "IPC events are recorded at creation behind cuStreamWaitValue32 on host memory "
-                                       "(" + std::to_string(kGateSlots) + " gates); signal opens the gate"
+                                       "(" + std::to_string(kGateSlots) + " gates), in an event context per device beside "
+                                       "the primary one; signal opens the gate"
                                      : "unavailable: " + gate_error_.describe();
   if (fault_private_event_) i.extra["test_fault"] = "IPCHECK_CUDA_FAULT=private_event (records go to private events)";
   i.extra["mem_open_repeat"] = "passed to the driver unchanged: CUDA returns the same pointer, reference counted";

@@ -1,5 +1,13 @@
 // The `cuda` adapter's event verbs, and the gates that hold an IPC event pending from its
 // creation until its creator signals (the top of cuda_adapter.cpp says how).
+//
+// IPC events and their gated streams live in a context of their own per device, not in the
+// primary context the other verbs use: cuMemFree (and every call that synchronises a
+// context) waits for all of its context's streams, so a gate still closed in the primary
+// context would hang a producer that frees memory while its event is pending (measured on
+// the H100, driver 580.159.04: cuMemFree never returned; with the gate in a second context it
+// returns at once and the event stays pending). Every call on such an event makes its
+// context current for the call (ContextScope).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -17,12 +25,14 @@ Result<ObjectId> CudaAdapter::event_create(int device, EventFlags flags) {
   unsigned f = 0;
   if (flags.ipc) f |= kEventInterprocess;
   if (!flags.profiling) f |= kEventDisableTiming;  // timing is CUDA's profiling
+  Event e;
+  e.device = device;
+  e.ctx = flags.ipc ? devices_[static_cast<std::size_t>(device)].event_ctx : nullptr;
+  ContextScope scope(*cu_, e.ctx);
   CUevent ev = nullptr;
   if (const CUresult r = cu_->cuEventCreate(&ev, f); r != CUDA_SUCCESS)
     return {fail(r, "cuEventCreate(" + event_flag_names(f) + ")")};
-  Event e;
   e.ev = ev;
-  e.device = device;
   // An IPC event starts pending (see the top of cuda_adapter.cpp): recorded behind a closed gate.
   if (flags.ipc) {
     if (Outcome o = arm(e); !o.ok()) {
@@ -39,6 +49,7 @@ Result<Exported> CudaAdapter::event_get(ObjectId id) {
   Event* e = find_event(id);
   if (!e) return {unknown("event", id)};
   CUipcEventHandle h{};
+  ContextScope scope(*cu_, e->ctx);
   if (const CUresult r = cu_->cuIpcGetEventHandle(&h, e->ev); r != CUDA_SUCCESS)
     return {fail(r, std::string("cuIpcGetEventHandle(") + (e->opened ? "an opened event" : "a created event") + ")")};
   Exported x;
@@ -79,6 +90,7 @@ Outcome CudaAdapter::event_signal(ObjectId id) {
     open_gate(*e);
     return Outcome::success();
   }
+  ContextScope scope(*cu_, e->ctx);
   CUevent target = e->ev;
   if (fault_private_event_) {
     if (!e->priv)
@@ -99,6 +111,7 @@ Outcome CudaAdapter::event_reset(ObjectId) {
 Result<bool> CudaAdapter::event_query(ObjectId id) {
   Event* e = find_event(id);
   if (!e) return {unknown("event", id)};
+  ContextScope scope(*cu_, e->ctx);
   const CUresult r = cu_->cuEventQuery(e->ev);
   if (r == CUDA_SUCCESS) return {Outcome::runtime_success("cuEventQuery"), true};
   if (r == CUDA_ERROR_NOT_READY) return {Outcome::runtime_success("cuEventQuery"), false};
@@ -110,6 +123,7 @@ Result<bool> CudaAdapter::event_wait(ObjectId id, std::chrono::nanoseconds timeo
   if (!e) return {unknown("event", id)};
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto pause = std::chrono::microseconds(50);
+  ContextScope scope(*cu_, e->ctx);
   for (;;) {
     const CUresult r = cu_->cuEventQuery(e->ev);
     if (r == CUDA_SUCCESS) return {Outcome::runtime_success("cuEventQuery"), true};
@@ -129,6 +143,7 @@ Outcome CudaAdapter::event_release(ObjectId id) {
   Event* e = find_event(id);
   if (!e) return unknown("event", id);
   open_gate(*e);  // a record still pending completes before its event goes
+  ContextScope scope(*cu_, e->ctx);
   if (const CUresult r = cu_->cuEventDestroy_v2(e->ev); r != CUDA_SUCCESS)
     return fail(r, std::string("cuEventDestroy(") + (e->opened ? "an opened event" : "a created event") + ")");
   e->ev = nullptr;
@@ -140,26 +155,54 @@ Outcome CudaAdapter::event_release(ObjectId id) {
 void CudaAdapter::make_gates() {
   if (!cu_->has_stream_wait()) {
     gate_error_ = Outcome::failure(Errc::not_implemented, "cuda: " + cu_->path() +
-                                                              " lacks cuStreamWaitValue32_v2/cuMemHostAlloc (needed to hold an event pending)");
+                                                              " lacks cuStreamWaitValue32_v2/cuMemHostAlloc/cuCtxCreate_v2/"
+                                                              "cuCtxPushCurrent_v2 (needed to hold an event pending)");
     return;
   }
   void* host = nullptr;
-  if (const CUresult r = cu_->cuMemHostAlloc(&host, kGateSlots * sizeof(std::uint32_t), kMemHostAllocDeviceMap);
+  // Portable: the page is pinned and mapped for every context, the event contexts included.
+  if (const CUresult r = cu_->cuMemHostAlloc(&host, kGateSlots * sizeof(std::uint32_t),
+                                             kMemHostAllocDeviceMap | kMemHostAllocPortable);
       r != CUDA_SUCCESS) {
-    gate_error_ = fail(r, "cuMemHostAlloc(4096 bytes, CU_MEMHOSTALLOC_DEVICEMAP) for the event gates");
-    return;
-  }
-  CUdeviceptr dev = 0;
-  if (const CUresult r = cu_->cuMemHostGetDevicePointer_v2(&dev, host, 0); r != CUDA_SUCCESS) {
-    gate_error_ = fail(r, "cuMemHostGetDevicePointer for the event gates");
-    cu_->cuMemFreeHost(host);
+    gate_error_ = fail(r, "cuMemHostAlloc(4096 bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) for the event gates");
     return;
   }
   std::memset(host, 0, kGateSlots * sizeof(std::uint32_t));
   gate_host_ = static_cast<std::uint32_t*>(host);
-  gate_dev_ = dev;
+  for (Device& d : devices_)
+    if (Outcome o = make_event_context(d); !o.ok()) {
+      gate_error_ = o;
+      gate_host_ = nullptr;  // no IPC event can be held pending: event_create says why
+      return;
+    }
   gate_value_.assign(kGateSlots, 0);
   gate_used_.assign(kGateSlots, false);
+}
+
+Outcome CudaAdapter::make_event_context(Device& d) {
+  CUcontext ctx = nullptr;
+  if (const CUresult r = cu_->cuCtxCreate_v2(&ctx, 0, d.handle); r != CUDA_SUCCESS)
+    return fail(r, "cuCtxCreate for " + d.name + "'s event context");
+  CUcontext popped = nullptr;
+  cu_->cuCtxPopCurrent_v2(&popped);  // cuCtxCreate made it current
+  d.event_ctx = ctx;
+  ContextScope scope(*cu_, ctx);
+  if (const CUresult r = cu_->cuMemHostGetDevicePointer_v2(&d.gate_dev, gate_host_, 0); r != CUDA_SUCCESS)
+    return fail(r, "cuMemHostGetDevicePointer for the event gates in " + d.name + "'s event context");
+  // The context's own one-time state for IPC events, before the audit baseline.
+  CUevent ev = nullptr;
+  CUstream stream = nullptr;
+  CUipcEventHandle h{};
+  if (cu_->cuEventCreate(&ev, kEventInterprocess | kEventDisableTiming) == CUDA_SUCCESS) {
+    cu_->cuIpcGetEventHandle(&h, ev);
+    if (cu_->cuStreamCreate(&stream, kStreamNonBlocking) == CUDA_SUCCESS) {
+      cu_->cuEventRecord(ev, stream);
+      cu_->cuEventSynchronize(ev);
+      cu_->cuStreamDestroy_v2(stream);
+    }
+    cu_->cuEventDestroy_v2(ev);
+  }
+  return Outcome::success();
 }
 
 Outcome CudaAdapter::arm(Event& e) {
@@ -173,7 +216,7 @@ Outcome CudaAdapter::arm(Event& e) {
     return fail(r, "cuStreamCreate(CU_STREAM_NON_BLOCKING) for the event's gate");
   // Values only grow: a gate opened before (the word holds its last value) is closed again.
   const std::uint32_t value = gate_value_[static_cast<std::size_t>(slot)] + 1;
-  const CUdeviceptr word = gate_dev_ + static_cast<CUdeviceptr>(slot) * sizeof(std::uint32_t);
+  const CUdeviceptr word = devices_[static_cast<std::size_t>(e.device)].gate_dev + static_cast<CUdeviceptr>(slot) * sizeof(std::uint32_t);
   if (const CUresult r = cu_->cuStreamWaitValue32_v2(e.stream, word, value, kStreamWaitValueGeq); r != CUDA_SUCCESS)
     return fail(r, "cuStreamWaitValue32(gate " + std::to_string(slot) + ", CU_STREAM_WAIT_VALUE_GEQ " +
                        std::to_string(value) + ")");
@@ -200,6 +243,7 @@ void CudaAdapter::open_gate(Event& e) {
 
 void CudaAdapter::drop(Event& e) {
   open_gate(e);
+  ContextScope scope(*cu_, e.ctx);
   if (e.ev) cu_->cuEventDestroy_v2(e.ev);
   e.ev = nullptr;
   if (e.priv) cu_->cuEventDestroy_v2(e.priv);

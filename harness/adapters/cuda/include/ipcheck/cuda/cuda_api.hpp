@@ -91,6 +91,7 @@ inline constexpr unsigned kEventDefault = 0x0;                // CU_EVENT_DEFAUL
 inline constexpr unsigned kStreamNonBlocking = 0x1;           // CU_STREAM_NON_BLOCKING
 inline constexpr unsigned kStreamWaitValueGeq = 0x0;          // CU_STREAM_WAIT_VALUE_GEQ
 inline constexpr unsigned kMemHostAllocDeviceMap = 0x2;       // CU_MEMHOSTALLOC_DEVICEMAP
+inline constexpr unsigned kMemHostAllocPortable = 0x1;        // CU_MEMHOSTALLOC_PORTABLE
 
 // CUdevice_attribute values.
 enum CUdevice_attribute : int {
@@ -182,6 +183,10 @@ using PFN_cuDevicePrimaryCtxRelease_v2 = CUresult (*)(CUdevice device);
 using PFN_cuDevicePrimaryCtxReset_v2 = CUresult (*)(CUdevice device);
 using PFN_cuCtxSetCurrent = CUresult (*)(CUcontext ctx);
 using PFN_cuCtxSynchronize = CUresult (*)();
+using PFN_cuCtxCreate_v2 = CUresult (*)(CUcontext* ctx, unsigned flags, CUdevice device);
+using PFN_cuCtxDestroy_v2 = CUresult (*)(CUcontext ctx);
+using PFN_cuCtxPushCurrent_v2 = CUresult (*)(CUcontext ctx);
+using PFN_cuCtxPopCurrent_v2 = CUresult (*)(CUcontext* ctx);
 using PFN_cuMemGetInfo_v2 = CUresult (*)(std::size_t* free, std::size_t* total);
 using PFN_cuMemAlloc_v2 = CUresult (*)(CUdeviceptr* ptr, std::size_t bytes);
 using PFN_cuMemFree_v2 = CUresult (*)(CUdeviceptr ptr);

@@ -66,7 +66,11 @@ namespace ipcheck::cuda_api {
   X(cuStreamDestroy_v2, "cuStreamDestroy_v2")                                    \
   X(cuStreamWaitValue32_v2, "cuStreamWaitValue32_v2")                            \
   X(cuMemHostAlloc, "cuMemHostAlloc")                                            \
-  X(cuMemHostGetDevicePointer_v2, "cuMemHostGetDevicePointer_v2")
+  X(cuMemHostGetDevicePointer_v2, "cuMemHostGetDevicePointer_v2")                \
+  X(cuCtxCreate_v2, "cuCtxCreate_v2")                                            \
+  X(cuCtxDestroy_v2, "cuCtxDestroy_v2")                                          \
+  X(cuCtxPushCurrent_v2, "cuCtxPushCurrent_v2")                                  \
+  X(cuCtxPopCurrent_v2, "cuCtxPopCurrent_v2")
 
 class Driver {
  public:
@@ -86,10 +90,12 @@ class Driver {
   std::string error_text(CUresult r) const;
   // Optional functions that this driver lacks, by symbol.
   const std::vector<std::string>& missing_optional() const { return missing_optional_; }
-  // What the event gate needs (a stream wait on host memory the device can see).
+  // What the event gate needs (a stream wait on host memory the device can see, in a context
+  // of its own).
   bool has_stream_wait() const {
     return cuStreamCreate && cuStreamDestroy_v2 && cuStreamWaitValue32_v2 && cuMemHostAlloc &&
-           cuMemHostGetDevicePointer_v2;
+           cuMemHostGetDevicePointer_v2 && cuCtxCreate_v2 && cuCtxDestroy_v2 && cuCtxPushCurrent_v2 &&
+           cuCtxPopCurrent_v2;
   }
   bool has_vmm() const {
     return cuMemCreate && cuMemRelease && cuMemExportToShareableHandle && cuMemImportFromShareableHandle &&
