@@ -54,6 +54,7 @@ std::unique_ptr<Adapter> make_adapter(const json& start) {
   AdapterConfig c;
   c.transport = start.value("transport", "auto");
   c.runner_pid = start.value("runner_pid", 0);
+  c.events = start.value("target", "memory") == "event";  // only event campaigns use the event verbs
   if (auto it = start.find("adapter_options"); it != start.end() && it->is_object())
     for (const auto& [k, v] : it->items()) c.options[k] = v.get<std::string>();
   need(a->init(c), "init");

@@ -232,6 +232,25 @@ TEST(Expectations, LeaksSignalsDriverRangesAndStaleLines) {
   EXPECT_EQ(leak.status, Status::xfail);
   EXPECT_EQ(more.status, Status::leak) << "a second, different leak item is new";
 
+  // An expected leak beside a failed check no line covers: the case fails, by that check.
+  CaseResult leak_and_check = leak;
+  leak_and_check.status = Status::leak;
+  leak_and_check.expected_status.reset();
+  leak_and_check.expectation.clear();
+  leak_and_check.reason = "consumer left 1 item(s) behind";
+  leak_and_check.checks = {check("rb.open.cross_kind", CheckResult::fail, Decider::runtime, false, "gave other, expected invalid")};
+  leak_and_check.checks[0].role = "consumer";
+  use.apply(leak_and_check, "580.1");
+  EXPECT_EQ(leak_and_check.status, Status::fail);
+  EXPECT_NE(leak_and_check.reason.find("[consumer] rb.open.cross_kind: gave other, expected invalid"), std::string::npos)
+      << leak_and_check.reason;
+  EXPECT_NE(leak_and_check.reason.find("the leak beside it is expected (x.txt:1)"), std::string::npos) << leak_and_check.reason;
+  CaseResult new_leak_and_check = more;  // a leak no line covers stays the status
+  new_leak_and_check.status = Status::leak;
+  new_leak_and_check.checks = leak_and_check.checks;
+  use.apply(new_leak_and_check, "580.1");
+  EXPECT_EQ(new_leak_and_check.status, Status::leak);
+
   CaseResult crash;
   crash.id = "robustness.open.garbage.event";
   crash.status = Status::crash;
@@ -270,8 +289,13 @@ TEST(Expectations, ALeakLineNeverHidesAFailedCheckOfTheSameCase) {
   c.status = Status::leak;  // classify puts leak before fail
   c.findings = {{"consumer", "mapping", "7f-7f rw-s /dev/shm/cuda.shm.0.1.1", "", ""}};
   c.checks = {check("sycl.verdict_test.api", CheckResult::fail, Decider::runtime, false, "not signaled before any signal")};
+  const CaseResult fresh = c;
   use.apply(c, "1");
-  EXPECT_EQ(c.status, Status::leak) << "the failed check is a problem no line covers";
+  // The failed check is a problem no line covers: the case fails by it (the leak beside it is
+  // the one the line explains, and the status names what is new).
+  EXPECT_EQ(c.status, Status::fail) << "the failed check is a problem no line covers";
+  EXPECT_NE(c.reason.find("not signaled before any signal"), std::string::npos) << c.reason;
+  c = fresh;
   auto both = Expectations::parse(
       "event.bidirectional leak leak=*cuda.shm* pool https://example.invalid\n"
       "event.bidirectional fail check=\"*before any signal*\" never recorded https://example.invalid\n",

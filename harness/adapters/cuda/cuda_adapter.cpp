@@ -131,7 +131,13 @@ Outcome CudaAdapter::init(const AdapterConfig& config) {
   driver_version_ = nvidia_driver_version(cu_->path(), driver_version_source_);
   if (Outcome o = read_fault(); !o.ok()) return o;
   if (Outcome o = warm_up(); !o.ok()) return o;
-  make_gates();  // after the warm-up: a context reset there would take the gate page with it
+  // After the warm-up: a context reset there would take the gate page with it.
+  if (config.events)
+    make_gates();
+  else
+    gate_error_ = Outcome::failure(Errc::not_implemented,
+                                   "cuda: this process was started without events (AdapterConfig::events is false: a fuzz "
+                                   "worker of another target), so no event context or gate was made");
   return Outcome::success();
 }
 

@@ -127,6 +127,11 @@ struct AdapterConfig {
   std::string transport = "auto";  // pidfd | scm | auto
   std::map<std::string, std::string> options;  // --adapter-opt key=value
   int runner_pid = 0;                          // allowed to take descriptors under Yama
+  // Whether this process may use the event verbs. False lets an adapter skip what only events
+  // need (cuda: a second context per device, which makes every mapping of the process
+  // slower); the event verbs then say why they cannot run. A fuzz worker of another target
+  // sets it false; everything else leaves it true.
+  bool events = true;
 };
 
 // mem_open's `flags` when a case asks for no flags in particular: what a runtime whose API has
