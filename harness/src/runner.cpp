@@ -132,7 +132,25 @@ class CaseRun {
  private:
   void spawn_all();
   void loop();
+  // What the runner watches in one poll: each descriptor's role and kind (0 its channel,
+  // 1 its output, 2 its pidfd).
+  struct PollSet {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<RoleState*, int>> owners;
+  };
+  PollSet poll_set();
+  int poll_wait_ms(double inactivity) const;
+  void receive_from(RoleState& r, short revents);
+  void enforce_deadlines(double inactivity);
   void handle(RoleState& r, Message& m);
+  void on_hello(RoleState& r, const Message& m);
+  void on_send(RoleState& r, const Message& m);
+  void on_check(RoleState& r, const Message& m);
+  void on_observe(RoleState& r, const Message& m);
+  void on_native_error(RoleState& r, const Message& m);
+  void on_skip(RoleState& r, const Message& m);
+  void on_step(RoleState& r, const Message& m);
+  void on_kill_peer(RoleState& r, const Message& m);
   void reap(RoleState& r);
   void release_barriers();
   // SIGTERM to every running role but `spare` (a role ending by itself); SIGKILL after the grace.
@@ -316,108 +334,133 @@ void CaseRun::reap(RoleState& r) {
   release_barriers();
 }
 
+void CaseRun::on_hello(RoleState& r, const Message& m) {
+  r.hello = true;
+  if (tracer_) tracer_->role_hello(r.proc.pid(), m.field(2));
+  if (std::all_of(roles_.begin(), roles_.end(), [](const RoleState& x) { return !x.started || x.hello; })) {
+    json peers = json::object();
+    for (const auto& x : roles_)
+      if (x.started) peers[x.name] = x.proc.pid();
+    const std::string start = start_document(opt_, peers, inject_).dump();  // the same for every role
+    for (auto& x : roles_)
+      if (x.started) x.post(MsgType::start, {start});
+  }
+}
+
+void CaseRun::on_send(RoleState& r, const Message& m) {
+  RoleState* to = role(m.field(0));
+  if (!to) {
+    result_.warnings.push_back(r.name + " sent '" + m.field(1) + "' to unknown role '" + m.field(0) + "'");
+    return;
+  }
+  to->post(MsgType::deliver, {r.name, m.field(1), m.field(2)}, m.fd.get());
+}
+
+void CaseRun::on_check(RoleState& r, const Message& m) {
+  ++checks_;
+  auto judged = verdict::judge_check(verdict::CheckReport::from_json(json::parse(m.field(0))), r.name,
+                                     adapter_->profiles);
+  if (!judged.warning.empty()) result_.warnings.push_back(judged.warning);
+  // A violated clause that is not judged here is kept as what was seen.
+  if (judged.check.result == reports::CheckResult::observed && !judged.check.message.empty() &&
+      judged.check.level != reports::Level::observe)
+    reports::add_observation(result_, "clause." + judged.check.clause, "violated: " + judged.check.message);
+  result_.checks.push_back(std::move(judged.check));
+}
+
+void CaseRun::on_observe(RoleState& r, const Message& m) {
+  reports::add_observation(result_, m.field(0), m.field(1));
+  if (!m.field(2).empty()) {
+    ++checks_;
+    result_.checks.push_back(verdict::observation_check(r.name, m.field(0), m.field(1), m.field(2)));
+  }
+}
+
+void CaseRun::on_native_error(RoleState& r, const Message& m) {
+  json j = json::parse(m.field(0));
+  reports::NativeError e;
+  e.role = r.name;
+  e.verb = j.value("verb", "");
+  e.errc = j.value("errc", "");
+  e.native = j.value("native", 0LL);
+  e.native_name = j.value("native_name", "");
+  e.message = j.value("message", "");
+  if (result_.native_errors.size() < 200) result_.native_errors.push_back(std::move(e));
+}
+
+void CaseRun::on_skip(RoleState& r, const Message& m) {
+  r.skipped = true;
+  if (skip_reason_.empty()) skip_reason_ = m.field(0);
+  // One role cannot run the case: the others would wait for it forever.
+  for (auto& x : roles_)
+    if (x.started && !x.exit) x.expected_death = true;
+  // The skipping role ends by itself (a signal now could cut its exit short).
+  begin_termination("skipped: " + m.field(0), false, &r);
+}
+
+void CaseRun::on_step(RoleState& r, const Message& m) {
+  // "into": announced on the way into a blocking call; the role does not wait for us.
+  const bool into = m.fields.size() > 1 && m.field(1) == "into";
+  note_objects(r);
+  if (inject_ && !injected_ && inject_->role == r.base && inject_->step == m.field(0)) {
+    // The first instance of the role to reach the point dies there; the others go on.
+    injected_ = true;
+    announced_ = Clock::now();
+    result_.injection = r.name + ":" + m.field(0);
+    r.expected_death = true;
+    // The stepping role was read above; one waiting for the runner has not changed since.
+    for (const auto& x : roles_)
+      if (x.started && !x.exit && (into || &x != &r)) note_objects(x);
+    if (into) {
+      kill_when_blocked_ = &r;
+    } else {
+      kill_victim(r, "at the step, waiting for the runner");
+    }
+  } else if (!into) {
+    r.post(MsgType::proceed, {m.field(0)});
+  }
+}
+
+void CaseRun::on_kill_peer(RoleState& r, const Message& m) {
+  RoleState* target = role(m.field(0));
+  if (!target || !target->started) {
+    result_.warnings.push_back(r.name + " asked to kill unknown role '" + m.field(0) + "'");
+    return;
+  }
+  target->expected_death = true;
+  if (!target->exit) target->proc.signal_group(std::stoi(m.field(1)));
+}
+
 void CaseRun::handle(RoleState& r, Message& m) {
   switch (m.type) {
-    case MsgType::hello: {
-      r.hello = true;
-      if (tracer_) tracer_->role_hello(r.proc.pid(), m.field(2));
-      if (std::all_of(roles_.begin(), roles_.end(), [](const RoleState& x) { return !x.started || x.hello; })) {
-        json peers = json::object();
-        for (const auto& x : roles_)
-          if (x.started) peers[x.name] = x.proc.pid();
-        const std::string start = start_document(opt_, peers, inject_).dump();  // the same for every role
-        for (auto& x : roles_)
-          if (x.started) x.post(MsgType::start, {start});
-      }
+    case MsgType::hello:
+      on_hello(r, m);
       break;
-    }
-    case MsgType::send: {
-      RoleState* to = role(m.field(0));
-      if (!to) {
-        result_.warnings.push_back(r.name + " sent '" + m.field(1) + "' to unknown role '" + m.field(0) + "'");
-        break;
-      }
-      to->post(MsgType::deliver, {r.name, m.field(1), m.field(2)}, m.fd.get());
+    case MsgType::send:
+      on_send(r, m);
       break;
-    }
     case MsgType::barrier:
       r.at_barrier = m.field(0);
       release_barriers();
       break;
-    case MsgType::check: {
-      ++checks_;
-      auto judged = verdict::judge_check(verdict::CheckReport::from_json(json::parse(m.field(0))), r.name,
-                                         adapter_->profiles);
-      if (!judged.warning.empty()) result_.warnings.push_back(judged.warning);
-      // A violated clause that is not judged here is kept as what was seen.
-      if (judged.check.result == reports::CheckResult::observed && !judged.check.message.empty() &&
-          judged.check.level != reports::Level::observe)
-        reports::add_observation(result_, "clause." + judged.check.clause, "violated: " + judged.check.message);
-      result_.checks.push_back(std::move(judged.check));
+    case MsgType::check:
+      on_check(r, m);
       break;
-    }
-    case MsgType::observe: {
-      reports::add_observation(result_, m.field(0), m.field(1));
-      if (!m.field(2).empty()) {
-        ++checks_;
-        result_.checks.push_back(verdict::observation_check(r.name, m.field(0), m.field(1), m.field(2)));
-      }
+    case MsgType::observe:
+      on_observe(r, m);
       break;
-    }
-    case MsgType::native_error: {
-      json j = json::parse(m.field(0));
-      reports::NativeError e;
-      e.role = r.name;
-      e.verb = j.value("verb", "");
-      e.errc = j.value("errc", "");
-      e.native = j.value("native", 0LL);
-      e.native_name = j.value("native_name", "");
-      e.message = j.value("message", "");
-      if (result_.native_errors.size() < 200) result_.native_errors.push_back(std::move(e));
+    case MsgType::native_error:
+      on_native_error(r, m);
       break;
-    }
     case MsgType::skip:
-      r.skipped = true;
-      if (skip_reason_.empty()) skip_reason_ = m.field(0);
-      // One role cannot run the case: the others would wait for it forever.
-      for (auto& x : roles_)
-        if (x.started && !x.exit) x.expected_death = true;
-      // The skipping role ends by itself (a signal now could cut its exit short).
-      begin_termination("skipped: " + m.field(0), false, &r);
+      on_skip(r, m);
       break;
-    case MsgType::step: {
-      // "into": announced on the way into a blocking call; the role does not wait for us.
-      const bool into = m.fields.size() > 1 && m.field(1) == "into";
-      note_objects(r);
-      if (inject_ && !injected_ && inject_->role == r.base && inject_->step == m.field(0)) {
-        // The first instance of the role to reach the point dies there; the others go on.
-        injected_ = true;
-        announced_ = Clock::now();
-        result_.injection = r.name + ":" + m.field(0);
-        r.expected_death = true;
-        // The stepping role was read above; one waiting for the runner has not changed since.
-        for (const auto& x : roles_)
-          if (x.started && !x.exit && (into || &x != &r)) note_objects(x);
-        if (into) {
-          kill_when_blocked_ = &r;
-        } else {
-          kill_victim(r, "at the step, waiting for the runner");
-        }
-      } else if (!into) {
-        r.post(MsgType::proceed, {m.field(0)});
-      }
+    case MsgType::step:
+      on_step(r, m);
       break;
-    }
-    case MsgType::kill_peer: {
-      RoleState* target = role(m.field(0));
-      if (!target || !target->started) {
-        result_.warnings.push_back(r.name + " asked to kill unknown role '" + m.field(0) + "'");
-        break;
-      }
-      target->expected_death = true;
-      if (!target->exit) target->proc.signal_group(std::stoi(m.field(1)));
+    case MsgType::kill_peer:
+      on_kill_peer(r, m);
       break;
-    }
     case MsgType::audit:
       r.audit = json::parse(m.field(0));
       break;
@@ -442,33 +485,71 @@ void CaseRun::handle(RoleState& r, Message& m) {
   }
 }
 
+CaseRun::PollSet CaseRun::poll_set() {
+  PollSet set;
+  for (auto& r : roles_) {
+    if (!r.started) continue;
+    if (!r.exit && r.channel) {
+      set.fds.push_back({r.channel.fd(), static_cast<short>(POLLIN | (r.outbox.empty() ? 0 : POLLOUT)), 0});
+      set.owners.emplace_back(&r, 0);
+    }
+    if (r.proc.output_open()) {
+      set.fds.push_back({r.proc.output_fd(), POLLIN, 0});
+      set.owners.emplace_back(&r, 1);
+    }
+    if (!r.exit) {
+      set.fds.push_back({r.proc.pidfd(), POLLIN, 0});
+      set.owners.emplace_back(&r, 2);
+    }
+  }
+  return set;
+}
+
+// Until the next deadline (the kill after the grace, or the case's timeout or inactivity),
+// at most 200 ms (2 while a victim is to be killed once it blocks).
+int CaseRun::poll_wait_ms(double inactivity) const {
+  const auto now = Clock::now();
+  Clock::time_point wake = terminating_ ? kill_at_
+                                        : std::min(start_ + std::chrono::milliseconds(int(timeout_s_ * 1000)),
+                                                   last_activity_ + std::chrono::milliseconds(int(inactivity * 1000)));
+  return static_cast<int>(std::clamp<long long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1, 0, kill_when_blocked_ ? 2 : 200));
+}
+
+void CaseRun::receive_from(RoleState& r, short revents) {
+  if (r.exit || !r.channel) return;
+  if (revents & POLLOUT) r.flush();
+  if (!(revents & (POLLIN | POLLHUP | POLLERR))) return;
+  try {
+    if (auto m = r.channel.receive(0)) handle(r, *m);
+  } catch (const ChannelError&) {
+    r.channel = Channel();  // the role closed its end (exiting)
+  } catch (const std::exception& e) {
+    // A message the runner cannot read is a fault of the harness's protocol.
+    harness_fault(r.name + " sent a message the runner cannot read: " + e.what());
+  }
+}
+
+void CaseRun::enforce_deadlines(double inactivity) {
+  const auto t = Clock::now();
+  if (!terminating_) {
+    if (t - start_ >= std::chrono::milliseconds(int(timeout_s_ * 1000))) {
+      begin_termination("case timeout after " + std::to_string(int(timeout_s_)) + " s", true);
+    } else if (t - last_activity_ >= std::chrono::milliseconds(int(inactivity * 1000))) {
+      begin_termination("no message and no output for " + std::to_string(int(inactivity)) + " s", true);
+    }
+  } else if (t >= kill_at_) {
+    for (auto& r : roles_)
+      if (r.started && !r.exit) r.proc.signal_group(SIGKILL);
+    kill_at_ = t + std::chrono::seconds(3600);
+  }
+}
+
 void CaseRun::loop() {
   const double inactivity = std::min(opt_.inactivity_s, timeout_s_);
   while (!all_exited()) {
-    std::vector<pollfd> fds;
-    std::vector<std::pair<RoleState*, int>> owners;  // kind: 0 channel, 1 output, 2 pidfd
-    for (auto& r : roles_) {
-      if (!r.started) continue;
-      if (!r.exit && r.channel) {
-        fds.push_back({r.channel.fd(), static_cast<short>(POLLIN | (r.outbox.empty() ? 0 : POLLOUT)), 0});
-        owners.emplace_back(&r, 0);
-      }
-      if (r.proc.output_open()) {
-        fds.push_back({r.proc.output_fd(), POLLIN, 0});
-        owners.emplace_back(&r, 1);
-      }
-      if (!r.exit) {
-        fds.push_back({r.proc.pidfd(), POLLIN, 0});
-        owners.emplace_back(&r, 2);
-      }
-    }
-    const auto now = Clock::now();
-    Clock::time_point wake = terminating_ ? kill_at_
-                                          : std::min(start_ + std::chrono::milliseconds(int(timeout_s_ * 1000)),
-                                                     last_activity_ + std::chrono::milliseconds(int(inactivity * 1000)));
-    const int wait_ms = static_cast<int>(std::clamp<long long>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1, 0, kill_when_blocked_ ? 2 : 200));
-    const int n = ::poll(fds.data(), fds.size(), wait_ms);
+    PollSet set = poll_set();
+    const int n = ::poll(set.fds.data(), set.fds.size(), poll_wait_ms(inactivity));
     if (n < 0 && errno != EINTR) {
       harness_fault(std::string("the runner's poll failed: ") + std::strerror(errno));
       begin_termination("the runner cannot watch the roles", false);
@@ -479,22 +560,12 @@ void CaseRun::loop() {
       interrupted_ = true;
       begin_termination("the run was interrupted", false);
     }
-    for (std::size_t i = 0; n > 0 && i < fds.size(); ++i) {
-      if (!fds[i].revents) continue;
-      auto [r, kind] = owners[i];
+    for (std::size_t i = 0; n > 0 && i < set.fds.size(); ++i) {
+      if (!set.fds[i].revents) continue;
+      auto [r, kind] = set.owners[i];
       last_activity_ = Clock::now();
       if (kind == 0) {
-        if (r->exit || !r->channel) continue;
-        if (fds[i].revents & POLLOUT) r->flush();
-        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        try {
-          if (auto m = r->channel.receive(0)) handle(*r, *m);
-        } catch (const ChannelError&) {
-          r->channel = Channel();  // the role closed its end (exiting)
-        } catch (const std::exception& e) {
-          // A message the runner cannot read is a fault of the harness's protocol.
-          harness_fault(r->name + " sent a message the runner cannot read: " + e.what());
-        }
+        receive_from(*r, set.fds[i].revents);
       } else if (kind == 1) {
         r->proc.read_output();
       } else {
@@ -504,19 +575,7 @@ void CaseRun::loop() {
     for (auto& r : roles_)
       if (r.started && !r.exit) reap(r);
     if (kill_when_blocked_) kill_when_blocked();
-
-    const auto t = Clock::now();
-    if (!terminating_) {
-      if (t - start_ >= std::chrono::milliseconds(int(timeout_s_ * 1000))) {
-        begin_termination("case timeout after " + std::to_string(int(timeout_s_)) + " s", true);
-      } else if (t - last_activity_ >= std::chrono::milliseconds(int(inactivity * 1000))) {
-        begin_termination("no message and no output for " + std::to_string(int(inactivity)) + " s", true);
-      }
-    } else if (t >= kill_at_) {
-      for (auto& r : roles_)
-        if (r.started && !r.exit) r.proc.signal_group(SIGKILL);
-      kill_at_ = t + std::chrono::seconds(3600);
-    }
+    enforce_deadlines(inactivity);
   }
 }
 
@@ -812,16 +871,11 @@ bool prepare_audit(RunOptions& o, std::unique_ptr<Auditor>& holder) {
   return false;
 }
 
-reports::Results run_suite(const RunOptions& options) {
-  RunOptions o = options;
-  std::unique_ptr<Auditor> tracer;
-  prepare_audit(o, tracer);
-  become_subreaper();
-  const std::size_t fds_at_start = count_open_fds();
-  reports::Results results;
-  const auto t0 = Clock::now();
-  // Limits that leave no room for roles: nothing is started, every case is an error naming it.
-  const std::string limits = limits_too_low();
+namespace {
+
+// What the adapter probe found, or, where the limits leave no room for roles, a broken
+// probe naming them.
+AdapterProbe probe_or_limits(const RunOptions& o, const std::string& limits) {
   AdapterProbe probe;
   if (limits.empty()) {
     probe = probe_adapter(o);
@@ -830,31 +884,36 @@ reports::Results run_suite(const RunOptions& options) {
     probe.reason = limits;
     probe.info.adapter = o.adapter;
   }
-  results.run = probe.info;
-  stamp_run(results.run, o.adapter, iso_now());
-  results.run.audit = o.audit;
-  results.run.audit_note = o.audit_note;
-  results.run.options = {{"jobs", o.jobs},       {"filters", o.filters},   {"timeout_s", o.timeout_s},
-                         {"transport", o.transport}, {"params", o.params}, {"adapter_options", o.adapter_options},
-                         {"expectations", o.expectations_path}};
-  if (o.rerun_failures > 0) results.run.options["rerun_failures"] = o.rerun_failures;
-  if (!o.resources.is_null()) results.run.options["resources"] = o.resources;
+  return probe;
+}
+
+// The run's stamp, its audit method and the options it ran with.
+void record_run_options(reports::RunInfo& run, const RunOptions& o) {
+  stamp_run(run, o.adapter, iso_now());
+  run.audit = o.audit;
+  run.audit_note = o.audit_note;
+  run.options = {{"jobs", o.jobs},       {"filters", o.filters},   {"timeout_s", o.timeout_s},
+                 {"transport", o.transport}, {"params", o.params}, {"adapter_options", o.adapter_options},
+                 {"expectations", o.expectations_path}};
+  if (o.rerun_failures > 0) run.options["rerun_failures"] = o.rerun_failures;
+  if (!o.resources.is_null()) run.options["resources"] = o.resources;
   if (!o.inject.empty()) {
     std::vector<std::string> pts;
     for (const auto& p : o.inject) pts.push_back(p.describe());
-    results.run.options["inject"] = pts;
+    run.options["inject"] = pts;
   }
-  std::optional<Expectations> expectations;
-  if (!o.expectations_path.empty()) expectations = Expectations::load(o.expectations_path);
-  std::optional<verdict::ExpectationUse> expected;
-  if (expectations) expected.emplace(*expectations);
+}
 
-  // Jobs: each selected case, once per injection point that names one of its steps.
-  struct Job {
-    const CaseDef* def;
-    std::optional<InjectPoint> inject;
-  };
-  std::vector<Job> jobs;
+// One run of a case: the case, and the injection point it runs with.
+struct SuiteJob {
+  const CaseDef* def;
+  std::optional<InjectPoint> inject;
+};
+
+// Jobs: each selected case, once per injection point that names one of its steps; with a
+// shard, only its part (recorded in `options`).
+std::vector<SuiteJob> suite_jobs(const RunOptions& o, json& options) {
+  std::vector<SuiteJob> jobs;
   for (const CaseDef* c : select_cases(o)) {
     if (o.inject.empty()) {
       jobs.push_back({c, std::nullopt});
@@ -868,79 +927,114 @@ reports::Results run_suite(const RunOptions& options) {
     std::vector<std::string> ids;
     for (const auto& j : jobs) ids.push_back(j.inject ? j.def->id + "@" + j.inject->describe() : j.def->id);
     const auto mine = shard_members(ids, *o.shard);
-    results.run.options["shard"] = shard_json(*o.shard, ids.size(), mine);
-    std::vector<Job> part;
+    options["shard"] = shard_json(*o.shard, ids.size(), mine);
+    std::vector<SuiteJob> part;
     for (const std::size_t i : mine) part.push_back(jobs[i]);
     jobs = std::move(part);
   }
-  results.cases.resize(jobs.size());
-  std::mutex lock;
-  std::size_t next = 0, finished = 0;
-  auto worker = [&] {
-    for (;;) {
-      std::size_t i;
-      {
-        std::lock_guard g(lock);
-        if (next >= jobs.size()) return;
-        i = next++;
-      }
-      const Job& job = jobs[i];
-      CaseResult res;
-      auto not_run = [&](Status st, std::string why) {
-        res.id = job.def->id;
-        res.description = job.def->description;
-        res.area = job.def->area();
-        res.clauses = job.def->clauses;
-        res.status = st;
-        res.reason = std::move(why);
-      };
-      bool ran = false, judged = false;  // ran: the id has its injection point; judged: expectations applied
-      if (!limits.empty()) {
-        not_run(Status::error, limits);
-      } else if (!probe.available) {
-        // A probe that could not run is the harness's or the machine's fault, not a skip.
-        if (probe.broken) not_run(Status::error, "the adapter probe failed: " + probe.reason);
-        else not_run(Status::skip, probe.reason);
-      } else if (o.interrupted && o.interrupted->load()) {
-        not_run(Status::incomplete, "the run was interrupted before this case started");
-      } else {
-        // Each attempt in fresh processes, judged with the expectations; one that did not
-        // pass runs again (--rerun-failures), and the attempts make one result.
-        ran = true;
-        std::vector<CaseResult> attempts;
-        for (bool again = true; again;) {
-          res = CaseResult();
-          try {
-            res = run_case(*job.def, o, job.inject ? &*job.inject : nullptr);
-          } catch (const std::exception& e) {
-            not_run(Status::error, std::string("the runner failed running this case: ") + e.what());
-          }
-          if (job.inject) res.id += "@" + job.inject->describe();
-          {
-            std::lock_guard g(lock);
-            if (expected) expected->apply(res, probe.info.driver_version);
-          }
-          again = verdict::wants_rerun(res) && static_cast<int>(attempts.size()) < o.rerun_failures &&
-                  !(o.interrupted && o.interrupted->load());
-          attempts.push_back(std::move(res));
-        }
-        res = verdict::combine_attempts(std::move(attempts));
-        judged = res.status != Status::flaky;  // a flaky case meets the expectations' flaky lines below
-      }
-      if (job.inject && !ran) res.id += "@" + job.inject->describe();
-      std::lock_guard g(lock);
-      if (expected && !judged) expected->apply(res, probe.info.driver_version);
-      results.cases[i] = std::move(res);
-      ++finished;
-      if (o.on_case_done) o.on_case_done(results.cases[i], finished, jobs.size());
+  return jobs;
+}
+
+// The jobs of a run shared by its worker threads: each worker takes the next job, runs it
+// (or says why it did not) and stores its result in the job's place.
+class SuiteWorkers {
+ public:
+  SuiteWorkers(const RunOptions& o, const std::vector<SuiteJob>& jobs, const std::string& limits,
+               const AdapterProbe& probe, std::optional<verdict::ExpectationUse>& expected,
+               std::vector<CaseResult>& cases)
+      : o_(o), jobs_(jobs), limits_(limits), probe_(probe), expected_(expected), cases_(cases) {}
+
+  // Runs every job on up to `n` workers (this thread one of them); returns why fewer ran, if they did.
+  std::string run(int n);
+
+ private:
+  void work();
+  CaseResult not_run(const SuiteJob& job, Status st, std::string why) const;
+  CaseResult run_attempts(const SuiteJob& job);
+
+  const RunOptions& o_;
+  const std::vector<SuiteJob>& jobs_;
+  const std::string& limits_;
+  const AdapterProbe& probe_;
+  std::optional<verdict::ExpectationUse>& expected_;
+  std::vector<CaseResult>& cases_;
+  std::mutex lock_;
+  std::size_t next_ = 0, finished_ = 0;
+};
+
+CaseResult SuiteWorkers::not_run(const SuiteJob& job, Status st, std::string why) const {
+  CaseResult res;
+  res.id = job.def->id;
+  res.description = job.def->description;
+  res.area = job.def->area();
+  res.clauses = job.def->clauses;
+  res.status = st;
+  res.reason = std::move(why);
+  return res;
+}
+
+// Each attempt in fresh processes, judged with the expectations; one that did not pass
+// runs again (--rerun-failures), and the attempts make one result.
+CaseResult SuiteWorkers::run_attempts(const SuiteJob& job) {
+  std::vector<CaseResult> attempts;
+  for (bool again = true; again;) {
+    CaseResult res;
+    try {
+      res = run_case(*job.def, o_, job.inject ? &*job.inject : nullptr);
+    } catch (const std::exception& e) {
+      res = not_run(job, Status::error, std::string("the runner failed running this case: ") + e.what());
     }
-  };
-  const int n = std::max(1, std::min<int>(o.jobs, static_cast<int>(jobs.size())));
+    if (job.inject) res.id += "@" + job.inject->describe();
+    {
+      std::lock_guard g(lock_);
+      if (expected_) expected_->apply(res, probe_.info.driver_version);
+    }
+    again = verdict::wants_rerun(res) && static_cast<int>(attempts.size()) < o_.rerun_failures &&
+            !(o_.interrupted && o_.interrupted->load());
+    attempts.push_back(std::move(res));
+  }
+  return verdict::combine_attempts(std::move(attempts));
+}
+
+void SuiteWorkers::work() {
+  for (;;) {
+    std::size_t i;
+    {
+      std::lock_guard g(lock_);
+      if (next_ >= jobs_.size()) return;
+      i = next_++;
+    }
+    const SuiteJob& job = jobs_[i];
+    CaseResult res;
+    bool ran = false, judged = false;  // ran: the id has its injection point; judged: expectations applied
+    if (!limits_.empty()) {
+      res = not_run(job, Status::error, limits_);
+    } else if (!probe_.available) {
+      // A probe that could not run is the harness's or the machine's fault, not a skip.
+      if (probe_.broken) res = not_run(job, Status::error, "the adapter probe failed: " + probe_.reason);
+      else res = not_run(job, Status::skip, probe_.reason);
+    } else if (o_.interrupted && o_.interrupted->load()) {
+      res = not_run(job, Status::incomplete, "the run was interrupted before this case started");
+    } else {
+      ran = true;
+      res = run_attempts(job);
+      judged = res.status != Status::flaky;  // a flaky case meets the expectations' flaky lines below
+    }
+    if (job.inject && !ran) res.id += "@" + job.inject->describe();
+    std::lock_guard g(lock_);
+    if (expected_ && !judged) expected_->apply(res, probe_.info.driver_version);
+    cases_[i] = std::move(res);
+    ++finished_;
+    if (o_.on_case_done) o_.on_case_done(cases_[i], finished_, jobs_.size());
+  }
+}
+
+std::string SuiteWorkers::run(int n) {
   std::vector<std::thread> threads;
   std::string fewer_workers;
   for (int t = 1; t < n; ++t) {
     try {
-      threads.emplace_back(worker);
+      threads.emplace_back([this] { work(); });
     } catch (const std::system_error& e) {
       // The machine's thread limit: run with the workers there are, and say so.
       fewer_workers = "ran " + std::to_string(threads.size() + 1) + " of " + std::to_string(n) +
@@ -948,21 +1042,52 @@ reports::Results run_suite(const RunOptions& options) {
       break;
     }
   }
-  worker();
+  work();
   for (auto& t : threads) t.join();
+  return fewer_workers;
+}
+
+// The expectations' report; a line that matched nothing while a case it names ran: the
+// deviation is gone or changed, and each such case says so.
+void note_expectations(reports::Results& results, const Expectations& expectations,
+                       const verdict::ExpectationUse& expected, const std::string& driver_version) {
+  results.run.expectations = expected.report(results.cases, driver_version);
+  for (const auto& stale : expected.stale(results.cases, driver_version))
+    for (auto& c : results.cases)
+      for (const auto& x : expectations.entries())
+        if (stale.rfind(x.where + ":", 0) == 0 && verdict::names_case(x, c) && reports::is_judged(c.status))
+          c.warnings.push_back("stale expectation " + stale);
+}
+
+}  // namespace
+
+reports::Results run_suite(const RunOptions& options) {
+  RunOptions o = options;
+  std::unique_ptr<Auditor> tracer;
+  prepare_audit(o, tracer);
+  become_subreaper();
+  const std::size_t fds_at_start = count_open_fds();
+  reports::Results results;
+  const auto t0 = Clock::now();
+  // Limits that leave no room for roles: nothing is started, every case is an error naming it.
+  const std::string limits = limits_too_low();
+  const AdapterProbe probe = probe_or_limits(o, limits);
+  results.run = probe.info;
+  record_run_options(results.run, o);
+  std::optional<Expectations> expectations;
+  if (!o.expectations_path.empty()) expectations = Expectations::load(o.expectations_path);
+  std::optional<verdict::ExpectationUse> expected;
+  if (expectations) expected.emplace(*expectations);
+
+  const std::vector<SuiteJob> jobs = suite_jobs(o, results.run.options);
+  results.cases.resize(jobs.size());
+  SuiteWorkers workers(o, jobs, limits, probe, expected, results.cases);
+  const std::string fewer_workers = workers.run(std::max(1, std::min<int>(o.jobs, static_cast<int>(jobs.size()))));
   const std::vector<std::string> orphans = reap_orphans();
   results.run.runner = {{"fds_at_start", fds_at_start}, {"fds_at_end", count_open_fds()}, {"orphans_reaped", orphans}};
 
   if (!fewer_workers.empty()) results.run.runner["note"] = fewer_workers;
-  if (expected) {
-    // A line that matched nothing while a case it names ran: the deviation is gone or changed.
-    results.run.expectations = expected->report(results.cases, probe.info.driver_version);
-    for (const auto& stale : expected->stale(results.cases, probe.info.driver_version))
-      for (auto& c : results.cases)
-        for (const auto& x : expectations->entries())
-          if (stale.rfind(x.where + ":", 0) == 0 && verdict::names_case(x, c) && reports::is_judged(c.status))
-            c.warnings.push_back("stale expectation " + stale);
-  }
+  if (expected) note_expectations(results, *expectations, *expected, probe.info.driver_version);
   results.summary = reports::summarize(results.cases);
   results.run.duration_s = seconds_since(t0);
   if (!probe.available) results.run.options[probe.broken ? "harness_error" : "adapter_unavailable"] = probe.reason;
