@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <deque>
 #include <iostream>
+#include <optional>
 
 #include "ipcheck/audit.hpp"
 #include "ipcheck/case.hpp"
@@ -230,6 +231,132 @@ RoleArgs parse_role_args(const std::vector<std::string>& args) {
   return r;
 }
 
+// Waits for the runner's start document; false when the runner went away first.
+bool receive_start(Channel& ch, json& start) {
+  try {
+    for (;;) {
+      auto m = ch.receive(-1);
+      if (m && m->type == MsgType::start) {
+        start = json::parse(m->field(0));
+        return true;
+      }
+    }
+  } catch (const ChannelError&) {
+    return false;  // the runner went away before the start
+  }
+}
+
+void send_done(Channel& ch, const char* how, const std::string& message) {
+  ch.send(MsgType::done, {how, message});
+  std::fflush(nullptr);
+}
+
+// The adapter's configuration from the start document (`start` is not const: a missing
+// adapter_options reads as none, as operator[] inserts it).
+AdapterConfig role_adapter_config(json& start) {
+  AdapterConfig config;
+  config.transport = start.value("transport", "auto");
+  config.runner_pid = start.value("runner_pid", 0);
+  for (const auto& [k, v] : start["adapter_options"].items()) config.options[k] = v.get<std::string>();
+  return config;
+}
+
+// The adapter probe's role ("info"): the driver and devices, why the adapter is not
+// available, or the limits that keep it from starting.
+int answer_info(Channel& ch, TracingAdapter& adapter, const AdapterConfig& config, const std::string& adapter_name,
+                const std::string& limits) {
+  json info;
+  if (!limits.empty()) {
+    info = {{"harness_error", limits}};
+  } else {
+    const Outcome init = adapter.init(config);
+    info = init.ok() ? info_json(adapter.info())
+                     : json{{"error", "adapter '" + adapter_name + "' is not available: " + init.describe()},
+                            {"errc", errc_name(init.code)}};
+  }
+  ch.send(MsgType::info, {info.dump()});
+  send_done(ch, "ok", "");
+  return 0;
+}
+
+// A fault of the harness or the machine: reported as such, and the role ends.
+int role_fault(Channel& ch, RoleImpl& role, const std::string& cause) {
+  try {
+    role.harness_error(cause);
+  } catch (const RoleHarnessError&) {
+  }
+  send_done(ch, "aborted", "harness error");
+  return 0;
+}
+
+// Initialises the adapter for a case's role. Returns the role's exit code where it ends
+// here (limits, exhausted resources, an adapter not available or failing), having said why.
+std::optional<int> init_role_adapter(Channel& ch, RoleImpl& role, TracingAdapter& adapter, const AdapterConfig& config,
+                                     const std::string& adapter_name, const std::string& limits) {
+  if (!limits.empty()) return role_fault(ch, role, limits);
+  const Outcome init = adapter.init(config);
+  if (!init.ok() && init.code == Errc::exhausted)
+    return role_fault(ch, role, "the machine ran out of resources while adapter '" + adapter_name + "' initialised: " + init.describe());
+  if (!init.ok()) {
+    if (init.code == Errc::not_implemented || init.code == Errc::feature_not_supported ||
+        init.code == Errc::device_lost) {
+      try {
+        role.skip("adapter '" + adapter_name + "' is not available here: " + init.describe());
+      } catch (const RoleSkip&) {
+      }
+      send_done(ch, "ok", "skipped");
+      return 0;
+    }
+    role.check(false, "harness.adapter_init", "adapter '" + adapter_name + "' failed to initialise: " + init.describe(), Where::current());
+    send_done(ch, "aborted", "adapter init failed");
+    return 0;
+  }
+  return std::nullopt;
+}
+
+// How the role's body ended: "ok" or "aborted", and the message that goes with it.
+struct BodyEnd {
+  const char* how = "ok";
+  std::string message;
+};
+
+BodyEnd run_role_body(const RoleDef& rd, RoleImpl& role, const std::string& role_name) {
+  BodyEnd end;
+  mark_phase(in_body);
+  try {
+    rd.body(role);
+  } catch (const RoleAbort& e) {
+    end.how = "aborted";
+    end.message = e.why;
+    std::fprintf(stderr, "[%s] stopped: %s\n", role_name.c_str(), e.why.c_str());
+  } catch (const RoleSkip&) {
+    end.how = "ok";
+    end.message = "skipped";
+  } catch (const RoleHarnessError&) {
+    end.how = "aborted";
+    end.message = "harness error";
+  } catch (const std::exception& e) {
+    role.check(false, "harness.role", std::string("uncaught exception: ") + e.what(), Where::current());
+    end.how = "aborted";
+    end.message = e.what();
+  }
+  mark_phase(after_body);
+  return end;
+}
+
+// The role's own audit (proc): what it held after the body that it did not hold before.
+json proc_audit_doc(const ProcSnapshot& before, const ProcSnapshot& after, TracingAdapter& adapter) {
+  json leaks = json::array();
+  for (const auto& l : diff_snapshots(before, after)) leaks.push_back({{"kind", l.kind}, {"item", l.item}});
+  return {{"method", "proc"},
+          {"fds_before", before.fds.size()},
+          {"fds_after", after.fds.size()},
+          {"tracked_mappings_before", before.mappings.size()},
+          {"tracked_mappings_after", after.mappings.size()},
+          {"verbs", adapter.calls()},
+          {"leaks", leaks}};
+}
+
 }  // namespace
 
 std::string limits_too_low() {
@@ -252,22 +379,7 @@ int role_main(const std::vector<std::string>& args) {
   std::snprintf(mark_addr, sizeof mark_addr, "%p", static_cast<void*>(&ipcheck_verb_mark));
   if (!ch.send(MsgType::hello, {a.role, std::to_string(::getpid()), mark_addr})) return 3;
   json start;
-  try {
-    for (;;) {
-      auto m = ch.receive(-1);
-      if (m && m->type == MsgType::start) {
-        start = json::parse(m->field(0));
-        break;
-      }
-    }
-  } catch (const ChannelError&) {
-    return 3;  // the runner went away before the start
-  }
-
-  auto done = [&](const char* how, const std::string& message) {
-    ch.send(MsgType::done, {how, message});
-    std::fflush(nullptr);
-  };
+  if (!receive_start(ch, start)) return 3;
 
   const AdapterDesc* desc = find_adapter(a.adapter);
   if (!desc) {
@@ -278,61 +390,20 @@ int role_main(const std::vector<std::string>& args) {
   // could be judged, so nothing is started (the case is `error`, naming the limit).
   const std::string limits = limits_too_low();
   TracingAdapter adapter(desc->create());
-  AdapterConfig config;
-  config.transport = start.value("transport", "auto");
-  config.runner_pid = start.value("runner_pid", 0);
-  for (const auto& [k, v] : start["adapter_options"].items()) config.options[k] = v.get<std::string>();
+  const AdapterConfig config = role_adapter_config(start);
 
-  if (a.case_id == kInfoCase) {
-    json info;
-    if (!limits.empty()) {
-      info = {{"harness_error", limits}};
-    } else {
-      const Outcome init = adapter.init(config);
-      info = init.ok() ? info_json(adapter.info())
-                       : json{{"error", "adapter '" + a.adapter + "' is not available: " + init.describe()},
-                              {"errc", errc_name(init.code)}};
-    }
-    ch.send(MsgType::info, {info.dump()});
-    done("ok", "");
-    return 0;
-  }
+  if (a.case_id == kInfoCase) return answer_info(ch, adapter, config, a.adapter, limits);
 
   const CaseDef* def = find_case(a.case_id);
   int index = 0;
   const RoleDef* rd = def ? def->role_for(a.role, &index) : nullptr;
   if (!rd) {
     std::fprintf(stderr, "role: case '%s' has no role '%s'\n", a.case_id.c_str(), a.role.c_str());
-    done("aborted", "no such case or role");
+    send_done(ch, "aborted", "no such case or role");
     return 2;
   }
   RoleImpl role(ch, adapter, a.role, rd->name, index, a.adapter, start);
-  auto fault = [&](const std::string& cause) {
-    try {
-      role.harness_error(cause);
-    } catch (const RoleHarnessError&) {
-    }
-    done("aborted", "harness error");
-    return 0;
-  };
-  if (!limits.empty()) return fault(limits);
-  const Outcome init = adapter.init(config);
-  if (!init.ok() && init.code == Errc::exhausted)
-    return fault("the machine ran out of resources while adapter '" + a.adapter + "' initialised: " + init.describe());
-  if (!init.ok()) {
-    if (init.code == Errc::not_implemented || init.code == Errc::feature_not_supported ||
-        init.code == Errc::device_lost) {
-      try {
-        role.skip("adapter '" + a.adapter + "' is not available here: " + init.describe());
-      } catch (const RoleSkip&) {
-      }
-      done("ok", "skipped");
-      return 0;
-    }
-    role.check(false, "harness.adapter_init", "adapter '" + a.adapter + "' failed to initialise: " + init.describe(), Where::current());
-    done("aborted", "adapter init failed");
-    return 0;
-  }
+  if (const auto ended = init_role_adapter(ch, role, adapter, config, a.adapter, limits)) return *ended;
 
   // proc: the role audits itself; bpf: the runner's tracer watches from outside, and the
   // role only marks where its body starts and ends and reports its verb calls.
@@ -341,45 +412,16 @@ int role_main(const std::vector<std::string>& args) {
   ProcSnapshot before;
   if (self_audit) {
     before = take_proc_snapshot();
-    if (!before.error.empty()) return fault("the role's audit cannot read /proc: " + before.error);
+    if (!before.error.empty()) return role_fault(ch, role, "the role's audit cannot read /proc: " + before.error);
   }
-  const char* how = "ok";
-  std::string message;
-  mark_phase(in_body);
-  try {
-    rd->body(role);
-  } catch (const RoleAbort& e) {
-    how = "aborted";
-    message = e.why;
-    std::fprintf(stderr, "[%s] stopped: %s\n", a.role.c_str(), e.why.c_str());
-  } catch (const RoleSkip&) {
-    how = "ok";
-    message = "skipped";
-  } catch (const RoleHarnessError&) {
-    how = "aborted";
-    message = "harness error";
-  } catch (const std::exception& e) {
-    role.check(false, "harness.role", std::string("uncaught exception: ") + e.what(), Where::current());
-    how = "aborted";
-    message = e.what();
-  }
-  mark_phase(after_body);
+  const BodyEnd end = run_role_body(*rd, role, a.role);
   if (method == "bpf") ch.send(MsgType::audit, {json{{"method", "bpf"}, {"verbs", adapter.calls()}}.dump()});
   if (self_audit) {
     const ProcSnapshot after = take_proc_snapshot();
-    if (!after.error.empty()) return fault("the role's audit cannot read /proc after the body: " + after.error);
-    json leaks = json::array();
-    for (const auto& l : diff_snapshots(before, after)) leaks.push_back({{"kind", l.kind}, {"item", l.item}});
-    json doc = {{"method", "proc"},
-                {"fds_before", before.fds.size()},
-                {"fds_after", after.fds.size()},
-                {"tracked_mappings_before", before.mappings.size()},
-                {"tracked_mappings_after", after.mappings.size()},
-                {"verbs", adapter.calls()},
-                {"leaks", leaks}};
-    ch.send(MsgType::audit, {doc.dump()});
+    if (!after.error.empty()) return role_fault(ch, role, "the role's audit cannot read /proc after the body: " + after.error);
+    ch.send(MsgType::audit, {proc_audit_doc(before, after, adapter).dump()});
   }
-  done(how, message);
+  send_done(ch, end.how, end.message);
   return 0;
 }
 

@@ -49,6 +49,66 @@ namespace {
 
 unique_fd open_pidfd(pid_t pid) { return unique_fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))); }
 
+// What execve takes, built before fork: the strings and the pointer arrays into them.
+struct ExecImage {
+  std::vector<std::string> argv_s, env_s;
+  std::vector<char*> argv, envp;
+};
+
+// argv is the executable and the spec's args; the environment is the runner's, with the
+// spec's "KEY=VALUE" entries replacing or adding theirs (sorted by key).
+void build_exec_image(const SpawnSpec& spec, ExecImage& image) {
+  image.argv_s = {spec.executable};
+  image.argv_s.insert(image.argv_s.end(), spec.args.begin(), spec.args.end());
+  for (auto& a : image.argv_s) image.argv.push_back(a.data());
+  image.argv.push_back(nullptr);
+
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv;
+  }
+  for (const auto& kv : spec.env) env[kv.substr(0, kv.find('='))] = kv;
+  for (auto& [k, v] : env) image.env_s.push_back(v);
+  for (auto& v : image.env_s) image.envp.push_back(v.data());
+  image.envp.push_back(nullptr);
+}
+
+// The child between fork and exec: async-signal-safe calls only (the runner has other
+// threads). Its own group, death with the parent, default signals, descriptors 0 to 4 as
+// docs/ARCHITECTURE.md says, the rest closed; a failed exec writes its errno to 4.
+[[noreturn]] void exec_child(pid_t parent, int devnull, int out_w, int channel, int st_w, char* const* argv,
+                             char* const* envp) noexcept {
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(127);  // the runner died before prctl took effect
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::signal(SIGPIPE, SIG_DFL);
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+  // Move every source above the target numbers first, so no dup2 clobbers another.
+  const int hi_null = ::fcntl(devnull, F_DUPFD, 10);
+  const int hi_out = ::fcntl(out_w, F_DUPFD, 10);
+  const int hi_chan = channel >= 0 ? ::fcntl(channel, F_DUPFD, 10) : -1;
+  const int hi_st = ::fcntl(st_w, F_DUPFD, 10);
+  ::dup2(hi_null, 0);
+  ::dup2(hi_out, 1);
+  ::dup2(hi_out, 2);
+  if (hi_chan >= 0)
+    ::dup2(hi_chan, 3);
+  else
+    ::close(3);
+  ::dup3(hi_st, 4, O_CLOEXEC);  // closes on a successful exec: EOF tells the runner it worked
+  ::close_range(5, ~0U, 0);
+  ::execve(argv[0], argv, envp);
+  const int err = errno;
+  (void)!::write(4, &err, sizeof err);
+  ::_exit(127);
+}
+
 }  // namespace
 
 RoleProcess RoleProcess::spawn(const SpawnSpec& spec) {
@@ -75,24 +135,8 @@ std::string limit_error(const char* call, int err) {
 RoleProcess RoleProcess::start(const SpawnSpec& spec) {
   // Everything the child needs is built before fork: between fork and exec it may only
   // make async-signal-safe calls (the runner has other threads).
-  std::vector<std::string> argv_s{spec.executable};
-  argv_s.insert(argv_s.end(), spec.args.begin(), spec.args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv(*e);
-    const auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv;
-  }
-  for (const auto& kv : spec.env) env[kv.substr(0, kv.find('='))] = kv;
-  std::vector<std::string> env_s;
-  for (auto& [k, v] : env) env_s.push_back(v);
-  std::vector<char*> envp;
-  for (auto& v : env_s) envp.push_back(v.data());
-  envp.push_back(nullptr);
+  ExecImage image;
+  build_exec_image(spec, image);
 
   int st[2];
   unique_fd out_r, out_w;
@@ -114,35 +158,7 @@ RoleProcess RoleProcess::start(const SpawnSpec& spec) {
   const int channel = spec.channel_fd;
   const pid_t pid = ::fork();
   if (pid < 0) throw SpawnError(limit_error("fork", errno), errno);
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);  // the runner died before prctl took effect
-    sigset_t none;
-    ::sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    // Move every source above the target numbers first, so no dup2 clobbers another.
-    const int hi_null = ::fcntl(devnull.get(), F_DUPFD, 10);
-    const int hi_out = ::fcntl(out_w.get(), F_DUPFD, 10);
-    const int hi_chan = channel >= 0 ? ::fcntl(channel, F_DUPFD, 10) : -1;
-    const int hi_st = ::fcntl(st_w.get(), F_DUPFD, 10);
-    ::dup2(hi_null, 0);
-    ::dup2(hi_out, 1);
-    ::dup2(hi_out, 2);
-    if (hi_chan >= 0)
-      ::dup2(hi_chan, 3);
-    else
-      ::close(3);
-    ::dup3(hi_st, 4, O_CLOEXEC);  // closes on a successful exec: EOF tells the runner it worked
-    ::close_range(5, ~0U, 0);
-    ::execve(argv[0], argv.data(), envp.data());
-    const int err = errno;
-    (void)!::write(4, &err, sizeof err);
-    ::_exit(127);
-  }
+  if (pid == 0) exec_child(parent, devnull.get(), out_w.get(), channel, st_w.get(), image.argv.data(), image.envp.data());
 
   RoleProcess p;
   p.pid_ = pid;

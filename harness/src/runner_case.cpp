@@ -1,0 +1,429 @@
+// CaseRun, one case in fresh role processes (runner_impl.hpp): spawn every role, relay its
+// messages to the named peer, release barriers, enforce the deadlines, reap.
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <tuple>
+
+#include "ipcheck/verdict.hpp"
+#include "runner_impl.hpp"
+
+namespace ipcheck {
+
+namespace runner_detail {
+
+RoleState* CaseRun::role(const std::string& name) {
+  for (auto& r : roles_)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+bool CaseRun::all_exited() const {
+  // Output is read for a moment after exit; a descendant that escaped the role's group
+  // may hold the pipe open for ever.
+  const auto now = Clock::now();
+  for (const auto& r : roles_)
+    if (r.started && (!r.exit || (r.proc.output_open() && now - r.exit_time < std::chrono::seconds(1)))) return false;
+  return true;
+}
+
+void CaseRun::broadcast(MsgType t, const std::vector<std::string>& fields, const RoleState* except) {
+  for (auto& r : roles_)
+    if (&r != except && r.started && !r.done) r.post(t, fields);
+}
+
+void CaseRun::spawn_all() {
+  const std::string exe = opt_.role_executable.empty() ? self_executable() : opt_.role_executable;
+  for (const auto& name : def_.instance_names()) {
+    const RoleDef* rd = def_.role_for(name);
+    if (rd && rd->injection_only && !inject_) continue;  // stands by for a fault this run does not inject
+    RoleState& r = roles_.emplace_back();
+    r.name = name;
+    r.standby = rd && rd->injection_only;
+    r.base = rd ? rd->name : name;
+    // An expendable role's death is the case's to observe (wait_exit), not a crash.
+    r.expected_death = std::find(def_.expendable.begin(), def_.expendable.end(), r.base) != def_.expendable.end();
+    unique_fd mine, theirs;
+    try {
+      std::tie(mine, theirs) = make_channel_pair();
+    } catch (const std::exception& e) {
+      r.spawn_error = std::string("no channel for it: ") + e.what();
+      continue;
+    }
+    SpawnSpec spec;
+    spec.executable = exe;
+    spec.args = role_args(opt_, def_.id, name);
+    spec.env = opt_.env;
+    spec.channel_fd = theirs.get();
+    try {
+      r.proc = RoleProcess::start(spec);
+      r.channel = Channel(std::move(mine));
+      r.started = true;
+      if (tracer_) tracer_->role_spawned(r.proc.pid(), def_.id, r.name);
+    } catch (const SpawnError& e) {
+      r.spawn_error = e.what();
+    }
+  }
+  // Every role forked first, then each exec confirmed: the execs run side by side.
+  for (auto& r : roles_) {
+    if (!r.started) continue;
+    try {
+      r.proc.confirm_exec();
+    } catch (const SpawnError& e) {
+      r.spawn_error = e.what();
+      r.started = false;
+      r.channel = Channel();
+    }
+  }
+}
+
+void CaseRun::release_barriers() {
+  // A barrier opens when every role still running waits at it (a stand-by role, started
+  // for an injected fault, talks by messages and only joins a barrier it waits at).
+  std::optional<std::string> name;
+  for (bool standby : {false, true}) {  // stand-by roles count only when no other role runs
+    for (const auto& r : roles_) {
+      if (!r.started || r.exit || r.done || r.standby != standby) continue;
+      if (!r.at_barrier) return;
+      if (name && *name != *r.at_barrier) return;  // roles wait at different barriers
+      name = r.at_barrier;
+    }
+    if (name) break;
+  }
+  if (!name) return;
+  std::string broken;
+  for (const auto& r : roles_)
+    if (r.exit && !r.done && !r.expected_death)
+      broken += (broken.empty() ? "" : ", ") + r.name + " ended (" + r.exit->describe() + ") before reaching it";
+  for (auto& r : roles_)
+    if (r.at_barrier && *r.at_barrier == *name && !r.exit) {
+      r.post(MsgType::release, {*name, broken});
+      r.at_barrier.reset();
+    }
+}
+
+void CaseRun::begin_termination(const std::string& why, bool is_timeout, const RoleState* spare) {
+  if (terminating_) return;
+  terminating_ = true;
+  timed_out_ = is_timeout;
+  termination_reason_ = why;
+  for (auto& r : roles_)
+    if (r.started && !r.exit && &r != spare) r.proc.signal_group(SIGTERM);
+  kill_at_ = Clock::now() + std::chrono::milliseconds(static_cast<int>(opt_.grace_s * 1000));
+}
+
+void CaseRun::reap(RoleState& r) {
+  if (r.exit || !r.proc.poll_exit()) return;
+  // What the role sent before it exited is still queued: read it all first.
+  try {
+    while (r.channel)
+      if (auto m = r.channel.receive(0))
+        handle(r, *m);
+      else
+        break;
+  } catch (const std::exception&) {
+  }
+  r.channel = Channel();
+  r.outbox.clear();  // messages (and descriptors) for a role that is gone go nowhere
+  if (kill_when_blocked_ == &r) kill_when_blocked_ = nullptr;
+  r.exit = r.proc.status();
+  r.exit_time = Clock::now();
+  r.duration_s = seconds_since(r.proc.started());
+  // Grandchildren left in the role's group are a leak of processes; they die here.
+  r.survivors = r.proc.group_survivors();
+  if (!r.survivors.empty()) {
+    r.proc.signal_group(SIGKILL);
+    // As the subreaper the runner inherited them: reap, so no zombie outlives the case.
+    for (const auto& s : r.survivors) {
+      const pid_t p = std::atoi(s.c_str());
+      int status;
+      while (::waitpid(p, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  if (tracer_) {
+    // Every process of the role is gone: what the tracer saw is complete.
+    RoleEnd end;
+    end.how = r.exit->describe();
+    end.killed = r.expected_death || terminating_;
+    end.crashed = !r.exit->exited && !end.killed;
+    r.audit = tracer_->role_ended(r.proc.pid(), r.audit, end);
+    r.audit_collected = true;
+  }
+  broadcast(MsgType::peer_exit, {r.name, r.exit->describe()}, &r);
+  release_barriers();
+}
+
+void CaseRun::on_hello(RoleState& r, const Message& m) {
+  r.hello = true;
+  if (tracer_) tracer_->role_hello(r.proc.pid(), m.field(2));
+  if (std::all_of(roles_.begin(), roles_.end(), [](const RoleState& x) { return !x.started || x.hello; })) {
+    json peers = json::object();
+    for (const auto& x : roles_)
+      if (x.started) peers[x.name] = x.proc.pid();
+    const std::string start = start_document(opt_, peers, inject_).dump();  // the same for every role
+    for (auto& x : roles_)
+      if (x.started) x.post(MsgType::start, {start});
+  }
+}
+
+void CaseRun::on_send(RoleState& r, const Message& m) {
+  RoleState* to = role(m.field(0));
+  if (!to) {
+    result_.warnings.push_back(r.name + " sent '" + m.field(1) + "' to unknown role '" + m.field(0) + "'");
+    return;
+  }
+  to->post(MsgType::deliver, {r.name, m.field(1), m.field(2)}, m.fd.get());
+}
+
+void CaseRun::on_check(RoleState& r, const Message& m) {
+  ++checks_;
+  auto judged = verdict::judge_check(verdict::CheckReport::from_json(json::parse(m.field(0))), r.name,
+                                     adapter_->profiles);
+  if (!judged.warning.empty()) result_.warnings.push_back(judged.warning);
+  // A violated clause that is not judged here is kept as what was seen.
+  if (judged.check.result == reports::CheckResult::observed && !judged.check.message.empty() &&
+      judged.check.level != reports::Level::observe)
+    reports::add_observation(result_, "clause." + judged.check.clause, "violated: " + judged.check.message);
+  result_.checks.push_back(std::move(judged.check));
+}
+
+void CaseRun::on_observe(RoleState& r, const Message& m) {
+  reports::add_observation(result_, m.field(0), m.field(1));
+  if (!m.field(2).empty()) {
+    ++checks_;
+    result_.checks.push_back(verdict::observation_check(r.name, m.field(0), m.field(1), m.field(2)));
+  }
+}
+
+void CaseRun::on_native_error(RoleState& r, const Message& m) {
+  json j = json::parse(m.field(0));
+  reports::NativeError e;
+  e.role = r.name;
+  e.verb = j.value("verb", "");
+  e.errc = j.value("errc", "");
+  e.native = j.value("native", 0LL);
+  e.native_name = j.value("native_name", "");
+  e.message = j.value("message", "");
+  if (result_.native_errors.size() < 200) result_.native_errors.push_back(std::move(e));
+}
+
+void CaseRun::on_skip(RoleState& r, const Message& m) {
+  r.skipped = true;
+  if (skip_reason_.empty()) skip_reason_ = m.field(0);
+  // One role cannot run the case: the others would wait for it forever.
+  for (auto& x : roles_)
+    if (x.started && !x.exit) x.expected_death = true;
+  // The skipping role ends by itself (a signal now could cut its exit short).
+  begin_termination("skipped: " + m.field(0), false, &r);
+}
+
+void CaseRun::on_step(RoleState& r, const Message& m) {
+  // "into": announced on the way into a blocking call; the role does not wait for us.
+  const bool into = m.fields.size() > 1 && m.field(1) == "into";
+  note_objects(r);
+  if (inject_ && !injected_ && inject_->role == r.base && inject_->step == m.field(0)) {
+    // The first instance of the role to reach the point dies there; the others go on.
+    injected_ = true;
+    announced_ = Clock::now();
+    result_.injection = r.name + ":" + m.field(0);
+    r.expected_death = true;
+    // The stepping role was read above; one waiting for the runner has not changed since.
+    for (const auto& x : roles_)
+      if (x.started && !x.exit && (into || &x != &r)) note_objects(x);
+    if (into) {
+      kill_when_blocked_ = &r;
+    } else {
+      kill_victim(r, "at the step, waiting for the runner");
+    }
+  } else if (!into) {
+    r.post(MsgType::proceed, {m.field(0)});
+  }
+}
+
+void CaseRun::on_kill_peer(RoleState& r, const Message& m) {
+  RoleState* target = role(m.field(0));
+  if (!target || !target->started) {
+    result_.warnings.push_back(r.name + " asked to kill unknown role '" + m.field(0) + "'");
+    return;
+  }
+  target->expected_death = true;
+  if (!target->exit) target->proc.signal_group(std::stoi(m.field(1)));
+}
+
+void CaseRun::handle(RoleState& r, Message& m) {
+  switch (m.type) {
+    case MsgType::hello:
+      on_hello(r, m);
+      break;
+    case MsgType::send:
+      on_send(r, m);
+      break;
+    case MsgType::barrier:
+      r.at_barrier = m.field(0);
+      release_barriers();
+      break;
+    case MsgType::check:
+      on_check(r, m);
+      break;
+    case MsgType::observe:
+      on_observe(r, m);
+      break;
+    case MsgType::native_error:
+      on_native_error(r, m);
+      break;
+    case MsgType::skip:
+      on_skip(r, m);
+      break;
+    case MsgType::step:
+      on_step(r, m);
+      break;
+    case MsgType::kill_peer:
+      on_kill_peer(r, m);
+      break;
+    case MsgType::audit:
+      r.audit = json::parse(m.field(0));
+      break;
+    case MsgType::data: {
+      json& data = result_.audit["data"];
+      data[m.field(0)] = json::parse(m.field(1));
+      break;
+    }
+    case MsgType::done:
+      r.done = true;
+      r.aborted = m.field(0) == "aborted";
+      r.done_message = m.field(1);
+      release_barriers();
+      break;
+    case MsgType::info:
+      break;
+    case MsgType::harness_error:
+      harness_fault(r.name + ": " + m.field(0));
+      break;
+    default:
+      result_.warnings.push_back(r.name + " sent an unexpected " + std::string(msg_type_name(m.type)) + " message");
+  }
+}
+
+CaseRun::PollSet CaseRun::poll_set() {
+  PollSet set;
+  for (auto& r : roles_) {
+    if (!r.started) continue;
+    if (!r.exit && r.channel) {
+      set.fds.push_back({r.channel.fd(), static_cast<short>(POLLIN | (r.outbox.empty() ? 0 : POLLOUT)), 0});
+      set.owners.emplace_back(&r, 0);
+    }
+    if (r.proc.output_open()) {
+      set.fds.push_back({r.proc.output_fd(), POLLIN, 0});
+      set.owners.emplace_back(&r, 1);
+    }
+    if (!r.exit) {
+      set.fds.push_back({r.proc.pidfd(), POLLIN, 0});
+      set.owners.emplace_back(&r, 2);
+    }
+  }
+  return set;
+}
+
+// Until the next deadline (the kill after the grace, or the case's timeout or inactivity),
+// at most 200 ms (2 while a victim is to be killed once it blocks).
+int CaseRun::poll_wait_ms(double inactivity) const {
+  const auto now = Clock::now();
+  Clock::time_point wake = terminating_ ? kill_at_
+                                        : std::min(start_ + std::chrono::milliseconds(int(timeout_s_ * 1000)),
+                                                   last_activity_ + std::chrono::milliseconds(int(inactivity * 1000)));
+  return static_cast<int>(std::clamp<long long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1, 0, kill_when_blocked_ ? 2 : 200));
+}
+
+void CaseRun::receive_from(RoleState& r, short revents) {
+  if (r.exit || !r.channel) return;
+  if (revents & POLLOUT) r.flush();
+  if (!(revents & (POLLIN | POLLHUP | POLLERR))) return;
+  try {
+    if (auto m = r.channel.receive(0)) handle(r, *m);
+  } catch (const ChannelError&) {
+    r.channel = Channel();  // the role closed its end (exiting)
+  } catch (const std::exception& e) {
+    // A message the runner cannot read is a fault of the harness's protocol.
+    harness_fault(r.name + " sent a message the runner cannot read: " + e.what());
+  }
+}
+
+void CaseRun::enforce_deadlines(double inactivity) {
+  const auto t = Clock::now();
+  if (!terminating_) {
+    if (t - start_ >= std::chrono::milliseconds(int(timeout_s_ * 1000))) {
+      begin_termination("case timeout after " + std::to_string(int(timeout_s_)) + " s", true);
+    } else if (t - last_activity_ >= std::chrono::milliseconds(int(inactivity * 1000))) {
+      begin_termination("no message and no output for " + std::to_string(int(inactivity)) + " s", true);
+    }
+  } else if (t >= kill_at_) {
+    for (auto& r : roles_)
+      if (r.started && !r.exit) r.proc.signal_group(SIGKILL);
+    kill_at_ = t + std::chrono::seconds(3600);
+  }
+}
+
+void CaseRun::loop() {
+  const double inactivity = std::min(opt_.inactivity_s, timeout_s_);
+  while (!all_exited()) {
+    PollSet set = poll_set();
+    const int n = ::poll(set.fds.data(), set.fds.size(), poll_wait_ms(inactivity));
+    if (n < 0 && errno != EINTR) {
+      harness_fault(std::string("the runner's poll failed: ") + std::strerror(errno));
+      begin_termination("the runner cannot watch the roles", false);
+      continue;
+    }
+
+    if (opt_.interrupted && opt_.interrupted->load() && !interrupted_) {
+      interrupted_ = true;
+      begin_termination("the run was interrupted", false);
+    }
+    for (std::size_t i = 0; n > 0 && i < set.fds.size(); ++i) {
+      if (!set.fds[i].revents) continue;
+      auto [r, kind] = set.owners[i];
+      last_activity_ = Clock::now();
+      if (kind == 0) {
+        receive_from(*r, set.fds[i].revents);
+      } else if (kind == 1) {
+        r->proc.read_output();
+      } else {
+        reap(*r);
+      }
+    }
+    for (auto& r : roles_)
+      if (r.started && !r.exit) reap(r);
+    if (kill_when_blocked_) kill_when_blocked();
+    enforce_deadlines(inactivity);
+  }
+}
+
+CaseResult CaseRun::run() {
+  result_.id = def_.id;
+  result_.description = def_.description;
+  result_.area = def_.area();
+  result_.clauses = def_.clauses;
+  timeout_s_ = std::max(opt_.timeout_s, def_.timeout_s);
+  start_ = last_activity_ = Clock::now();
+  spawn_all();
+  loop();
+  if (inject_) check_leftovers();
+  classify();
+  result_.duration_s = seconds_since(start_);
+  return result_;
+}
+
+}  // namespace runner_detail
+
+reports::CaseResult run_case(const CaseDef& c, const RunOptions& options, const InjectPoint* inject) {
+  return runner_detail::CaseRun(c, options, inject).run();
+}
+
+}  // namespace ipcheck

@@ -1,0 +1,185 @@
+// The runner's insides, shared by its files: runner.cpp (selection, the adapter probe, the
+// audit method), runner_case.cpp (CaseRun: spawn a case's roles, relay their messages,
+// barriers, deadlines, reaping), runner_outcome.cpp (fault injection, leftovers, what a case
+// is judged by) and runner_suite.cpp (run_suite: jobs, shards, worker threads, the run's
+// record). Private to harness/src; the interface is ipcheck/runner.hpp.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ipcheck/adapter.hpp"
+#include "ipcheck/channel.hpp"
+#include "ipcheck/leftovers.hpp"
+#include "ipcheck/runner.hpp"
+#include "ipcheck/spawn.hpp"
+
+namespace ipcheck::runner_detail {
+
+using nlohmann::json;
+using reports::CaseResult;
+using reports::Status;
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+inline std::vector<std::string> role_args(const RunOptions& o, const std::string& case_id, const std::string& role) {
+  return {"role", "--case", case_id, "--role", role, "--adapter", o.adapter};
+}
+
+// With an injection point every role announces its steps (the runner notes the case's IPC
+// objects at each) and knows which role dies where.
+inline json start_document(const RunOptions& o, const json& peers, const InjectPoint* inject) {
+  return {{"peers", peers},
+          {"runner_pid", ::getpid()},
+          {"transport", o.transport},
+          {"adapter_options", o.adapter_options},
+          {"params", o.params},
+          {"audit", o.audit},
+          {"steps", inject != nullptr},
+          {"inject", inject ? json{{"role", inject->role}, {"step", inject->step}} : json()}};
+}
+
+// One role process of a running case.
+struct RoleState {
+  std::string name;
+  std::string base;
+  RoleProcess proc;
+  Channel channel;
+  bool started = false;       // spawned
+  std::string spawn_error;    // why it could not be started: a harness error
+  bool hello = false;
+  bool done = false;
+  bool aborted = false;
+  std::string done_message;
+  bool skipped = false;
+  bool expected_death = false;  // killed on request or by injection
+  bool standby = false;         // an injection-only role: it takes part in no barrier it is not at
+  std::optional<std::string> at_barrier;
+  std::optional<ExitStatus> exit;
+  Clock::time_point exit_time{};
+  double duration_s = 0;
+  json audit;
+  bool audit_collected = false;  // the outside auditor has reported on (and forgotten) it
+  std::vector<std::string> survivors;
+  // Messages the role has not taken yet (it may be busy, or never read at all).
+  std::deque<Message> outbox;
+
+  // Sends without ever blocking the runner; queues what does not fit.
+  void post(MsgType t, std::vector<std::string> fields, int fd = -1) {
+    if (!channel || exit) return;
+    if (outbox.empty()) {
+      const auto r = channel.try_send(t, fields, fd);
+      if (r != Channel::TrySend::full) return;
+    }
+    Message m;
+    m.type = t;
+    m.fields = std::move(fields);
+    if (fd >= 0) m.fd = unique_fd(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    outbox.push_back(std::move(m));
+  }
+  void flush() {
+    while (!outbox.empty() && channel) {
+      const Message& m = outbox.front();
+      const auto r = channel.try_send(m.type, m.fields, m.fd.get());
+      if (r == Channel::TrySend::full) return;
+      outbox.pop_front();
+    }
+  }
+};
+
+// Where each role that has not said done was when the case ended (a timeout's reason).
+std::string waiting_where(const std::deque<RoleState>& roles);
+
+// One case in fresh role processes, from spawning its roles to its classified result.
+class CaseRun {
+ public:
+  CaseRun(const CaseDef& def, const RunOptions& opt, const InjectPoint* inject)
+      : def_(def), opt_(opt), inject_(inject), adapter_(find_adapter(opt.adapter)),
+        tracer_(opt.audit == "bpf" ? opt.auditor : nullptr) {
+    if (!adapter_) throw std::invalid_argument("unknown adapter '" + opt.adapter + "'");
+  }
+
+  // A role the outside auditor still follows (the run was abandoned) is forgotten.
+  ~CaseRun() {
+    if (!tracer_) return;
+    for (auto& r : roles_)
+      if (r.started && !r.audit_collected) tracer_->role_forget(r.proc.pid());
+  }
+
+  CaseResult run();
+
+ private:
+  void spawn_all();
+  void loop();
+  // What the runner watches in one poll: each descriptor's role and kind (0 its channel,
+  // 1 its output, 2 its pidfd).
+  struct PollSet {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<RoleState*, int>> owners;
+  };
+  PollSet poll_set();
+  int poll_wait_ms(double inactivity) const;
+  void receive_from(RoleState& r, short revents);
+  void enforce_deadlines(double inactivity);
+  void handle(RoleState& r, Message& m);
+  void on_hello(RoleState& r, const Message& m);
+  void on_send(RoleState& r, const Message& m);
+  void on_check(RoleState& r, const Message& m);
+  void on_observe(RoleState& r, const Message& m);
+  void on_native_error(RoleState& r, const Message& m);
+  void on_skip(RoleState& r, const Message& m);
+  void on_step(RoleState& r, const Message& m);
+  void on_kill_peer(RoleState& r, const Message& m);
+  void reap(RoleState& r);
+  void release_barriers();
+  // SIGTERM to every running role but `spare` (a role ending by itself); SIGKILL after the grace.
+  void begin_termination(const std::string& why, bool is_timeout, const RoleState* spare = nullptr);
+  void collect_survivors();
+  void note_objects(const RoleState& r);
+  void kill_victim(RoleState& r, const std::string& how);
+  void kill_when_blocked();
+  void check_leftovers();
+  void classify();
+  void harness_fault(std::string cause);
+  RoleState* role(const std::string& name);
+  bool all_exited() const;
+  void broadcast(MsgType t, const std::vector<std::string>& fields, const RoleState* except = nullptr);
+
+  const CaseDef& def_;
+  const RunOptions& opt_;
+  const InjectPoint* inject_;
+  const AdapterDesc* adapter_;
+  Auditor* tracer_;  // the outside audit, when the run uses one
+  std::deque<RoleState> roles_;
+  CaseResult result_;
+  Clock::time_point start_{};
+  Clock::time_point last_activity_{};
+  double timeout_s_ = 0;
+  bool terminating_ = false;
+  bool timed_out_ = false;
+  bool interrupted_ = false;
+  std::string termination_reason_;
+  Clock::time_point kill_at_{};
+  int checks_ = 0;
+  std::string skip_reason_;
+  std::vector<std::string> harness_errors_;  // faults of the harness or the machine, not the adapter's
+  // Fault injection: whether the point was reached, the role to kill once it blocks (a
+  // step_into), and the IPC objects the case's roles held (looked for after the case).
+  bool injected_ = false;
+  RoleState* kill_when_blocked_ = nullptr;
+  Clock::time_point announced_{};
+  std::map<KernelObject, std::string> objects_;
+};
+
+}  // namespace ipcheck::runner_detail

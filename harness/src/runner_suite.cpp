@@ -1,0 +1,245 @@
+// run_suite: the run's jobs (the selection by injection points, the shard), the worker
+// threads that run them, and the run's record (options, expectations, the runner's own
+// descriptors and orphans).
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include "ipcheck/audit.hpp"
+#include "ipcheck/expectations.hpp"
+#include "ipcheck/role_main.hpp"
+#include "ipcheck/verdict.hpp"
+#include "runner_impl.hpp"
+
+namespace ipcheck {
+
+namespace runner_detail {
+namespace {
+
+// What the adapter probe found, or, where the limits leave no room for roles, a broken
+// probe naming them.
+AdapterProbe probe_or_limits(const RunOptions& o, const std::string& limits) {
+  AdapterProbe probe;
+  if (limits.empty()) {
+    probe = probe_adapter(o);
+  } else {
+    probe.broken = true;
+    probe.reason = limits;
+    probe.info.adapter = o.adapter;
+  }
+  return probe;
+}
+
+// The run's stamp, its audit method and the options it ran with.
+void record_run_options(reports::RunInfo& run, const RunOptions& o) {
+  stamp_run(run, o.adapter, iso_now());
+  run.audit = o.audit;
+  run.audit_note = o.audit_note;
+  run.options = {{"jobs", o.jobs},       {"filters", o.filters},   {"timeout_s", o.timeout_s},
+                 {"transport", o.transport}, {"params", o.params}, {"adapter_options", o.adapter_options},
+                 {"expectations", o.expectations_path}};
+  if (o.rerun_failures > 0) run.options["rerun_failures"] = o.rerun_failures;
+  if (!o.resources.is_null()) run.options["resources"] = o.resources;
+  if (!o.inject.empty()) {
+    std::vector<std::string> pts;
+    for (const auto& p : o.inject) pts.push_back(p.describe());
+    run.options["inject"] = pts;
+  }
+}
+
+// One run of a case: the case, and the injection point it runs with.
+struct SuiteJob {
+  const CaseDef* def;
+  std::optional<InjectPoint> inject;
+};
+
+// Jobs: each selected case, once per injection point that names one of its steps; with a
+// shard, only its part (recorded in `options`).
+std::vector<SuiteJob> suite_jobs(const RunOptions& o, json& options) {
+  std::vector<SuiteJob> jobs;
+  for (const CaseDef* c : select_cases(o)) {
+    if (o.inject.empty()) {
+      jobs.push_back({c, std::nullopt});
+      continue;
+    }
+    for (const auto& p : o.inject)
+      if (std::find(c->steps.begin(), c->steps.end(), p.describe()) != c->steps.end()) jobs.push_back({c, p});
+  }
+  if (o.shard) {
+    // Only this shard's part of the selection, by the full id of each run (shard.hpp).
+    std::vector<std::string> ids;
+    for (const auto& j : jobs) ids.push_back(j.inject ? j.def->id + "@" + j.inject->describe() : j.def->id);
+    const auto mine = shard_members(ids, *o.shard);
+    options["shard"] = shard_json(*o.shard, ids.size(), mine);
+    std::vector<SuiteJob> part;
+    for (const std::size_t i : mine) part.push_back(jobs[i]);
+    jobs = std::move(part);
+  }
+  return jobs;
+}
+
+// The jobs of a run shared by its worker threads: each worker takes the next job, runs it
+// (or says why it did not) and stores its result in the job's place.
+class SuiteWorkers {
+ public:
+  SuiteWorkers(const RunOptions& o, const std::vector<SuiteJob>& jobs, const std::string& limits,
+               const AdapterProbe& probe, std::optional<verdict::ExpectationUse>& expected,
+               std::vector<CaseResult>& cases)
+      : o_(o), jobs_(jobs), limits_(limits), probe_(probe), expected_(expected), cases_(cases) {}
+
+  // Runs every job on up to `n` workers (this thread one of them); returns why fewer ran, if they did.
+  std::string run(int n);
+
+ private:
+  void work();
+  CaseResult not_run(const SuiteJob& job, Status st, std::string why) const;
+  CaseResult run_attempts(const SuiteJob& job);
+
+  const RunOptions& o_;
+  const std::vector<SuiteJob>& jobs_;
+  const std::string& limits_;
+  const AdapterProbe& probe_;
+  std::optional<verdict::ExpectationUse>& expected_;
+  std::vector<CaseResult>& cases_;
+  std::mutex lock_;
+  std::size_t next_ = 0, finished_ = 0;
+};
+
+CaseResult SuiteWorkers::not_run(const SuiteJob& job, Status st, std::string why) const {
+  CaseResult res;
+  res.id = job.def->id;
+  res.description = job.def->description;
+  res.area = job.def->area();
+  res.clauses = job.def->clauses;
+  res.status = st;
+  res.reason = std::move(why);
+  return res;
+}
+
+// Each attempt in fresh processes, judged with the expectations; one that did not pass
+// runs again (--rerun-failures), and the attempts make one result.
+CaseResult SuiteWorkers::run_attempts(const SuiteJob& job) {
+  std::vector<CaseResult> attempts;
+  for (bool again = true; again;) {
+    CaseResult res;
+    try {
+      res = run_case(*job.def, o_, job.inject ? &*job.inject : nullptr);
+    } catch (const std::exception& e) {
+      res = not_run(job, Status::error, std::string("the runner failed running this case: ") + e.what());
+    }
+    if (job.inject) res.id += "@" + job.inject->describe();
+    {
+      std::lock_guard g(lock_);
+      if (expected_) expected_->apply(res, probe_.info.driver_version);
+    }
+    again = verdict::wants_rerun(res) && static_cast<int>(attempts.size()) < o_.rerun_failures &&
+            !(o_.interrupted && o_.interrupted->load());
+    attempts.push_back(std::move(res));
+  }
+  return verdict::combine_attempts(std::move(attempts));
+}
+
+void SuiteWorkers::work() {
+  for (;;) {
+    std::size_t i;
+    {
+      std::lock_guard g(lock_);
+      if (next_ >= jobs_.size()) return;
+      i = next_++;
+    }
+    const SuiteJob& job = jobs_[i];
+    CaseResult res;
+    bool ran = false, judged = false;  // ran: the id has its injection point; judged: expectations applied
+    if (!limits_.empty()) {
+      res = not_run(job, Status::error, limits_);
+    } else if (!probe_.available) {
+      // A probe that could not run is the harness's or the machine's fault, not a skip.
+      if (probe_.broken) res = not_run(job, Status::error, "the adapter probe failed: " + probe_.reason);
+      else res = not_run(job, Status::skip, probe_.reason);
+    } else if (o_.interrupted && o_.interrupted->load()) {
+      res = not_run(job, Status::incomplete, "the run was interrupted before this case started");
+    } else {
+      ran = true;
+      res = run_attempts(job);
+      judged = res.status != Status::flaky;  // a flaky case meets the expectations' flaky lines below
+    }
+    if (job.inject && !ran) res.id += "@" + job.inject->describe();
+    std::lock_guard g(lock_);
+    if (expected_ && !judged) expected_->apply(res, probe_.info.driver_version);
+    cases_[i] = std::move(res);
+    ++finished_;
+    if (o_.on_case_done) o_.on_case_done(cases_[i], finished_, jobs_.size());
+  }
+}
+
+std::string SuiteWorkers::run(int n) {
+  std::vector<std::thread> threads;
+  std::string fewer_workers;
+  for (int t = 1; t < n; ++t) {
+    try {
+      threads.emplace_back([this] { work(); });
+    } catch (const std::system_error& e) {
+      // The machine's thread limit: run with the workers there are, and say so.
+      fewer_workers = "ran " + std::to_string(threads.size() + 1) + " of " + std::to_string(n) +
+                      " workers: a thread could not be started (" + e.what() + ")";
+      break;
+    }
+  }
+  work();
+  for (auto& t : threads) t.join();
+  return fewer_workers;
+}
+
+// The expectations' report; a line that matched nothing while a case it names ran: the
+// deviation is gone or changed, and each such case says so.
+void note_expectations(reports::Results& results, const Expectations& expectations,
+                       const verdict::ExpectationUse& expected, const std::string& driver_version) {
+  results.run.expectations = expected.report(results.cases, driver_version);
+  for (const auto& stale : expected.stale(results.cases, driver_version))
+    for (auto& c : results.cases)
+      for (const auto& x : expectations.entries())
+        if (stale.rfind(x.where + ":", 0) == 0 && verdict::names_case(x, c) && reports::is_judged(c.status))
+          c.warnings.push_back("stale expectation " + stale);
+}
+
+}  // namespace
+}  // namespace runner_detail
+
+reports::Results run_suite(const RunOptions& options) {
+  using namespace runner_detail;
+  RunOptions o = options;
+  std::unique_ptr<Auditor> tracer;
+  prepare_audit(o, tracer);
+  become_subreaper();
+  const std::size_t fds_at_start = count_open_fds();
+  reports::Results results;
+  const auto t0 = Clock::now();
+  // Limits that leave no room for roles: nothing is started, every case is an error naming it.
+  const std::string limits = limits_too_low();
+  const AdapterProbe probe = probe_or_limits(o, limits);
+  results.run = probe.info;
+  record_run_options(results.run, o);
+  std::optional<Expectations> expectations;
+  if (!o.expectations_path.empty()) expectations = Expectations::load(o.expectations_path);
+  std::optional<verdict::ExpectationUse> expected;
+  if (expectations) expected.emplace(*expectations);
+
+  const std::vector<SuiteJob> jobs = suite_jobs(o, results.run.options);
+  results.cases.resize(jobs.size());
+  SuiteWorkers workers(o, jobs, limits, probe, expected, results.cases);
+  const std::string fewer_workers = workers.run(std::max(1, std::min<int>(o.jobs, static_cast<int>(jobs.size()))));
+  const std::vector<std::string> orphans = reap_orphans();
+  results.run.runner = {{"fds_at_start", fds_at_start}, {"fds_at_end", count_open_fds()}, {"orphans_reaped", orphans}};
+
+  if (!fewer_workers.empty()) results.run.runner["note"] = fewer_workers;
+  if (expected) note_expectations(results, *expectations, *expected, probe.info.driver_version);
+  results.summary = reports::summarize(results.cases);
+  results.run.duration_s = seconds_since(t0);
+  if (!probe.available) results.run.options[probe.broken ? "harness_error" : "adapter_unavailable"] = probe.reason;
+  verdict::fill_clause_coverage(results);
+  return results;
+}
+
+}  // namespace ipcheck
