@@ -189,12 +189,43 @@ bool same_machine(const Results& a, const Results& b) {
   return !hosts_differ && !devices_differ;
 }
 
-}  // namespace
+// Where a case whose status changed is listed. A harness error judged nothing: never a
+// regression or a fix of the driver, listed apart. A flaky case is listed apart too (d.flaky),
+// whatever it was before.
+void classify_status_change(Diff& d, const std::string& id, const CaseResult& o, const CaseResult& n) {
+  if (o.status == n.status) return;
+  StatusChange c{id, o.status, n.status, text::first_line(n.reason)};
+  const int from = severity(o.status), to = severity(n.status);
+  if (n.status == Status::flaky) {
+    // listed in d.flaky already
+  } else if (n.status == Status::error && o.status != Status::error)
+    d.errors.push_back(c);
+  else if (from < 0 || to < 0)
+    d.changes.push_back(c);
+  else if (to > from)
+    d.regressions.push_back(c);
+  else
+    d.fixes.push_back(c);
+}
 
-Diff diff_results(const Results& a, const Results& b, const std::string& old_label, const std::string& new_label) {
-  Diff d;
-  d.old_run = label_of(a, old_label);
-  d.new_run = label_of(b, new_label);
+// Observations of one case that differ, by name: a value that changed, appeared or went.
+void compare_observations(Diff& d, const std::string& id, const CaseResult& o, const CaseResult& n) {
+  std::set<std::string> names;
+  for (const auto& [k, v] : o.observations) names.insert(k);
+  for (const auto& [k, v] : n.observations) names.insert(k);
+  for (const auto& k : names) {
+    auto x = o.observations.find(k);
+    auto y = n.observations.find(k);
+    std::optional<std::string> from, to;
+    if (x != o.observations.end()) from = x->second;
+    if (y != n.observations.end()) to = y->second;
+    if (from != to) d.observations.push_back({id, k, from, to});
+  }
+}
+
+// Case by case: flaky, new and removed cases, status changes, observations and (both runs
+// audited with bpf) call profiles.
+void diff_cases(const Results& a, const Results& b, Diff& d) {
   const auto old_cases = by_id(a);
   const auto new_cases = by_id(b);
   for (const auto& [id, n] : new_cases) {
@@ -208,42 +239,24 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
     }
     const CaseResult* o = it->second;
     if (a.run.audit == "bpf" && b.run.audit == "bpf") compare_profiles(id, *o, *n, d.profiles);
-    if (o->status != n->status) {
-      StatusChange c{id, o->status, n->status, text::first_line(n->reason)};
-      const int from = severity(o->status), to = severity(n->status);
-      // A harness error judged nothing: never a regression or a fix of the driver, listed apart.
-      // A flaky case is listed apart too (d.flaky), whatever it was before.
-      if (n->status == Status::flaky) {
-        // listed in d.flaky above
-      } else if (n->status == Status::error && o->status != Status::error)
-        d.errors.push_back(c);
-      else if (from < 0 || to < 0)
-        d.changes.push_back(c);
-      else if (to > from)
-        d.regressions.push_back(c);
-      else
-        d.fixes.push_back(c);
-    }
-    std::set<std::string> names;
-    for (const auto& [k, v] : o->observations) names.insert(k);
-    for (const auto& [k, v] : n->observations) names.insert(k);
-    for (const auto& k : names) {
-      auto x = o->observations.find(k);
-      auto y = n->observations.find(k);
-      std::optional<std::string> from, to;
-      if (x != o->observations.end()) from = x->second;
-      if (y != n->observations.end()) to = y->second;
-      if (from != to) d.observations.push_back({id, k, from, to});
-    }
+    classify_status_change(d, id, *o, *n);
+    compare_observations(d, id, *o, *n);
   }
   for (const auto& [id, o] : old_cases)
     if (!new_cases.count(id)) d.removed.push_back({id, o->status, text::first_line(o->reason)});
+}
+
+// Clauses of both runs whose coverage verdict differs, in the new run's order.
+void diff_clauses(const Results& a, const Results& b, Diff& d) {
   std::map<std::string, ClauseVerdict> old_clauses;
   for (const auto& k : a.clauses) old_clauses[k.id] = k.verdict;
   for (const auto& k : b.clauses)
     if (auto it = old_clauses.find(k.id); it != old_clauses.end() && it->second != k.verdict)
       d.clauses.push_back({k.id, it->second, k.verdict});
+}
 
+// Worst first: regressions by their new status, fixes by their old one, new cases by theirs.
+void order_by_severity(Diff& d) {
   std::stable_sort(d.regressions.begin(), d.regressions.end(), [](const StatusChange& x, const StatusChange& y) {
     return severity(x.to) > severity(y.to);
   });
@@ -253,19 +266,32 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
   std::stable_sort(d.added.begin(), d.added.end(), [](const CaseEntry& x, const CaseEntry& y) {
     return severity(x.status) > severity(y.status);
   });
+}
 
-  if ((a.run.audit == "bpf") != (b.run.audit == "bpf"))
-    d.profile_note = std::string("call profiles not compared: the ") + (a.run.audit == "bpf" ? "new" : "old") +
-                     " run was audited with '" + (a.run.audit == "bpf" ? b.run.audit : a.run.audit) +
-                     "', not bpf";
+// One benchmark of both runs: a change beyond noise, within noise, or not judged.
+void compare_benchmark(const Benchmark& x, const Benchmark& y, Diff& d) {
+  if (x.repetitions < 2 || y.repetitions < 2) {
+    d.bench_unjudged.push_back(y.name);
+  } else if (d.bench_across_machines && (x.ratio <= 0 || y.ratio <= 0)) {
+    d.bench_no_floor.push_back(y.name);  // absolute figures of two machines say nothing of the driver
+  } else if (d.bench_across_machines ? beyond_cross_machine_noise(x, y) : beyond_noise(x, y)) {
+    const bool slower = d.bench_across_machines ? y.ratio > x.ratio : y.median > x.median;
+    d.bench.push_back({y.name, y.unit, x.median, y.median, x.spread, y.spread, x.repetitions, y.repetitions,
+                       x.ratio, y.ratio, y.higher_is_better ? !slower : slower});
+  } else {
+    ++d.bench_within_noise;
+  }
+}
 
-  d.fuzz = diff_fuzz(a, b);
+// Benchmarks by name: changes beyond noise (worse first), within noise, new and removed. On
+// different machines only ratios to the in-run floors are compared.
+void diff_benchmarks(const Results& a, const Results& b, Diff& d) {
   const auto old_list = benchmarks(a), new_list = benchmarks(b);
   if (old_list.empty() != new_list.empty()) {
     // A run without benchmarks did not run them: nothing to compare, nothing removed.
     d.bench_note = std::string("benchmarks not compared: the ") + (old_list.empty() ? "old" : "new") +
                    " run has none";
-    return d;
+    return;
   }
   std::map<std::string, Benchmark> old_bench;
   for (const auto& x : old_list) old_bench.emplace(x.name, x);
@@ -273,29 +299,33 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
   std::set<std::string> seen;
   for (const auto& y : new_list) {
     seen.insert(y.name);
-    auto it = old_bench.find(y.name);
-    if (it == old_bench.end()) {
+    if (auto it = old_bench.find(y.name); it != old_bench.end())
+      compare_benchmark(it->second, y, d);
+    else
       d.bench_added.push_back(y.name);
-      continue;
-    }
-    const Benchmark& x = it->second;
-    if (x.repetitions < 2 || y.repetitions < 2) {
-      d.bench_unjudged.push_back(y.name);
-    } else if (d.bench_across_machines && (x.ratio <= 0 || y.ratio <= 0)) {
-      d.bench_no_floor.push_back(y.name);  // absolute figures of two machines say nothing of the driver
-    } else if (d.bench_across_machines ? beyond_cross_machine_noise(x, y) : beyond_noise(x, y)) {
-      const bool slower = d.bench_across_machines ? y.ratio > x.ratio : y.median > x.median;
-      d.bench.push_back({y.name, y.unit, x.median, y.median, x.spread, y.spread, x.repetitions, y.repetitions,
-                         x.ratio, y.ratio, y.higher_is_better ? !slower : slower});
-    } else {
-      ++d.bench_within_noise;
-    }
   }
   for (const auto& [name, x] : old_bench)
     if (!seen.count(name)) d.bench_removed.push_back(name);
   std::stable_sort(d.bench.begin(), d.bench.end(), [](const BenchChange& x, const BenchChange& y) {
     return x.worse && !y.worse;
   });
+}
+
+}  // namespace
+
+Diff diff_results(const Results& a, const Results& b, const std::string& old_label, const std::string& new_label) {
+  Diff d;
+  d.old_run = label_of(a, old_label);
+  d.new_run = label_of(b, new_label);
+  diff_cases(a, b, d);
+  diff_clauses(a, b, d);
+  order_by_severity(d);
+  if ((a.run.audit == "bpf") != (b.run.audit == "bpf"))
+    d.profile_note = std::string("call profiles not compared: the ") + (a.run.audit == "bpf" ? "new" : "old") +
+                     " run was audited with '" + (a.run.audit == "bpf" ? b.run.audit : a.run.audit) +
+                     "', not bpf";
+  d.fuzz = diff_fuzz(a, b);
+  diff_benchmarks(a, b, d);
   return d;
 }
 
