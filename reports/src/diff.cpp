@@ -11,6 +11,8 @@ namespace ipcheck::reports {
 
 using nlohmann::json;
 using text::fmt;
+using text::md;
+using text::md_code;
 using text::plural;
 
 namespace {
@@ -189,12 +191,43 @@ bool same_machine(const Results& a, const Results& b) {
   return !hosts_differ && !devices_differ;
 }
 
-}  // namespace
+// Where a case whose status changed is listed. A harness error judged nothing: never a
+// regression or a fix of the driver, listed apart. A flaky case is listed apart too (d.flaky),
+// whatever it was before.
+void classify_status_change(Diff& d, const std::string& id, const CaseResult& o, const CaseResult& n) {
+  if (o.status == n.status) return;
+  StatusChange c{id, o.status, n.status, text::first_line(n.reason)};
+  const int from = severity(o.status), to = severity(n.status);
+  if (n.status == Status::flaky) {
+    // listed in d.flaky already
+  } else if (n.status == Status::error && o.status != Status::error)
+    d.errors.push_back(c);
+  else if (from < 0 || to < 0)
+    d.changes.push_back(c);
+  else if (to > from)
+    d.regressions.push_back(c);
+  else
+    d.fixes.push_back(c);
+}
 
-Diff diff_results(const Results& a, const Results& b, const std::string& old_label, const std::string& new_label) {
-  Diff d;
-  d.old_run = label_of(a, old_label);
-  d.new_run = label_of(b, new_label);
+// Observations of one case that differ, by name: a value that changed, appeared or went.
+void compare_observations(Diff& d, const std::string& id, const CaseResult& o, const CaseResult& n) {
+  std::set<std::string> names;
+  for (const auto& [k, v] : o.observations) names.insert(k);
+  for (const auto& [k, v] : n.observations) names.insert(k);
+  for (const auto& k : names) {
+    auto x = o.observations.find(k);
+    auto y = n.observations.find(k);
+    std::optional<std::string> from, to;
+    if (x != o.observations.end()) from = x->second;
+    if (y != n.observations.end()) to = y->second;
+    if (from != to) d.observations.push_back({id, k, from, to});
+  }
+}
+
+// Case by case: flaky, new and removed cases, status changes, observations and (both runs
+// audited with bpf) call profiles.
+void diff_cases(const Results& a, const Results& b, Diff& d) {
   const auto old_cases = by_id(a);
   const auto new_cases = by_id(b);
   for (const auto& [id, n] : new_cases) {
@@ -208,42 +241,24 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
     }
     const CaseResult* o = it->second;
     if (a.run.audit == "bpf" && b.run.audit == "bpf") compare_profiles(id, *o, *n, d.profiles);
-    if (o->status != n->status) {
-      StatusChange c{id, o->status, n->status, text::first_line(n->reason)};
-      const int from = severity(o->status), to = severity(n->status);
-      // A harness error judged nothing: never a regression or a fix of the driver, listed apart.
-      // A flaky case is listed apart too (d.flaky), whatever it was before.
-      if (n->status == Status::flaky) {
-        // listed in d.flaky above
-      } else if (n->status == Status::error && o->status != Status::error)
-        d.errors.push_back(c);
-      else if (from < 0 || to < 0)
-        d.changes.push_back(c);
-      else if (to > from)
-        d.regressions.push_back(c);
-      else
-        d.fixes.push_back(c);
-    }
-    std::set<std::string> names;
-    for (const auto& [k, v] : o->observations) names.insert(k);
-    for (const auto& [k, v] : n->observations) names.insert(k);
-    for (const auto& k : names) {
-      auto x = o->observations.find(k);
-      auto y = n->observations.find(k);
-      std::optional<std::string> from, to;
-      if (x != o->observations.end()) from = x->second;
-      if (y != n->observations.end()) to = y->second;
-      if (from != to) d.observations.push_back({id, k, from, to});
-    }
+    classify_status_change(d, id, *o, *n);
+    compare_observations(d, id, *o, *n);
   }
   for (const auto& [id, o] : old_cases)
     if (!new_cases.count(id)) d.removed.push_back({id, o->status, text::first_line(o->reason)});
+}
+
+// Clauses of both runs whose coverage verdict differs, in the new run's order.
+void diff_clauses(const Results& a, const Results& b, Diff& d) {
   std::map<std::string, ClauseVerdict> old_clauses;
   for (const auto& k : a.clauses) old_clauses[k.id] = k.verdict;
   for (const auto& k : b.clauses)
     if (auto it = old_clauses.find(k.id); it != old_clauses.end() && it->second != k.verdict)
       d.clauses.push_back({k.id, it->second, k.verdict});
+}
 
+// Worst first: regressions by their new status, fixes by their old one, new cases by theirs.
+void order_by_severity(Diff& d) {
   std::stable_sort(d.regressions.begin(), d.regressions.end(), [](const StatusChange& x, const StatusChange& y) {
     return severity(x.to) > severity(y.to);
   });
@@ -253,19 +268,32 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
   std::stable_sort(d.added.begin(), d.added.end(), [](const CaseEntry& x, const CaseEntry& y) {
     return severity(x.status) > severity(y.status);
   });
+}
 
-  if ((a.run.audit == "bpf") != (b.run.audit == "bpf"))
-    d.profile_note = std::string("call profiles not compared: the ") + (a.run.audit == "bpf" ? "new" : "old") +
-                     " run was audited with '" + (a.run.audit == "bpf" ? b.run.audit : a.run.audit) +
-                     "', not bpf";
+// One benchmark of both runs: a change beyond noise, within noise, or not judged.
+void compare_benchmark(const Benchmark& x, const Benchmark& y, Diff& d) {
+  if (x.repetitions < 2 || y.repetitions < 2) {
+    d.bench_unjudged.push_back(y.name);
+  } else if (d.bench_across_machines && (x.ratio <= 0 || y.ratio <= 0)) {
+    d.bench_no_floor.push_back(y.name);  // absolute figures of two machines say nothing of the driver
+  } else if (d.bench_across_machines ? beyond_cross_machine_noise(x, y) : beyond_noise(x, y)) {
+    const bool slower = d.bench_across_machines ? y.ratio > x.ratio : y.median > x.median;
+    d.bench.push_back({y.name, y.unit, x.median, y.median, x.spread, y.spread, x.repetitions, y.repetitions,
+                       x.ratio, y.ratio, y.higher_is_better ? !slower : slower});
+  } else {
+    ++d.bench_within_noise;
+  }
+}
 
-  d.fuzz = diff_fuzz(a, b);
+// Benchmarks by name: changes beyond noise (worse first), within noise, new and removed. On
+// different machines only ratios to the in-run floors are compared.
+void diff_benchmarks(const Results& a, const Results& b, Diff& d) {
   const auto old_list = benchmarks(a), new_list = benchmarks(b);
   if (old_list.empty() != new_list.empty()) {
     // A run without benchmarks did not run them: nothing to compare, nothing removed.
     d.bench_note = std::string("benchmarks not compared: the ") + (old_list.empty() ? "old" : "new") +
                    " run has none";
-    return d;
+    return;
   }
   std::map<std::string, Benchmark> old_bench;
   for (const auto& x : old_list) old_bench.emplace(x.name, x);
@@ -273,115 +301,172 @@ Diff diff_results(const Results& a, const Results& b, const std::string& old_lab
   std::set<std::string> seen;
   for (const auto& y : new_list) {
     seen.insert(y.name);
-    auto it = old_bench.find(y.name);
-    if (it == old_bench.end()) {
+    if (auto it = old_bench.find(y.name); it != old_bench.end())
+      compare_benchmark(it->second, y, d);
+    else
       d.bench_added.push_back(y.name);
-      continue;
-    }
-    const Benchmark& x = it->second;
-    if (x.repetitions < 2 || y.repetitions < 2) {
-      d.bench_unjudged.push_back(y.name);
-    } else if (d.bench_across_machines && (x.ratio <= 0 || y.ratio <= 0)) {
-      d.bench_no_floor.push_back(y.name);  // absolute figures of two machines say nothing of the driver
-    } else if (d.bench_across_machines ? beyond_cross_machine_noise(x, y) : beyond_noise(x, y)) {
-      const bool slower = d.bench_across_machines ? y.ratio > x.ratio : y.median > x.median;
-      d.bench.push_back({y.name, y.unit, x.median, y.median, x.spread, y.spread, x.repetitions, y.repetitions,
-                         x.ratio, y.ratio, y.higher_is_better ? !slower : slower});
-    } else {
-      ++d.bench_within_noise;
-    }
   }
   for (const auto& [name, x] : old_bench)
     if (!seen.count(name)) d.bench_removed.push_back(name);
   std::stable_sort(d.bench.begin(), d.bench.end(), [](const BenchChange& x, const BenchChange& y) {
     return x.worse && !y.worse;
   });
+}
+
+}  // namespace
+
+Diff diff_results(const Results& a, const Results& b, const std::string& old_label, const std::string& new_label) {
+  Diff d;
+  d.old_run = label_of(a, old_label);
+  d.new_run = label_of(b, new_label);
+  diff_cases(a, b, d);
+  diff_clauses(a, b, d);
+  order_by_severity(d);
+  if ((a.run.audit == "bpf") != (b.run.audit == "bpf"))
+    d.profile_note = std::string("call profiles not compared: the ") + (a.run.audit == "bpf" ? "new" : "old") +
+                     " run was audited with '" + (a.run.audit == "bpf" ? b.run.audit : a.run.audit) +
+                     "', not bpf";
+  d.fuzz = diff_fuzz(a, b);
+  diff_benchmarks(a, b, d);
   return d;
 }
 
-std::string render_diff_text(const Diff& d) {
-  std::string s = "ipcheck report diff: " + headline(d) + "\n";
-  for (const RunLabel* r : {&d.old_run, &d.new_run}) {
-    s += (r == &d.old_run ? "  old  " : "  new  ") + r->label + "  " + driver(*r) + "  ipcheck " +
-         (r->ipcheck_version.empty() ? "?" : r->ipcheck_version) + "  started " + (r->start.empty() ? "?" : r->start) +
-         "  " + plural(r->total, "case", "cases") + ", " + std::to_string(r->unexpected) + " unexpected\n";
-  }
-  s += "result: " + tally(d) + "\n";
+namespace {
 
-  std::size_t w = 0, sw = 0;
-  for (const auto* list : {&d.regressions, &d.fixes, &d.changes})
-    for (const auto& c : *list) {
-      w = std::max(w, text::width(c.id));
-      sw = std::max(sw, std::string(to_string(c.from)).size() + 4 + std::string(to_string(c.to)).size());
-    }
-  for (const auto* list : {&d.added, &d.removed})
-    for (const auto& c : *list) {
-      w = std::max(w, text::width(c.id));
-      sw = std::max(sw, std::string(to_string(c.status)).size() + 4);
-    }
-  auto changes = [&](const char* title, const std::vector<StatusChange>& list) {
+// The status-change and case-entry lists of a diff, as a rendering names its sections.
+enum class DiffChangeList { regressions, fixes, errors, other };
+enum class DiffEntryList { added, removed };
+
+// One rendering of a diff, section by section, into `s_`: walk_diff_sections calls the
+// sections in the order every rendering shows them, so the text and the Markdown agree.
+class DiffSectionWriter {
+ public:
+  explicit DiffSectionWriter(std::string& s) : s_(s) {}
+  virtual ~DiffSectionWriter() = default;
+  virtual void changes(DiffChangeList which, const std::vector<StatusChange>& list) = 0;
+  virtual void flaky(const std::vector<FlakyCase>& list) = 0;
+  virtual void entries(DiffEntryList which, const std::vector<CaseEntry>& list) = 0;
+  virtual void clauses(const std::vector<ClauseChange>& list) = 0;
+  virtual void observations(const std::vector<ObservationChange>& list) = 0;
+  virtual void bench(const Diff& d) = 0;     // the changes beyond noise, and what a rendering says there of the rest
+  virtual void fuzz(const FuzzDiff& f) = 0;
+  virtual void profiles(const Diff& d) = 0;  // the changes, and what a rendering says there of why none were compared
+
+ protected:
+  std::string& s_;
+};
+
+void walk_diff_sections(const Diff& d, DiffSectionWriter& w) {
+  w.changes(DiffChangeList::regressions, d.regressions);
+  w.changes(DiffChangeList::fixes, d.fixes);
+  w.changes(DiffChangeList::errors, d.errors);
+  w.flaky(d.flaky);
+  w.changes(DiffChangeList::other, d.changes);
+  w.entries(DiffEntryList::added, d.added);
+  w.entries(DiffEntryList::removed, d.removed);
+  w.clauses(d.clauses);
+  w.observations(d.observations);
+  w.bench(d);
+  w.fuzz(d.fuzz);
+  w.profiles(d);
+}
+
+// Plain text, columns padded: ids to the widest id, statuses to the widest "from -> to".
+class TextDiffWriter final : public DiffSectionWriter {
+ public:
+  TextDiffWriter(std::string& s, const Diff& d) : DiffSectionWriter(s) {
+    for (const auto* list : {&d.regressions, &d.fixes, &d.changes})
+      for (const auto& c : *list) {
+        w_ = std::max(w_, text::width(c.id));
+        sw_ = std::max(sw_, std::string(to_string(c.from)).size() + 4 + std::string(to_string(c.to)).size());
+      }
+    for (const auto* list : {&d.added, &d.removed})
+      for (const auto& c : *list) {
+        w_ = std::max(w_, text::width(c.id));
+        sw_ = std::max(sw_, std::string(to_string(c.status)).size() + 4);
+      }
+  }
+
+  void changes(DiffChangeList which, const std::vector<StatusChange>& list) override {
+    static constexpr const char* kTitles[] = {
+        "regressions", "fixes", "not judged in the new run: harness errors (never a regression; see each reason)",
+        "other status changes, to or from skip, incomplete or error (never a regression)"};
     if (list.empty()) return;
-    s += fmt("\n%s (%zu)\n", title, list.size());
+    s_ += fmt("\n%s (%zu)\n", kTitles[static_cast<int>(which)], list.size());
     for (const auto& c : list) {
       const std::string arrow = std::string(to_string(c.from)) + " -> " + to_string(c.to);
-      s += "  " + text::pad(c.id, w) + "  " + text::pad(arrow, sw);
-      s = text::trim_end(s + "  " + c.reason) + "\n";
-    }
-  };
-  changes("regressions", d.regressions);
-  changes("fixes", d.fixes);
-  changes("not judged in the new run: harness errors (never a regression; see each reason)", d.errors);
-  if (!d.flaky.empty()) {
-    s += fmt("\nflaky in the new run: did not pass, then passed on a rerun (%zu; never a regression)\n", d.flaky.size());
-    for (const auto& f : d.flaky) {
-      const std::string was = f.old_status ? std::string("was ") + to_string(*f.old_status) : "new case";
-      s += "  " + text::pad(f.id, w) + "  " + text::pad(was, sw);
-      s = text::trim_end(s + "  " + (f.expected ? "(expected) " : "") + f.reason) + "\n";
+      s_ += "  " + text::pad(c.id, w_) + "  " + text::pad(arrow, sw_);
+      s_ = text::trim_end(s_ + "  " + c.reason) + "\n";
     }
   }
-  changes("other status changes, to or from skip, incomplete or error (never a regression)", d.changes);
-  auto entries = [&](const char* title, const std::vector<CaseEntry>& list, const char* prefix) {
+
+  void flaky(const std::vector<FlakyCase>& list) override {
     if (list.empty()) return;
-    s += fmt("\n%s (%zu)\n", title, list.size());
-    for (const auto& c : list) {
-      s += "  " + text::pad(c.id, w) + "  " + text::pad(prefix + std::string(to_string(c.status)), sw);
-      s = text::trim_end(s + "  " + c.reason) + "\n";
+    s_ += fmt("\nflaky in the new run: did not pass, then passed on a rerun (%zu; never a regression)\n", list.size());
+    for (const auto& f : list) {
+      const std::string was = f.old_status ? std::string("was ") + to_string(*f.old_status) : "new case";
+      s_ += "  " + text::pad(f.id, w_) + "  " + text::pad(was, sw_);
+      s_ = text::trim_end(s_ + "  " + (f.expected ? "(expected) " : "") + f.reason) + "\n";
     }
-  };
-  entries("new cases", d.added, "");
-  entries("removed cases", d.removed, "was ");
-  if (!d.clauses.empty()) {
+  }
+
+  void entries(DiffEntryList which, const std::vector<CaseEntry>& list) override {
+    const bool removed = which == DiffEntryList::removed;
+    if (list.empty()) return;
+    s_ += fmt("\n%s (%zu)\n", removed ? "removed cases" : "new cases", list.size());
+    for (const auto& c : list) {
+      s_ += "  " + text::pad(c.id, w_) + "  " + text::pad((removed ? "was " : "") + std::string(to_string(c.status)), sw_);
+      s_ = text::trim_end(s_ + "  " + c.reason) + "\n";
+    }
+  }
+
+  void clauses(const std::vector<ClauseChange>& list) override {
+    if (list.empty()) return;
     std::size_t cw = 0;
-    for (const auto& c : d.clauses) cw = std::max(cw, text::width(c.id));
-    s += fmt("\nclause coverage changes (%zu)\n", d.clauses.size());
-    for (const auto& c : d.clauses)
-      s += "  " + text::pad(c.id, cw) + "  " + to_string(c.from) + " -> " + to_string(c.to) + "\n";
+    for (const auto& c : list) cw = std::max(cw, text::width(c.id));
+    s_ += fmt("\nclause coverage changes (%zu)\n", list.size());
+    for (const auto& c : list) s_ += "  " + text::pad(c.id, cw) + "  " + to_string(c.from) + " -> " + to_string(c.to) + "\n";
   }
-  if (!d.observations.empty()) {
+
+  void observations(const std::vector<ObservationChange>& list) override {
+    if (list.empty()) return;
     std::size_t ow = 0;
-    for (const auto& o : d.observations) ow = std::max(ow, text::width(o.case_id));
-    s += fmt("\nobservation changes (%zu)\n", d.observations.size());
-    for (const auto& o : d.observations)
-      s += "  " + text::pad(o.case_id, ow) + "  " + o.name + ": " + obs_value(o.from) + " -> " + obs_value(o.to) + "\n";
+    for (const auto& o : list) ow = std::max(ow, text::width(o.case_id));
+    s_ += fmt("\nobservation changes (%zu)\n", list.size());
+    for (const auto& o : list)
+      s_ += "  " + text::pad(o.case_id, ow) + "  " + o.name + ": " + obs_value(o.from) + " -> " + obs_value(o.to) + "\n";
   }
-  if (!d.bench.empty()) {
+
+  void bench(const Diff& d) override {
+    if (d.bench.empty()) return;
     std::size_t bw = 0;
     for (const auto& b : d.bench) bw = std::max(bw, text::width(b.name));
-    s += fmt("\nbenchmark changes beyond noise (%zu)\n", d.bench.size());
-    for (const auto& b : d.bench) s += "  " + text::pad(b.name, bw) + "  " + bench_line(b) + "\n";
+    s_ += fmt("\nbenchmark changes beyond noise (%zu)\n", d.bench.size());
+    for (const auto& b : d.bench) s_ += "  " + text::pad(b.name, bw) + "  " + bench_line(b) + "\n";
   }
-  if (d.fuzz.compared) {
-    s += fmt("\nfuzz campaign: %lld -> %lld executions\n", d.fuzz.old_executions, d.fuzz.new_executions);
-    for (const auto& [k, o, n] : d.fuzz.outcomes) s += fmt("  outcome %s: %lld -> %lld\n", k.c_str(), o, n);
-    for (const auto& c : d.fuzz.classes_new) s += "  new finding class: " + c + "\n";
-    for (const auto& c : d.fuzz.classes_gone) s += "  finding class gone: " + c + "\n";
+
+  void fuzz(const FuzzDiff& f) override {
+    if (!f.compared) return;
+    s_ += fmt("\nfuzz campaign: %lld -> %lld executions\n", f.old_executions, f.new_executions);
+    for (const auto& [k, o, n] : f.outcomes) s_ += fmt("  outcome %s: %lld -> %lld\n", k.c_str(), o, n);
+    for (const auto& c : f.classes_new) s_ += "  new finding class: " + c + "\n";
+    for (const auto& c : f.classes_gone) s_ += "  finding class gone: " + c + "\n";
   }
-  if (!d.profiles.empty()) {
-    s += fmt("\ncall profile changes, per call (%zu)\n", d.profiles.size());
+
+  void profiles(const Diff& d) override {
+    if (d.profiles.empty()) return;
+    s_ += fmt("\ncall profile changes, per call (%zu)\n", d.profiles.size());
     for (const auto& c : d.profiles)
-      s += "  " + c.case_id + "  " + c.role + "  " + c.verb + ": " + c.counter + " " + per_call(c.from) + " -> " +
-           per_call(c.to) + fmt("  (%lld -> %lld calls)\n", c.old_calls, c.new_calls);
+      s_ += "  " + c.case_id + "  " + c.role + "  " + c.verb + ": " + c.counter + " " + per_call(c.from) + " -> " +
+            per_call(c.to) + fmt("  (%lld -> %lld calls)\n", c.old_calls, c.new_calls);
   }
+
+ private:
+  std::size_t w_ = 0, sw_ = 0;
+};
+
+// What the text says last, on one line: what was not compared or judged, and how.
+std::vector<std::string> diff_text_notes(const Diff& d) {
   std::vector<std::string> notes;
   if (!d.profile_note.empty()) notes.push_back(d.profile_note);
   if (d.bench_within_noise) notes.push_back(plural(d.bench_within_noise, "benchmark", "benchmarks") + " within noise");
@@ -397,6 +482,121 @@ std::string render_diff_text(const Diff& d) {
     notes.push_back(fmt("benchmarks compared across machines: ratios to their in-run floors only, noise %.1fx", kCrossMachineFactor));
   if (!d.bench_no_floor.empty())
     notes.push_back(plural(d.bench_no_floor.size(), "benchmark", "benchmarks") + " without a floor not compared across machines");
+  return notes;
+}
+
+// Markdown: a table per section.
+class MarkdownDiffWriter final : public DiffSectionWriter {
+ public:
+  using DiffSectionWriter::DiffSectionWriter;
+
+  void changes(DiffChangeList which, const std::vector<StatusChange>& list) override {
+    static constexpr const char* kTitles[] = {"Regressions", "Fixes", "Not judged in the new run (harness errors)",
+                                              "Other status changes"};
+    if (list.empty()) return;
+    s_ += fmt("\n### %s (%zu)\n\n| case | old | new | reason |\n|---|---|---|---|\n", kTitles[static_cast<int>(which)],
+              list.size());
+    for (const auto& c : list)
+      s_ += "| " + md_code(c.id) + " | " + to_string(c.from) + " | **" + to_string(c.to) + "** | " + md(c.reason) + " |\n";
+  }
+
+  void flaky(const std::vector<FlakyCase>& list) override {
+    if (list.empty()) return;
+    s_ += fmt("\n### Flaky in the new run: passed on a rerun (%zu, never a regression)\n\n| case | old | expected | reason |\n"
+              "|---|---|---|---|\n",
+              list.size());
+    for (const auto& f : list)
+      s_ += "| " + md_code(f.id) + " | " + (f.old_status ? to_string(*f.old_status) : "(new)") + " | " +
+            (f.expected ? "yes" : "no") + " | " + md(f.reason) + " |\n";
+  }
+
+  void entries(DiffEntryList which, const std::vector<CaseEntry>& list) override {
+    if (list.empty()) return;
+    s_ += fmt("\n### %s (%zu)\n\n| case | status | reason |\n|---|---|---|\n",
+              which == DiffEntryList::removed ? "Removed cases" : "New cases", list.size());
+    for (const auto& c : list) s_ += "| " + md_code(c.id) + " | " + to_string(c.status) + " | " + md(c.reason) + " |\n";
+  }
+
+  void clauses(const std::vector<ClauseChange>& list) override {
+    if (list.empty()) return;
+    s_ += fmt("\n### Clause coverage changes (%zu)\n\n| clause | old | new |\n|---|---|---|\n", list.size());
+    for (const auto& c : list) s_ += "| " + md_code(c.id) + " | " + to_string(c.from) + " | " + to_string(c.to) + " |\n";
+  }
+
+  void observations(const std::vector<ObservationChange>& list) override {
+    if (list.empty()) return;
+    s_ += fmt("\n### Observation changes (%zu)\n\n| case | observation | old | new |\n|---|---|---|---|\n", list.size());
+    for (const auto& o : list)
+      s_ += "| " + md_code(o.case_id) + " | " + md_code(o.name) + " | " + md(obs_value(o.from)) + " | " +
+            md(obs_value(o.to)) + " |\n";
+  }
+
+  void bench(const Diff& d) override {
+    bench_changes(d.bench);
+    if (d.bench_within_noise || !d.bench_unjudged.empty() || !d.bench_added.empty() || !d.bench_removed.empty())
+      s_ += fmt("\nBenchmarks within noise: %d; not judged (fewer than 2 repetitions): %zu; new: %zu; removed: %zu.\n",
+                d.bench_within_noise, d.bench_unjudged.size(), d.bench_added.size(), d.bench_removed.size());
+    if (!d.bench_note.empty()) s_ += "\n" + md(d.bench_note) + ".\n";
+    if (d.bench_across_machines)
+      s_ += fmt("\nThe runs come from different machines: benchmarks compared as ratios to their in-run floors only "
+                "(beyond noise: moved by more than %.1fx); %zu without a floor not compared.\n",
+                kCrossMachineFactor, d.bench_no_floor.size());
+  }
+
+  void fuzz(const FuzzDiff& f) override {
+    if (!f.compared) {
+      if (!f.note.empty()) s_ += "\n" + md(f.note) + ".\n";
+      return;
+    }
+    s_ += fmt("\n### Fuzz campaign\n\nExecutions: %lld -> %lld.\n", f.old_executions, f.new_executions);
+    if (!f.outcomes.empty()) {
+      s_ += "\n| outcome | old | new |\n|---|---|---|\n";
+      for (const auto& [k, o, n] : f.outcomes) s_ += "| " + md_code(k) + fmt(" | %lld | %lld |\n", o, n);
+    }
+    for (const auto& c : f.classes_new) s_ += "\n- new finding class: " + md(c);
+    for (const auto& c : f.classes_gone) s_ += "\n- finding class gone: " + md(c);
+    if (!f.classes_new.empty() || !f.classes_gone.empty()) s_ += "\n";
+  }
+
+  void profiles(const Diff& d) override {
+    if (!d.profiles.empty()) {
+      s_ += fmt("\n### Call profile changes, per call (%zu)\n\n| case | role | verb | counter | old | new |\n"
+                "|---|---|---|---|---|---|\n",
+                d.profiles.size());
+      for (const auto& c : d.profiles)
+        s_ += "| " + md_code(c.case_id) + " | " + md(c.role) + " | " + md_code(c.verb) + " | " + md_code(c.counter) +
+              " | " + per_call(c.from) + " | " + per_call(c.to) + " |\n";
+    }
+    if (!d.profile_note.empty()) s_ += "\n" + md(d.profile_note) + ".\n";
+  }
+
+ private:
+  void bench_changes(const std::vector<BenchChange>& list) {
+    if (list.empty()) return;
+    s_ += fmt("\n### Benchmark changes beyond noise (%zu)\n\n| benchmark | old median | new median | change | spread old / new | repetitions |\n"
+              "|---|---|---|---|---|---|\n",
+              list.size());
+    for (const auto& b : list)
+      s_ += "| " + md_code(b.name) + " | " + text::number(b.old_median) + " " + b.unit + " | " +
+            text::number(b.new_median) + " " + b.unit + " | " + change_pct(b) + (b.worse ? " worse" : " better") +
+            " | " + text::number(b.old_spread) + " / " + text::number(b.new_spread) + " | " +
+            std::to_string(b.old_repetitions) + " / " + std::to_string(b.new_repetitions) + " |\n";
+  }
+};
+
+}  // namespace
+
+std::string render_diff_text(const Diff& d) {
+  std::string s = "ipcheck report diff: " + headline(d) + "\n";
+  for (const RunLabel* r : {&d.old_run, &d.new_run}) {
+    s += (r == &d.old_run ? "  old  " : "  new  ") + r->label + "  " + driver(*r) + "  ipcheck " +
+         (r->ipcheck_version.empty() ? "?" : r->ipcheck_version) + "  started " + (r->start.empty() ? "?" : r->start) +
+         "  " + plural(r->total, "case", "cases") + ", " + std::to_string(r->unexpected) + " unexpected\n";
+  }
+  s += "result: " + tally(d) + "\n";
+  TextDiffWriter sections(s, d);
+  walk_diff_sections(d, sections);
+  const std::vector<std::string> notes = diff_text_notes(d);
   if (!notes.empty()) {
     std::string line;
     for (const auto& n : notes) line += (line.empty() ? "" : "; ") + n;
@@ -406,8 +606,6 @@ std::string render_diff_text(const Diff& d) {
 }
 
 std::string render_diff_markdown(const Diff& d) {
-  using text::md;
-  using text::md_code;
   std::string s = "## ipcheck diff: " + md(headline(d)) + "\n\n";
   s += "| | old | new |\n|---|---|---|\n";
   s += "| file | " + md_code(d.old_run.label) + " | " + md_code(d.new_run.label) + " |\n";
@@ -417,82 +615,8 @@ std::string render_diff_markdown(const Diff& d) {
   s += fmt("| cases | %d (%d unexpected) | %d (%d unexpected) |\n\n", d.old_run.total, d.old_run.unexpected,
            d.new_run.total, d.new_run.unexpected);
   s += (d.has_regression() ? "**" + tally(d) + "**" : tally(d)) + "\n";
-  auto changes = [&](const char* title, const std::vector<StatusChange>& list) {
-    if (list.empty()) return;
-    s += fmt("\n### %s (%zu)\n\n| case | old | new | reason |\n|---|---|---|---|\n", title, list.size());
-    for (const auto& c : list)
-      s += "| " + md_code(c.id) + " | " + to_string(c.from) + " | **" + to_string(c.to) + "** | " + md(c.reason) + " |\n";
-  };
-  changes("Regressions", d.regressions);
-  changes("Fixes", d.fixes);
-  changes("Not judged in the new run (harness errors)", d.errors);
-  if (!d.flaky.empty()) {
-    s += fmt("\n### Flaky in the new run: passed on a rerun (%zu, never a regression)\n\n| case | old | expected | reason |\n"
-             "|---|---|---|---|\n",
-             d.flaky.size());
-    for (const auto& f : d.flaky)
-      s += "| " + md_code(f.id) + " | " + (f.old_status ? to_string(*f.old_status) : "(new)") + " | " +
-           (f.expected ? "yes" : "no") + " | " + md(f.reason) + " |\n";
-  }
-  changes("Other status changes", d.changes);
-  auto entries = [&](const char* title, const std::vector<CaseEntry>& list) {
-    if (list.empty()) return;
-    s += fmt("\n### %s (%zu)\n\n| case | status | reason |\n|---|---|---|\n", title, list.size());
-    for (const auto& c : list) s += "| " + md_code(c.id) + " | " + to_string(c.status) + " | " + md(c.reason) + " |\n";
-  };
-  entries("New cases", d.added);
-  entries("Removed cases", d.removed);
-  if (!d.clauses.empty()) {
-    s += fmt("\n### Clause coverage changes (%zu)\n\n| clause | old | new |\n|---|---|---|\n", d.clauses.size());
-    for (const auto& c : d.clauses)
-      s += "| " + md_code(c.id) + " | " + to_string(c.from) + " | " + to_string(c.to) + " |\n";
-  }
-  if (!d.observations.empty()) {
-    s += fmt("\n### Observation changes (%zu)\n\n| case | observation | old | new |\n|---|---|---|---|\n",
-             d.observations.size());
-    for (const auto& o : d.observations)
-      s += "| " + md_code(o.case_id) + " | " + md_code(o.name) + " | " + md(obs_value(o.from)) + " | " +
-           md(obs_value(o.to)) + " |\n";
-  }
-  if (!d.bench.empty()) {
-    s += fmt("\n### Benchmark changes beyond noise (%zu)\n\n| benchmark | old median | new median | change | spread old / new | repetitions |\n"
-             "|---|---|---|---|---|---|\n",
-             d.bench.size());
-    for (const auto& b : d.bench)
-      s += "| " + md_code(b.name) + " | " + text::number(b.old_median) + " " + b.unit + " | " +
-           text::number(b.new_median) + " " + b.unit + " | " + change_pct(b) + (b.worse ? " worse" : " better") +
-           " | " + text::number(b.old_spread) + " / " + text::number(b.new_spread) + " | " +
-           std::to_string(b.old_repetitions) + " / " + std::to_string(b.new_repetitions) + " |\n";
-  }
-  if (d.bench_within_noise || !d.bench_unjudged.empty() || !d.bench_added.empty() || !d.bench_removed.empty())
-    s += fmt("\nBenchmarks within noise: %d; not judged (fewer than 2 repetitions): %zu; new: %zu; removed: %zu.\n",
-             d.bench_within_noise, d.bench_unjudged.size(), d.bench_added.size(), d.bench_removed.size());
-  if (!d.bench_note.empty()) s += "\n" + md(d.bench_note) + ".\n";
-  if (d.bench_across_machines)
-    s += fmt("\nThe runs come from different machines: benchmarks compared as ratios to their in-run floors only "
-             "(beyond noise: moved by more than %.1fx); %zu without a floor not compared.\n",
-             kCrossMachineFactor, d.bench_no_floor.size());
-  if (d.fuzz.compared) {
-    s += fmt("\n### Fuzz campaign\n\nExecutions: %lld -> %lld.\n", d.fuzz.old_executions, d.fuzz.new_executions);
-    if (!d.fuzz.outcomes.empty()) {
-      s += "\n| outcome | old | new |\n|---|---|---|\n";
-      for (const auto& [k, o, n] : d.fuzz.outcomes) s += "| " + md_code(k) + fmt(" | %lld | %lld |\n", o, n);
-    }
-    for (const auto& c : d.fuzz.classes_new) s += "\n- new finding class: " + md(c);
-    for (const auto& c : d.fuzz.classes_gone) s += "\n- finding class gone: " + md(c);
-    if (!d.fuzz.classes_new.empty() || !d.fuzz.classes_gone.empty()) s += "\n";
-  } else if (!d.fuzz.note.empty()) {
-    s += "\n" + md(d.fuzz.note) + ".\n";
-  }
-  if (!d.profiles.empty()) {
-    s += fmt("\n### Call profile changes, per call (%zu)\n\n| case | role | verb | counter | old | new |\n"
-             "|---|---|---|---|---|---|\n",
-             d.profiles.size());
-    for (const auto& c : d.profiles)
-      s += "| " + md_code(c.case_id) + " | " + md(c.role) + " | " + md_code(c.verb) + " | " + md_code(c.counter) + " | " +
-           per_call(c.from) + " | " + per_call(c.to) + " |\n";
-  }
-  if (!d.profile_note.empty()) s += "\n" + md(d.profile_note) + ".\n";
+  MarkdownDiffWriter sections(s);
+  walk_diff_sections(d, sections);
   return s;
 }
 

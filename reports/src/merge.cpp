@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -130,21 +131,15 @@ std::string shown(const json& v) {
   return s.size() > 160 ? s.substr(0, 157) + "..." : s;
 }
 
-}  // namespace
+// A field whose value makes inputs different runs (not the same run's shards).
+struct IdentityField {
+  const char* name;
+  std::function<json(const Results&)> value;
+};
 
-Merged merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& o) {
-  if (inputs.empty()) throw MergeError("merge: no results to merge");
-  if (!o.coverage) throw MergeError("merge: no clause coverage judge given");
-  Merged out;
-  Results& m = out.results;
-  const Results& first = inputs.front().results;
-
-  // The same run's shards: refuse what makes them different runs, unless told.
-  struct Field {
-    const char* name;
-    std::function<json(const Results&)> value;
-  };
-  const Field identity[] = {
+// The same run's shards: refuse what makes them different runs, unless told (then a note says it).
+void check_same_run(const std::vector<MergeInput>& inputs, bool allow_mixed, std::vector<std::string>& notes) {
+  const IdentityField identity[] = {
       {"adapter", [](const Results& r) { return json(r.run.adapter); }},
       {"driver.name", [](const Results& r) { return json(r.run.driver_name); }},
       {"driver.version", [](const Results& r) { return json(r.run.driver_version); }},
@@ -158,6 +153,7 @@ Merged merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& 
        [](const Results& r) { return selection_options(r.run.options); }},
       {"expectations (the file's lines)", [](const Results& r) { return expectation_lines(r.run); }},
   };
+  const Results& first = inputs.front().results;
   std::set<std::string> mixed;
   for (const auto& f : identity) {
     const json want = f.value(first);
@@ -166,19 +162,23 @@ Merged merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& 
       if (got == want) continue;
       const std::string what = inputs.front().label + " and " + inputs[i].label + " differ in " + f.name + ": " +
                                shown(want) + " and " + shown(got);
-      if (!o.allow_mixed)
+      if (!allow_mixed)
         throw MergeError(what + "; merge the shards of one run, or give --allow-mixed to merge them anyway");
-      if (mixed.insert(f.name).second) out.notes.push_back(what + " (merged anyway: --allow-mixed)");
+      if (mixed.insert(f.name).second) notes.push_back(what + " (merged anyway: --allow-mixed)");
     }
   }
+}
 
-  // Cases: every input's, each id once, in the selection's order.
-  struct Placed {
-    std::optional<std::size_t> position;
-    std::string id;
-    CaseResult c;
-  };
-  std::vector<Placed> placed;
+// A case of one input and its position in the whole selection, when known.
+struct PlacedCase {
+  std::optional<std::size_t> position;
+  std::string id;
+  CaseResult c;
+};
+
+// Cases: every input's, each id once, in the selection's order.
+std::vector<PlacedCase> place_cases(const std::vector<MergeInput>& inputs) {
+  std::vector<PlacedCase> placed;
   std::map<std::string, std::string> seen;  // id -> the input it came from
   for (const auto& in : inputs) {
     const auto pos = positions_of(in.results);
@@ -190,66 +190,66 @@ Merged merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& 
       placed.push_back({pos[i], c.id, c});
     }
   }
-  std::stable_sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
+  std::stable_sort(placed.begin(), placed.end(), [](const PlacedCase& a, const PlacedCase& b) {
     return std::make_tuple(!a.position, a.position.value_or(0), a.id) <
            std::make_tuple(!b.position, b.position.value_or(0), b.id);
   });
+  return placed;
+}
 
-  // Expectations: each line's matches summed; stale when no input matched it and it was stale
-  // in one (a case it names ran there). Warnings of lines no longer stale go.
-  json expectations = first.run.expectations;
-  std::set<std::size_t> not_stale;
-  if (expectations.is_object() && expectations.contains("lines")) {
-    json& lines = expectations["lines"];
-    std::vector<long long> matched(lines.size(), 0);
-    std::vector<bool> stale_somewhere(lines.size(), false);
-    for (const auto& in : inputs) {
-      const json& e = in.results.run.expectations;
-      const json l = e.value("lines", json::array());
-      const json s = e.value("stale", json::array());
-      for (std::size_t i = 0; i < l.size() && i < lines.size(); ++i) {
-        matched[i] += l[i].value("matched", 0LL);
-        if (std::find(s.begin(), s.end(), l[i].value("where", "")) != s.end()) stale_somewhere[i] = true;
-      }
-    }
-    json stale = json::array();
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-      lines[i]["matched"] = matched[i];
-      if (matched[i] == 0 && stale_somewhere[i]) stale.push_back(lines[i].value("where", ""));
-      else if (stale_somewhere[i]) not_stale.insert(i);
-    }
-    expectations["stale"] = stale;
-  }
-  if (!not_stale.empty()) {
-    // The warning names the line as its own input wrote it (file:line).
-    std::map<std::string, std::size_t> index_of_where;
-    for (const auto& in : inputs) {
-      const json l = in.results.run.expectations.value("lines", json::array());
-      for (std::size_t i = 0; i < l.size(); ++i) index_of_where.emplace(l[i].value("where", ""), i);
-    }
-    for (auto& p : placed) {
-      auto& w = p.c.warnings;
-      w.erase(std::remove_if(w.begin(), w.end(),
-                             [&](const std::string& x) {
-                               if (x.rfind("stale expectation ", 0) != 0) return false;
-                               for (const auto& [where, i] : index_of_where)
-                                 if (not_stale.count(i) && x.rfind("stale expectation " + where + ":", 0) == 0) return true;
-                               return false;
-                             }),
-              w.end());
+// Expectations: each line's matches summed; stale when no input matched it and it was stale
+// in one (a case it names ran there). `not_stale` gets the lines stale in an input but no longer.
+json merge_expectations(const std::vector<MergeInput>& inputs, std::set<std::size_t>& not_stale) {
+  json expectations = inputs.front().results.run.expectations;
+  if (!expectations.is_object() || !expectations.contains("lines")) return expectations;
+  json& lines = expectations["lines"];
+  std::vector<long long> matched(lines.size(), 0);
+  std::vector<bool> stale_somewhere(lines.size(), false);
+  for (const auto& in : inputs) {
+    const json& e = in.results.run.expectations;
+    const json l = e.value("lines", json::array());
+    const json s = e.value("stale", json::array());
+    for (std::size_t i = 0; i < l.size() && i < lines.size(); ++i) {
+      matched[i] += l[i].value("matched", 0LL);
+      if (std::find(s.begin(), s.end(), l[i].value("where", "")) != s.end()) stale_somewhere[i] = true;
     }
   }
+  json stale = json::array();
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    lines[i]["matched"] = matched[i];
+    if (matched[i] == 0 && stale_somewhere[i]) stale.push_back(lines[i].value("where", ""));
+    else if (stale_somewhere[i]) not_stale.insert(i);
+  }
+  expectations["stale"] = stale;
+  return expectations;
+}
 
-  // The run.
-  RunInfo& run = m.run;
-  run = first.run;
+// Warnings of lines no longer stale go. The warning names the line as its own input wrote it (file:line).
+void drop_unstale_warnings(const std::vector<MergeInput>& inputs, const std::set<std::size_t>& not_stale,
+                           std::vector<PlacedCase>& placed) {
+  if (not_stale.empty()) return;
+  std::map<std::string, std::size_t> index_of_where;
+  for (const auto& in : inputs) {
+    const json l = in.results.run.expectations.value("lines", json::array());
+    for (std::size_t i = 0; i < l.size(); ++i) index_of_where.emplace(l[i].value("where", ""), i);
+  }
+  for (auto& p : placed) {
+    auto& w = p.c.warnings;
+    w.erase(std::remove_if(w.begin(), w.end(),
+                           [&](const std::string& x) {
+                             if (x.rfind("stale expectation ", 0) != 0) return false;
+                             for (const auto& [where, i] : index_of_where)
+                               if (not_stale.count(i) && x.rfind("stale expectation " + where + ":", 0) == 0) return true;
+                             return false;
+                           }),
+            w.end());
+  }
+}
+
+// The fields allowed to differ (or allowed by --allow-mixed): every distinct value joined;
+// devices and profiles each once, in the inputs' order.
+void join_run_fields(const std::vector<MergeInput>& inputs, RunInfo& run) {
   std::vector<std::string> hosts, kernels, notes, adapters, driver_names, driver_versions, versions, audits, transports;
-  std::optional<long long> start, end;
-  std::string earliest;
-  json orphans = json::array();
-  long long fds_start = 0, fds_end = 0;
-  std::vector<std::string> runner_notes;
-  std::set<int> jobs;
   json devices = json::array();
   std::vector<std::string> profiles;
   for (const auto& in : inputs) {
@@ -263,20 +263,6 @@ Merged merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& 
     versions.push_back(r.ipcheck_version);
     audits.push_back(r.audit);
     transports.push_back(r.transport);
-    if (!r.start.empty() && (earliest.empty() || r.start < earliest)) earliest = r.start;
-    if (const auto s = epoch_of(r.start)) {
-      // Milliseconds, so that the span of a merge merged again is the same number.
-      const long long s_ms = *s * 1000, e_ms = s_ms + std::llround(r.duration_s * 1000);
-      start = start ? std::min(*start, s_ms) : s_ms;
-      end = end ? std::max(*end, e_ms) : e_ms;
-    }
-    if (r.runner.is_object()) {
-      fds_start = std::max(fds_start, r.runner.value("fds_at_start", 0LL));
-      fds_end = std::max(fds_end, r.runner.value("fds_at_end", 0LL));
-      for (const auto& x : r.runner.value("orphans_reaped", json::array())) orphans.push_back(x);
-      if (r.runner.contains("note")) runner_notes.push_back(r.runner["note"].get<std::string>());
-    }
-    jobs.insert(r.options.value("jobs", 0));
     for (const auto& d : r.devices)
       if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
     for (const auto& p : r.profiles)
@@ -293,14 +279,46 @@ Merged merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& 
   run.transport = joined(transports);
   run.devices = devices;
   run.profiles = profiles;
-  // The run spans its shards: from the first start to the last end (shards run side by side).
+}
+
+// The run spans its shards: from the first start to the last end (shards run side by side).
+void span_shards(const std::vector<MergeInput>& inputs, RunInfo& run) {
+  std::optional<long long> start, end;
+  std::string earliest;
+  for (const auto& in : inputs) {
+    const RunInfo& r = in.results.run;
+    if (!r.start.empty() && (earliest.empty() || r.start < earliest)) earliest = r.start;
+    if (const auto s = epoch_of(r.start)) {
+      // Milliseconds, so that the span of a merge merged again is the same number.
+      const long long s_ms = *s * 1000, e_ms = s_ms + std::llround(r.duration_s * 1000);
+      start = start ? std::min(*start, s_ms) : s_ms;
+      end = end ? std::max(*end, e_ms) : e_ms;
+    }
+  }
   run.start = start ? iso_of(*start / 1000) : earliest;
   run.duration_s = start ? static_cast<double>(*end - *start) / 1000.0 : 0;
-  run.runner = {{"fds_at_start", fds_start}, {"fds_at_end", fds_end}, {"orphans_reaped", orphans}};
-  if (!runner_notes.empty()) run.runner["note"] = joined(runner_notes);
-  run.expectations = expectations;
+}
 
-  // What the merged run is of its selection: every shard, and whether all of them are here.
+// The runners' hygiene: the most descriptors any held, every orphan reaped, every note.
+json merged_runner(const std::vector<MergeInput>& inputs) {
+  json orphans = json::array();
+  long long fds_start = 0, fds_end = 0;
+  std::vector<std::string> runner_notes;
+  for (const auto& in : inputs) {
+    const json& runner = in.results.run.runner;
+    if (!runner.is_object()) continue;
+    fds_start = std::max(fds_start, runner.value("fds_at_start", 0LL));
+    fds_end = std::max(fds_end, runner.value("fds_at_end", 0LL));
+    for (const auto& x : runner.value("orphans_reaped", json::array())) orphans.push_back(x);
+    if (runner.contains("note")) runner_notes.push_back(runner["note"].get<std::string>());
+  }
+  json out = {{"fds_at_start", fds_start}, {"fds_at_end", fds_end}, {"orphans_reaped", orphans}};
+  if (!runner_notes.empty()) out["note"] = joined(runner_notes);
+  return out;
+}
+
+// Every input's shard entries, ordered by shard count, index, start, host and source.
+json all_shards(const std::vector<MergeInput>& inputs) {
   json shards = json::array();
   for (const auto& in : inputs)
     for (const auto& e : shard_entries(in.results)) shards.push_back(e);
@@ -311,45 +329,74 @@ Merged merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& 
     };
     return key(a) < key(b);
   });
+  return shards;
+}
+
+// How the shards given cover the run's selection.
+struct ShardCover {
+  int total = 0;                 // the shard count, 0 when the inputs disagree on it
+  json missing = json::array();  // the indices of shards not given
+  std::set<long long> selected;  // the selection's sizes the shards state
+  bool complete = false;
+};
+
+ShardCover cover_of(const json& shards, std::size_t cases) {
+  ShardCover c;
   std::set<int> totals, indices;
-  std::set<long long> selected;
   for (const auto& s : shards) {
     totals.insert(s.value("total", 0));
     indices.insert(s.value("index", 0));
-    selected.insert(s.value("selected", 0LL));
+    c.selected.insert(s.value("selected", 0LL));
   }
-  const int total = totals.size() == 1 ? *totals.begin() : 0;
-  json missing = json::array();
-  for (int k = 1; k <= total; ++k)
-    if (!indices.count(k)) missing.push_back(k);
-  const bool complete = total > 0 && missing.empty() && shards.size() == static_cast<std::size_t>(total) &&
-                        selected.size() == 1 && *selected.begin() == static_cast<long long>(placed.size());
+  c.total = totals.size() == 1 ? *totals.begin() : 0;
+  for (int k = 1; k <= c.total; ++k)
+    if (!indices.count(k)) c.missing.push_back(k);
+  c.complete = c.total > 0 && c.missing.empty() && shards.size() == static_cast<std::size_t>(c.total) &&
+               c.selected.size() == 1 && *c.selected.begin() == static_cast<long long>(cases);
+  return c;
+}
+
+// Why the shards given are not a whole run (the cover is not complete).
+std::string not_whole_because(const ShardCover& c, std::size_t shard_count, std::size_t cases) {
+  if (c.total == 0) return "the inputs come from different shard counts";
+  if (!c.missing.empty()) return "shard(s) " + c.missing.dump() + " of " + std::to_string(c.total) + " are missing";
+  if (shard_count != static_cast<std::size_t>(c.total)) return "a shard was given more than once";
+  return std::to_string(cases) + " cases, but the selection had " +
+         (c.selected.size() == 1 ? std::to_string(*c.selected.begin()) : std::string("different sizes"));
+}
+
+// The most jobs any shard ran side by side.
+int most_jobs(const std::vector<MergeInput>& inputs) {
+  std::set<int> jobs;
+  for (const auto& in : inputs) jobs.insert(in.results.run.options.value("jobs", 0));
+  return *jobs.rbegin();
+}
+
+// What the merged run is of its selection (options.merged): every shard, and whether all of
+// them are here; a note when they are not.
+void record_selection(const std::vector<MergeInput>& inputs, const std::vector<PlacedCase>& placed, json& options,
+                      std::vector<std::string>& notes) {
+  const json shards = all_shards(inputs);
+  const ShardCover cover = cover_of(shards, placed.size());
   json positions = json::array();
   bool all_placed = true;
   for (const auto& p : placed) {
     all_placed = all_placed && p.position.has_value();
     positions.push_back(p.position ? json(*p.position) : json());
   }
-  json& options = run.options;
   options.erase("shard");
   options.erase("merged");
-  if (jobs.size() == 1) options["jobs"] = *jobs.begin();
-  else options["jobs"] = *jobs.rbegin();  // the most any shard ran side by side
-  json merged = {{"shards", shards}, {"total", total}, {"complete", complete}, {"missing", missing}};
-  if (selected.size() == 1) merged["selected"] = *selected.begin();
+  options["jobs"] = most_jobs(inputs);
+  json merged = {{"shards", shards}, {"total", cover.total}, {"complete", cover.complete}, {"missing", cover.missing}};
+  if (cover.selected.size() == 1) merged["selected"] = *cover.selected.begin();
   if (all_placed) merged["positions"] = positions;
   options["merged"] = merged;
-  if (!complete) {
-    std::string why;
-    if (total == 0) why = "the inputs come from different shard counts";
-    else if (!missing.empty()) why = "shard(s) " + missing.dump() + " of " + std::to_string(total) + " are missing";
-    else if (shards.size() != static_cast<std::size_t>(total)) why = "a shard was given more than once";
-    else why = std::to_string(placed.size()) + " cases, but the selection had " +
-               (selected.size() == 1 ? std::to_string(*selected.begin()) : std::string("different sizes"));
-    out.notes.push_back("the merged run is not a whole run: " + why);
-  }
+  if (!cover.complete)
+    notes.push_back("the merged run is not a whole run: " + not_whole_because(cover, shards.size(), placed.size()));
+}
 
-  // Sections a shard ran on its own: one input may carry each.
+// Sections a shard ran on its own: one input may carry each.
+void take_own_sections(const std::vector<MergeInput>& inputs, Results& m) {
   for (const char* name : {"fuzz", "bench"}) {
     const json* found = nullptr;
     std::string from;
@@ -364,10 +411,11 @@ Merged merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& 
     }
     (std::string(name) == "fuzz" ? m.fuzz : m.bench) = found ? *found : json();
   }
+}
 
-  for (auto& p : placed) m.cases.push_back(std::move(p.c));
-  m.summary = summarize(m.cases);
-  // The catalog's clauses (the first input's, then any other's), judged again over every case.
+// The catalog's clauses (the first input's, then any other's), without verdicts: to be judged again.
+std::vector<ClauseInfo> catalog_clauses(const std::vector<MergeInput>& inputs) {
+  std::vector<ClauseInfo> out;
   std::set<std::string> have;
   for (const auto& in : inputs)
     for (const auto& k : in.results.clauses)
@@ -380,8 +428,36 @@ Merged merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& 
         c.statement = k.statement;
         c.uncovered_reason = k.uncovered_reason;
         c.cases = k.cases;
-        m.clauses.push_back(std::move(c));
+        out.push_back(std::move(c));
       }
+  return out;
+}
+
+}  // namespace
+
+Merged merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& o) {
+  if (inputs.empty()) throw MergeError("merge: no results to merge");
+  if (!o.coverage) throw MergeError("merge: no clause coverage judge given");
+  Merged out;
+  Results& m = out.results;
+  check_same_run(inputs, o.allow_mixed, out.notes);
+  std::vector<PlacedCase> placed = place_cases(inputs);
+  std::set<std::size_t> not_stale;
+  const json expectations = merge_expectations(inputs, not_stale);
+  drop_unstale_warnings(inputs, not_stale, placed);
+
+  RunInfo& run = m.run;
+  run = inputs.front().results.run;
+  join_run_fields(inputs, run);
+  span_shards(inputs, run);
+  run.runner = merged_runner(inputs);
+  run.expectations = expectations;
+  record_selection(inputs, placed, run.options, out.notes);
+  take_own_sections(inputs, m);
+
+  for (auto& p : placed) m.cases.push_back(std::move(p.c));
+  m.summary = summarize(m.cases);
+  m.clauses = catalog_clauses(inputs);  // judged again over every case
   o.coverage(m);
   return out;
 }

@@ -398,91 +398,103 @@ void check_schema(const json& j) {
                     "(reports/SCHEMA.md lists the versions)");
 }
 
+// The run object: who ran what, where, how (a wrong field names "run").
+void run_from(const json& run, RunInfo& out) {
+  try {
+    get_to(run, "adapter", out.adapter);
+    if (auto d = run.find("driver"); d != run.end() && d->is_object()) {
+      get_to(*d, "name", out.driver_name);
+      get_to(*d, "version", out.driver_version);
+    }
+    get_to(run, "devices", out.devices);
+    get_to(run, "kernel", out.kernel);
+    get_to(run, "hostname", out.hostname);
+    get_to(run, "ipcheck_version", out.ipcheck_version);
+    get_to(run, "options", out.options);
+    get_to(run, "profiles", out.profiles);
+    get_to(run, "start", out.start);
+    get_to(run, "duration_s", out.duration_s);
+    get_to(run, "audit", out.audit);
+    get_to(run, "audit_note", out.audit_note);
+    get_to(run, "transport", out.transport);
+    get_to(run, "runner", out.runner);
+    get_to(run, "expectations", out.expectations);
+  } catch (const SchemaError& e) {
+    throw SchemaError(std::string("results: run: ") + e.what());
+  }
+}
+
+// The cases, each id once: with two, a reader would pick one and a regression could hide behind it.
+std::vector<CaseResult> cases_from(const json& j) {
+  std::vector<CaseResult> out;
+  std::map<std::string, std::size_t> seen;
+  const json& cases = array_field(j, "cases");
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    try {
+      out.push_back(case_from(cases[i]));
+    } catch (const SchemaError& e) {
+      const std::string m = e.what();
+      throw SchemaError("results: cases[" + std::to_string(i) + "]: " + (m.rfind("results: ", 0) == 0 ? m.substr(9) : m));
+    }
+    const auto [at, fresh] = seen.emplace(out.back().id, i);
+    if (!fresh)
+      throw SchemaError("results: case id \"" + out.back().id + "\" appears twice (cases[" +
+                        std::to_string(at->second) + "] and cases[" + std::to_string(i) +
+                        "]); a results file holds each case once: merge runs with their own tools, not by hand");
+  }
+  return out;
+}
+
+// One clause of the catalog and its coverage (version 1's verdict "skip" is "not_run").
+ClauseInfo clause_from(const json& c) {
+  ClauseInfo k;
+  get_to(c, "id", k.id);
+  const std::string where = "clause " + k.id;
+  get_to(c, "profile", k.profile);
+  get_enum(c, "level", kLevelNames, k.level, where);
+  get_to(c, "source", k.source);
+  get_to(c, "statement", k.statement);
+  get_to(c, "uncovered_reason", k.uncovered_reason);
+  get_to(c, "cases", k.cases);
+  if (auto v = c.find("verdict"); v != c.end() && v->is_string() && *v == "skip")
+    k.verdict = ClauseVerdict::not_run;  // version 1: every case of it skipped
+  else
+    get_enum(c, "verdict", kVerdictNames, k.verdict, where);
+  if (auto d = c.find("decided"); d != c.end() && d->is_object()) {
+    get_to(*d, "runtime", k.by_runtime);
+    get_to(*d, "adapter", k.by_adapter);
+    get_to(*d, "harness", k.by_harness);
+    get_to(*d, "unknown", k.by_unknown);
+  }
+  get_to(c, "failed", k.failed);
+  get_to(c, "ran", k.ran);
+  return k;
+}
+
+// The sections other commands add (fuzz, bench): kept as they are, each an object or absent.
+void sections_from(const json& j, Results& r) {
+  for (const char* section : {"fuzz", "bench"})
+    if (auto it = j.find(section); it != j.end() && !it->is_null() && !it->is_object())
+      throw SchemaError(std::string("results: field \"") + section + "\" is " + it->type_name() + ", not an object");
+  if (auto it = j.find("fuzz"); it != j.end()) r.fuzz = *it;
+  if (auto it = j.find("bench"); it != j.end()) r.bench = *it;
+}
+
 }  // namespace
 
 Results from_json(const json& j) {
   if (!j.is_object()) throw SchemaError("results: the document is not a JSON object");
   check_schema(j);
-  const std::string schema = j["schema"].get<std::string>();
   if (!j.contains("run") || !j["run"].is_object())
     throw SchemaError("results: the document has no \"run\" object (adapter, driver, ...); it is incomplete");
   Results r;
   // A file is read into this version's model (version 1: checks' deciders are unknown,
   // clause verdict "skip" is "not_run"); what is written again is this version.
   r.schema = std::string(kSchema);
-  const json& run = j.at("run");
-  try {
-    get_to(run, "adapter", r.run.adapter);
-    if (auto d = run.find("driver"); d != run.end() && d->is_object()) {
-      get_to(*d, "name", r.run.driver_name);
-      get_to(*d, "version", r.run.driver_version);
-    }
-    get_to(run, "devices", r.run.devices);
-    get_to(run, "kernel", r.run.kernel);
-    get_to(run, "hostname", r.run.hostname);
-    get_to(run, "ipcheck_version", r.run.ipcheck_version);
-    get_to(run, "options", r.run.options);
-    get_to(run, "profiles", r.run.profiles);
-    get_to(run, "start", r.run.start);
-    get_to(run, "duration_s", r.run.duration_s);
-    get_to(run, "audit", r.run.audit);
-    get_to(run, "audit_note", r.run.audit_note);
-    get_to(run, "transport", r.run.transport);
-    get_to(run, "runner", r.run.runner);
-    get_to(run, "expectations", r.run.expectations);
-  } catch (const SchemaError& e) {
-    throw SchemaError(std::string("results: run: ") + e.what());
-  }
-  {
-    // Each id once: with two, a reader would pick one and a regression could hide behind it.
-    std::map<std::string, std::size_t> seen;
-    const json& cases = array_field(j, "cases");
-    for (std::size_t i = 0; i < cases.size(); ++i) {
-      try {
-        r.cases.push_back(case_from(cases[i]));
-      } catch (const SchemaError& e) {
-        const std::string m = e.what();
-        throw SchemaError("results: cases[" + std::to_string(i) + "]: " +
-                          (m.rfind("results: ", 0) == 0 ? m.substr(9) : m));
-      }
-      const auto [at, fresh] = seen.emplace(r.cases.back().id, i);
-      if (!fresh)
-        throw SchemaError("results: case id \"" + r.cases.back().id + "\" appears twice (cases[" +
-                          std::to_string(at->second) + "] and cases[" + std::to_string(i) +
-                          "]); a results file holds each case once: merge runs with their own tools, not by hand");
-    }
-  }
-  {
-    for (const auto& c : array_field(j, "clauses")) {
-      ClauseInfo k;
-      get_to(c, "id", k.id);
-      const std::string where = "clause " + k.id;
-      get_to(c, "profile", k.profile);
-      get_enum(c, "level", kLevelNames, k.level, where);
-      get_to(c, "source", k.source);
-      get_to(c, "statement", k.statement);
-      get_to(c, "uncovered_reason", k.uncovered_reason);
-      get_to(c, "cases", k.cases);
-      if (auto v = c.find("verdict"); v != c.end() && v->is_string() && *v == "skip")
-        k.verdict = ClauseVerdict::not_run;  // version 1: every case of it skipped
-      else
-        get_enum(c, "verdict", kVerdictNames, k.verdict, where);
-      if (auto d = c.find("decided"); d != c.end() && d->is_object()) {
-        get_to(*d, "runtime", k.by_runtime);
-        get_to(*d, "adapter", k.by_adapter);
-        get_to(*d, "harness", k.by_harness);
-        get_to(*d, "unknown", k.by_unknown);
-      }
-      get_to(c, "failed", k.failed);
-      get_to(c, "ran", k.ran);
-      r.clauses.push_back(k);
-    }
-  }
-  for (const char* section : {"fuzz", "bench"})
-    if (auto it = j.find(section); it != j.end() && !it->is_null() && !it->is_object())
-      throw SchemaError(std::string("results: field \"") + section + "\" is " + it->type_name() + ", not an object");
-  if (auto it = j.find("fuzz"); it != j.end()) r.fuzz = *it;
-  if (auto it = j.find("bench"); it != j.end()) r.bench = *it;
+  run_from(j.at("run"), r.run);
+  r.cases = cases_from(j);
+  for (const auto& c : array_field(j, "clauses")) r.clauses.push_back(clause_from(c));
+  sections_from(j, r);
   r.summary = summarize(r.cases);
   return r;
 }
