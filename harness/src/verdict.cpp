@@ -360,9 +360,15 @@ void ExpectationUse::apply(CaseResult& c, const std::string& driver_version) {
     // failed check they do not, is a failure (the check's), not a leak.
     if (c.status == Status::leak && leaks_covered && new_check) {
       c.status = Status::fail;
+      // The lines by file name and number (a reason goes into baselines; the folder is the machine's).
+      std::string lines_named;
+      for (std::size_t i : used) {
+        const std::string& w = lines[i].where;
+        lines_named += (lines_named.empty() ? "" : ", ") + w.substr(w.rfind('/') == std::string::npos ? 0 : w.rfind('/') + 1);
+      }
       c.reason = "[" + new_check->role + "] " + new_check->clause + ": " + new_check->message +
                  (new_check->where.empty() ? "" : " (" + new_check->where + ")") + "; the leak beside it is expected (" +
-                 where + ")";
+                 lines_named + ")";
     }
     return;
   }

@@ -295,6 +295,7 @@ TEST(Expectations, ALeakLineNeverHidesAFailedCheckOfTheSameCase) {
   // the one the line explains, and the status names what is new).
   EXPECT_EQ(c.status, Status::fail) << "the failed check is a problem no line covers";
   EXPECT_NE(c.reason.find("not signaled before any signal"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("is expected (x.txt:1)"), std::string::npos) << c.reason;
   c = fresh;
   auto both = Expectations::parse(
       "event.bidirectional leak leak=*cuda.shm* pool https://example.invalid\n"
