@@ -58,6 +58,23 @@ void stable_case(CaseResult& c) {
   for (auto& a : c.attempts) stable_case(a);
 }
 
+// The expectations file's report ({file, lines: [{where, ...}], stale: ["file:line"]}) by
+// file name, as the cases' expectation fields are.
+void stable_expectations(nlohmann::json& e) {
+  if (!e.is_object()) return;
+  if (auto f = e.find("file"); f != e.end() && f->is_string()) {
+    const std::string path = f->get<std::string>();
+    *f = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  }
+  if (auto lines = e.find("lines"); lines != e.end() && lines->is_array())
+    for (auto& line : *lines)
+      if (auto w = line.find("where"); line.is_object() && w != line.end() && w->is_string())
+        *w = std::regex_replace(w->get<std::string>(), file_line(), "$1");
+  if (auto stale = e.find("stale"); stale != e.end() && stale->is_array())
+    for (auto& w : *stale)
+      if (w.is_string()) w = std::regex_replace(w.get<std::string>(), file_line(), "$1");
+}
+
 }  // namespace
 
 Results stable_copy(const Results& in) {
@@ -79,6 +96,7 @@ Results stable_copy(const Results& in) {
       *e = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
     }
   }
+  stable_expectations(r.run.expectations);
   for (auto& c : r.cases) stable_case(c);
   r.summary = summarize(r.cases);
   return r;

@@ -57,6 +57,19 @@ TEST(Stable, ExpectationsKeepTheirFileAndLineNotTheMachinesPath) {
   EXPECT_EQ(s.cases[0].warnings[0], "expectation no longer needed: cuda.txt:40 expects leak");
 }
 
+TEST(Stable, TheRunsExpectationsReportNamesFilesNotTheMachinesFolders) {
+  Results r = fixture("ze-1.6.31294.json");
+  r.run.expectations = {{"file", "/home/ci/pack/share/ipcheck/expectations/cuda.txt"},
+                        {"lines", {{{"where", "/home/ci/pack/share/ipcheck/expectations/cuda.txt:12"}, {"matched", 1}}}},
+                        {"stale", {"/home/ci/pack/share/ipcheck/expectations/cuda.txt:29"}}};
+  const Results s = stable_copy(r);
+  EXPECT_EQ(s.run.expectations["file"], "cuda.txt");
+  EXPECT_EQ(s.run.expectations["lines"][0]["where"], "cuda.txt:12");
+  EXPECT_EQ(s.run.expectations["lines"][0]["matched"], 1);
+  EXPECT_EQ(s.run.expectations["stale"][0], "cuda.txt:29");
+  EXPECT_EQ(to_json(stable_copy(s)).dump(), to_json(s).dump()) << "applying it twice changes nothing";
+}
+
 TEST(Stable, AuditedRolePidsAreVolatile) {
   Results r = fixture("ze-1.6.31294.json");
   r.cases[0].audit["roles"] = {{"producer", {{"pid", 13144}, {"method", "bpf"}}}};
