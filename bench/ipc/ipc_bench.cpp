@@ -537,6 +537,10 @@ class Consumer {
 
   void register_events() {
     if (!peer_.ping || !peer_.pong) return;  // the producer said why
+    if (const AdapterInfo info = a_.info(); !info.any_process_ends_pending_event)
+      return skip("event_signal_wake", "a round trip re-arms each event in its waiter and ends it by the other "
+                                       "process's signal, and here only the process that made an event pending can "
+                                       "end it (" + info.pending_event_note + ")");
     auto ping = a_.event_open(peer_.ping->bytes, peer_.ping->fd.get(), 0);
     if (!ping.ok()) return skip("event_signal_wake", "event_open: " + ping.outcome.describe());
     owned_.push_back(Owned::event(a_, ping.value));

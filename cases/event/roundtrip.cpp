@@ -62,6 +62,11 @@ void producer(Role& r) {
   p.forward = create_event(r, {.ipc = true}, kClause);
   p.forward_export = export_event(r, p.forward.get(), p.hf, kClause);
   p.backward = create_event(r, {.ipc = true}, kClause);
+  // Where only the process that made an event pending can end it (cuda), the producer ends the
+  // new event's pending state and the consumer makes it pending again through its opened event
+  // (consumer(), below), so that the consumer's signal is what the producer waits for.
+  const bool owner_ends = !r.adapter().info().any_process_ends_pending_event;
+  if (owner_ends) r.check_ok(r.adapter().event_signal(p.backward.get()), kClause, "event_signal of the new backward event by its creator");
   p.backward_export = export_event(r, p.backward.get(), p.hb, kClause);
   r.step("after_export");
   r.send_handle("consumer", "forward", p.hf);
@@ -76,8 +81,14 @@ void producer(Role& r) {
   r.step_into("during_wait");
   const auto t0 = std::chrono::steady_clock::now();
   const Seen woke = wait_for(r, p.backward.get(), kLongWait, kClause, "event_wait in the producer");
-  r.check(woke, kClause, woke ? "the consumer's signal ended the producer's wait after " + ms(std::chrono::steady_clock::now() - t0)
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  r.check(woke, kClause, woke ? "the consumer's signal ended the producer's wait after " + ms(waited)
                               : "the producer's wait timed out: the signal through the consumer's opened event never reached it");
+  // The consumer signals only kLetBlock after it heard that this role waits.
+  if (woke)
+    r.check(waited >= kLetBlock / 2, woke.by, kPending,
+            "the producer's wait lasted " + ms(waited) + "; the consumer signaled no sooner than " + ms(kLetBlock) +
+                " after it began");
   r.barrier("done");
   if (killed_at(r, "consumer", "before_close")) return outlive_consumer(r, p);
   r.step("before_close");
@@ -122,6 +133,12 @@ void consumer(Role& r) {
   }
   Owned forward = open_event(r, hf, kClause, "event_open");
   Owned backward = open_event(r, hb, kClause, "event_open");
+  if (!r.adapter().info().any_process_ends_pending_event) {
+    r.note("only the process that made an event pending can end it here (" + r.adapter().info().pending_event_note +
+           "): the producer signaled the new backward event and the consumer resets it through its opened event");
+    r.check(query(r, backward.get(), kClause, "event_query"), kClause, "the opened backward event sees its creator's signal");
+    r.check_ok(r.adapter().event_reset(backward.get()), kClause, "event_reset through the opened backward event");
+  }
   r.step("after_open");
   r.check(!query(r, forward.get(), kClause, "event_query"), kClause, "the opened event is not signaled before any signal");
   send_text(r, "producer", "consumer-waiting", "");

@@ -320,7 +320,7 @@ void Consumer::setup() {
 }
 
 // The event oracle. Own events are told apart by signalling and resetting each; an adapter
-// without reset (CUDA) leaves that out, and the campaign says so.
+// without reset leaves that out, and the campaign says so.
 void Consumer::setup_event() {
   events_.adapter = adapter_.get();
   events_.ctx = &ctx_;
@@ -328,6 +328,7 @@ void Consumer::setup_event() {
   events_.own_table = own_.table;
   for (const Owned& ev : own_.allocations) events_.own.push_back(ev.get());
   if (events_.own.empty()) return;
+  events_.owner_ends = !adapter_->info().any_process_ends_pending_event;
   const Outcome reset = adapter_->event_reset(events_.own.front());
   if (!reset.ok()) {
     events_.toggles = false;

@@ -160,9 +160,13 @@ struct EventOracle {
   std::span<const CanaryAlloc> producer;  // the producer's events, by set-up index
   std::span<const CanaryAlloc> own_table;
   std::vector<ObjectId> own;
-  // Whether own events can be signalled and reset again (CUDA has no reset): without it the
+  // Whether own events can be signalled and reset again (an API without reset): without it the
   // oracle cannot tell which own event an unsignaled open is, and says so at set-up.
   bool toggles = true;
+  // Whether only the process that made an event pending can end it (cuda: AdapterInfo::
+  // any_process_ends_pending_event false): a signal through an opened event then cannot end
+  // the source's pending state, so both ways are judged by a reset and a signal through it.
+  bool owner_ends = false;
 };
 
 // Opens `in` with event_open, judges the event it gives (its state against the set-up's, and

@@ -14,7 +14,8 @@
 //   events     cuEventCreate (ipc: CU_EVENT_INTERPROCESS; profiling off:
 //              CU_EVENT_DISABLE_TIMING), cuIpcGetEventHandle / cuIpcOpenEventHandle,
 //              query = cuEventQuery, wait = cuEventQuery polled until it completes or the
-//              timeout, release = cuEventDestroy. No put, reset or retain in CUDA.
+//              timeout, release = cuEventDestroy. No put or retain in CUDA; no reset either
+//              (see below for what ipcheck's reset is).
 //              A never-recorded CUDA event is complete (cuEventQuery answers CUDA_SUCCESS),
 //              so an IPC event is made pending at creation: recorded on a stream of its own
 //              behind cuStreamWaitValue32 on a word of host memory the device sees (the
@@ -26,7 +27,14 @@
 //              Both the exporter's event and every opened one then answer CUDA_ERROR_NOT_READY
 //              from cuEventQuery until that signal, CUDA_SUCCESS after: the pending state and
 //              its end are CUDA's answers, through both handles. A signal through an opened
-//              event, or a second signal, is cuEventRecord on the default stream.
+//              event, or a second signal, is cuEventRecord on the default stream. Reset =
+//              the same gated record again, in the resetting process (created or opened
+//              event), ended by that process's next signal. The records of all processes
+//              form one sequence per IPC event, complete when its last record has run (on
+//              the H100 a record in either process makes the event pending in both), so
+//              only the process that made an event pending can end it: `info` says so
+//              (any_process_ends_pending_event false) and the cases that need another
+//              process's signal to end it say why they cannot run.
 //   test only  IPCHECK_CUDA_FAULT=private_event (environment): every record goes to a
 //              private event (CU_EVENT_DISABLE_TIMING, not interprocess) instead of the IPC
 //              event, the defect the event cases exist to catch; they must fail under it.

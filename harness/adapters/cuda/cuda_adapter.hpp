@@ -139,7 +139,7 @@ class CudaAdapter final : public Adapter {
     CUevent ev = nullptr;
     int device = 0;
     bool opened = false;
-    CUstream stream = nullptr;  // the gated record's stream (created events)
+    CUstream stream = nullptr;  // the gated record's stream (from the first arm on)
     int slot = -1;              // the gate's word in gate_host_
     bool gate_closed = false;   // the gated record is still pending on the device
     CUevent priv = nullptr;     // IPCHECK_CUDA_FAULT=private_event: what gets recorded instead
@@ -231,8 +231,9 @@ class CudaAdapter final : public Adapter {
   void make_gates();
   // Device d's event context, created, its gate address taken and its IPC events warmed up.
   Outcome make_event_context(Device& d);
-  // Records `e` on a new stream behind a wait for gate word `slot` to reach a value the host
-  // has not written yet: CUDA holds the record, and so the event, pending until open_gate.
+  // Records `e` on its gate's stream (made on the first arm) behind a wait for gate word
+  // `slot` to reach a value the host has not written yet: CUDA holds the record, and so the
+  // event, pending until open_gate. At creation of an IPC event, and again at each reset.
   Outcome arm(Event& e);
   // The host's write that lets the gated record run (idempotent).
   void open_gate(Event& e);

@@ -107,6 +107,10 @@ AdapterInfo CudaAdapter::info() {
   i.kind_layouts["event"] = "opaque";
   i.kind_layouts["physical"] = "cuda-fd-record/1";
   i.opened_memory_is_host_mapping = false;  // cuIpcOpenMemHandle maps into CUDA's reserved VA
+  i.any_process_ends_pending_event = false;
+  i.pending_event_note =
+      "a CUDA IPC event is pending while a record some process made has not run, and a record made elsewhere "
+      "queues behind it; ipcheck's pending state of a new event and its reset are such records";
   i.transport = scm_ ? "scm" : "pidfd";
   i.extra["libcuda"] = cu_->path();
   i.extra["driver_version_source"] = driver_version_source_.empty() ? "none found" : driver_version_source_;

@@ -70,11 +70,15 @@ Result<ObjectId> CudaAdapter::event_open(std::span<const std::byte> bytes, int, 
   if (auto o = use(device, "event_open"); !o.ok()) return {o};
   CUipcEventHandle h;
   std::memcpy(h.reserved, bytes.data(), sizeof h);
+  // In the event context, beside the gated streams a reset through it makes (none when this
+  // process was started without events: then the primary context, and reset says why not).
+  Event e;
+  e.ctx = devices_[static_cast<std::size_t>(device)].event_ctx;
+  ContextScope scope(*cu_, e.ctx);
   CUevent ev = nullptr;
   if (const CUresult r = cu_->cuIpcOpenEventHandle(&ev, h); r != CUDA_SUCCESS)
     return {fail(r, "cuIpcOpenEventHandle(device " + std::to_string(device) + ")")};
   const ObjectId id = next_id_++;
-  Event e;
   e.ev = ev;
   e.device = device;
   e.opened = true;
@@ -86,11 +90,16 @@ Outcome CudaAdapter::event_signal(ObjectId id) {
   Event* e = find_event(id);
   if (!e) return unknown("event", id);
   if (auto o = use(e->device, "event_signal"); !o.ok()) return o;
+  // A signal returns once this process's record has run, as a host signal does elsewhere:
+  // a query right after it sees it (unless another process's record is still pending).
+  ContextScope scope(*cu_, e->ctx);
   if (e->gate_closed) {
     open_gate(*e);
-    return Outcome::success();
+    if (cu_->cuStreamSynchronize)
+      if (const CUresult r = cu_->cuStreamSynchronize(e->stream); r != CUDA_SUCCESS)
+        return fail(r, "cuStreamSynchronize(the event's gated stream, after its gate opened)");
+    return Outcome::runtime_success("cuStreamSynchronize");
   }
-  ContextScope scope(*cu_, e->ctx);
   CUevent target = e->ev;
   if (fault_private_event_) {
     if (!e->priv)
@@ -100,12 +109,26 @@ Outcome CudaAdapter::event_signal(ObjectId id) {
   }
   if (const CUresult r = cu_->cuEventRecord(target, nullptr); r != CUDA_SUCCESS)
     return fail(r, "cuEventRecord(default stream)");
+  if (cu_->cuStreamSynchronize)
+    if (const CUresult r = cu_->cuStreamSynchronize(nullptr); r != CUDA_SUCCESS)
+      return fail(r, "cuStreamSynchronize(default stream, after cuEventRecord)");
   return Outcome::runtime_success("cuEventRecord");
 }
 
-Outcome CudaAdapter::event_reset(ObjectId) {
-  return Outcome::failure(Errc::not_implemented,
-                          "CUDA has no event reset: an event is complete once its last record has run");
+// CUDA has no reset; what makes an event incomplete again is a new record that has not run.
+// So reset = a record behind this process's closed gate, and this process's next signal opens
+// it. Records of all processes form one sequence per IPC event (measured on the H100: a record
+// in either process makes the event pending in both), and the event is complete only when the
+// last one has run: a pending state is ended by the process that made it, and only by it
+// (AdapterInfo::any_process_ends_pending_event is false).
+Outcome CudaAdapter::event_reset(ObjectId id) {
+  Event* e = find_event(id);
+  if (!e) return unknown("event", id);
+  if (auto o = use(e->device, "event_reset"); !o.ok()) return o;
+  if (e->gate_closed) return Outcome::runtime_success("cuEventRecord");  // still pending behind this process's gate
+  ContextScope scope(*cu_, e->ctx);
+  if (Outcome o = arm(*e); !o.ok()) return o;
+  return Outcome::runtime_success("cuEventRecord");
 }
 
 Result<bool> CudaAdapter::event_query(ObjectId id) {
@@ -207,13 +230,22 @@ Outcome CudaAdapter::make_event_context(Device& d) {
 
 Outcome CudaAdapter::arm(Event& e) {
   if (!gate_host_) return gate_error_;
-  const auto free_slot = std::find(gate_used_.begin(), gate_used_.end(), false);
-  if (free_slot == gate_used_.end())
-    return Outcome::failure(Errc::exhausted, "cuda: all " + std::to_string(kGateSlots) +
-                                                 " event gates are in use (one per live IPC event of this process)");
-  const int slot = static_cast<int>(free_slot - gate_used_.begin());
-  if (const CUresult r = cu_->cuStreamCreate(&e.stream, kStreamNonBlocking); r != CUDA_SUCCESS)
-    return fail(r, "cuStreamCreate(CU_STREAM_NON_BLOCKING) for the event's gate");
+  if (!e.ctx)
+    return Outcome::failure(Errc::not_implemented,
+                            "cuda: only an IPC event can be held pending (behind a gate, in the event context of "
+                            "its device); a gate in the primary context would make every synchronising call "
+                            "(cuMemFree) wait for it");
+  int slot = e.slot;  // a re-arm (reset) keeps its gate and stream
+  if (slot < 0) {
+    const auto free_slot = std::find(gate_used_.begin(), gate_used_.end(), false);
+    if (free_slot == gate_used_.end())
+      return Outcome::failure(Errc::exhausted, "cuda: all " + std::to_string(kGateSlots) +
+                                                   " event gates are in use (one per live IPC event of this process)");
+    slot = static_cast<int>(free_slot - gate_used_.begin());
+  }
+  if (!e.stream)
+    if (const CUresult r = cu_->cuStreamCreate(&e.stream, kStreamNonBlocking); r != CUDA_SUCCESS)
+      return fail(r, "cuStreamCreate(CU_STREAM_NON_BLOCKING) for the event's gate");
   // Values only grow: a gate opened before (the word holds its last value) is closed again.
   const std::uint32_t value = gate_value_[static_cast<std::size_t>(slot)] + 1;
   const CUdeviceptr word = devices_[static_cast<std::size_t>(e.device)].gate_dev + static_cast<CUdeviceptr>(slot) * sizeof(std::uint32_t);
@@ -226,8 +258,9 @@ Outcome CudaAdapter::arm(Event& e) {
   e.gate_closed = true;
   CUevent target = e.ev;
   if (fault_private_event_) {
-    if (const CUresult r = cu_->cuEventCreate(&e.priv, kEventDisableTiming); r != CUDA_SUCCESS)
-      return fail(r, "cuEventCreate(CU_EVENT_DISABLE_TIMING) for the test-only private_event fault");
+    if (!e.priv)
+      if (const CUresult r = cu_->cuEventCreate(&e.priv, kEventDisableTiming); r != CUDA_SUCCESS)
+        return fail(r, "cuEventCreate(CU_EVENT_DISABLE_TIMING) for the test-only private_event fault");
     target = e.priv;
   }
   if (const CUresult r = cu_->cuEventRecord(target, e.stream); r != CUDA_SUCCESS)

@@ -119,6 +119,13 @@ struct AdapterInfo {
   // address space once closed), or device address space the runtime keeps reserved after
   // close (CUDA's unified address space), where only a read through the runtime tells.
   bool opened_memory_is_host_mapping = true;
+  // Whether a signal from any process that holds an event ends a pending state another
+  // process set (a reset, or a new IPC event's initial state), as in UR, SYCL, Level Zero and
+  // Vulkan. False on cuda, where only the process that made an event pending can end it;
+  // `pending_event_note` then says why. Cases that need another process's signal to end a
+  // pending state arrange for the same process to make it pending and end it, or say why not.
+  bool any_process_ends_pending_event = true;
+  std::string pending_event_note;
   std::map<std::string, std::string> extra;  // anything else worth recording
 };
 
