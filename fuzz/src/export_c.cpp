@@ -8,6 +8,7 @@
 // is plain C in fuzz/src/repro/.
 #include "export_c.hpp"
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -336,22 +337,22 @@ const char* const kReproBody =
 #include "repro_program.inc"
     ;
 
-}  // namespace
+// Where --export-c finds the finding: a file, an id of --results, or the id's reproducer in
+// the campaign's folder.
+Finding find_export_finding(const ExportCOptions& o) {
+  if (fs::is_regular_file(o.finding)) return from_file(o.finding);
+  if (!o.results.empty()) return from_results(o.finding, o.results);
+  const fs::path repro = fs::path(o.campaign_dir) / "findings" / (o.finding + ".repro");
+  if (!fs::exists(repro))
+    throw std::invalid_argument("'" + o.finding + "' is no file, and " + repro.string() +
+                                " is not there; give a reproducer (findings/<id>.repro), or the finding's id with "
+                                "--results RESULTS.json (the campaign's results) or --out DIR (the campaign's folder)");
+  return from_file(repro.string());
+}
 
-std::string export_c(const ExportCOptions& o) {
-  Finding f;
-  if (fs::is_regular_file(o.finding)) {
-    f = from_file(o.finding);
-  } else if (!o.results.empty()) {
-    f = from_results(o.finding, o.results);
-  } else {
-    const fs::path repro = fs::path(o.campaign_dir) / "findings" / (o.finding + ".repro");
-    if (!fs::exists(repro))
-      throw std::invalid_argument("'" + o.finding + "' is no file, and " + repro.string() +
-                                  " is not there; give a reproducer (findings/<id>.repro), or the finding's id with "
-                                  "--results RESULTS.json (the campaign's results) or --out DIR (the campaign's folder)");
-    f = from_file(repro.string());
-  }
+// Refuses, with the reason, a finding no C program reproduces: another adapter's or
+// target's, one without an input, or one whose outcome is no finding kind.
+void check_exportable(const Finding& f) {
   if (f.adapter != "cuda")
     throw std::invalid_argument("finding '" + f.id + "' is from adapter '" + f.adapter +
                                 "': --export-c supports cuda findings (CUDA memory handles, cuIpcOpenMemHandle; event "
@@ -360,7 +361,6 @@ std::string export_c(const ExportCOptions& o) {
     throw std::invalid_argument("finding '" + f.id + "' is from a --target " + f.target +
                                 " campaign: --export-c writes programs for memory- and event-handle findings; rerun it "
                                 "with 'ipcheck fuzz --replay'");
-  const bool events = f.target == "event";
   if (!f.has_input)
     throw std::invalid_argument("finding '" + f.id + "' has no input (" +
                                 (f.detail.empty() ? std::string("seen at the end of a worker, not in an open") : f.detail) +
@@ -368,7 +368,10 @@ std::string export_c(const ExportCOptions& o) {
   const auto expected = parse_verdict(f.outcome);
   if (!expected || !is_finding(*expected))
     throw std::invalid_argument("finding '" + f.id + "' records outcome '" + f.outcome + "', not a finding kind");
-  const HandleLayout& layout = layout_for(f.layout, 64);
+}
+
+// Refuses an input no CUDA handle can be: another length, a resealed checksum.
+void check_cuda_input(const Finding& f, const HandleLayout& layout, bool events) {
   const Symbolic& s = f.input;
   if (layout.size != 64 || s.length != 64 || !s.tail.empty())
     throw std::invalid_argument("finding '" + f.id + "' opens " + std::to_string(s.length) +
@@ -376,108 +379,166 @@ std::string export_c(const ExportCOptions& o) {
                                 " is 64 (the cuda adapter refuses other lengths itself)");
   if (s.resealed && layout.has_checksum())
     throw std::invalid_argument("finding '" + f.id + "' uses layout " + f.layout + ", which has a checksum; no CUDA handle has one");
-  const auto [base_side, base_index] = export_name(s.base);
-  if (base_side < 0)
-    throw std::invalid_argument("finding '" + f.id + "' derives from '" + s.base +
-                                "'; a CUDA program can rebuild producer.export[N] and worker.export[N]");
-  bool needs_dead_pid = false;
-  std::string patches;
-  for (const auto& c : s.changes) {
-    const int fi = layout.find(c.field);
-    if (fi < 0)
-      throw std::invalid_argument("finding '" + f.id + "' changes field '" + c.field + "', which layout " + layout.name + " lacks");
-    const LayoutField& field = layout.fields[static_cast<std::size_t>(fi)];
-    std::string source = "SRC_LITERAL", what;
-    int src_index = 0;
-    std::size_t src_offset = 0, src_width = 0;
-    const auto dot = c.source.rfind('.');
-    const auto [side, index] = dot == std::string::npos ? std::pair<int, int>{-1, -1} : export_name(c.source.substr(0, dot));
-    const int sf = side >= 0 ? layout.find(c.source.substr(dot + 1)) : -1;
-    if (side >= 0 && sf >= 0) {
-      source = side == 0 ? "SRC_PRODUCER_EXPORT" : "SRC_WORKER_EXPORT";
-      src_index = index;
-      src_offset = layout.fields[static_cast<std::size_t>(sf)].offset;
-      src_width = layout.fields[static_cast<std::size_t>(sf)].width;
-      what = "bytes " + std::to_string(field.offset) + ".." + std::to_string(field.offset + field.width - 1) + " := bytes " +
-             std::to_string(src_offset) + ".." + std::to_string(src_offset + src_width - 1) + " of " + c.source.substr(0, dot) +
-             " in this run (" + hexnum(c.value) + " in the campaign)";
-    } else if (c.source == "producer.pid" || c.source == "worker.pid" || c.source == "dead.pid") {
-      source = c.source == "producer.pid" ? "SRC_PRODUCER_PID" : c.source == "worker.pid" ? "SRC_WORKER_PID" : "SRC_DEAD_PID";
-      needs_dead_pid = needs_dead_pid || c.source == "dead.pid";
-      what = "bytes " + std::to_string(field.offset) + ".." + std::to_string(field.offset + field.width - 1) + " := " +
-             (c.source == "producer.pid" ? "the producer's pid"
-              : c.source == "worker.pid" ? "the consumer's own pid"
-                                         : "the pid of a process that has exited") +
-             " (" + hexnum(c.value) + " in the campaign)";
-    } else {
-      what = "bytes " + std::to_string(field.offset) + ".." + std::to_string(field.offset + field.width - 1) + " := " +
-             hexnum(c.value) + (c.source.empty() ? "" : " (the campaign's " + c.source + ", written as found)");
-    }
-    patches += "    {" + std::to_string(field.offset) + ", " + std::to_string(field.width) + ", " + source + ", " +
-               std::to_string(src_index) + ", " + std::to_string(src_offset) + ", " + std::to_string(src_width) + ", " +
-               hexnum(c.value & width_mask(field.width)) + "ull, " + c_string(what) + "},\n";
-  }
-  const int size_field = layout.find(FieldRole::size);
-  const std::string mutation = describe(s, layout);
+}
 
+// The program's table of the finding's changes, one row each.
+struct PatchRows {
+  std::string rows;
+  bool needs_dead_pid = false;
+};
+
+std::string byte_range(const LayoutField& field) {
+  return "bytes " + std::to_string(field.offset) + ".." + std::to_string(field.offset + field.width - 1);
+}
+
+// One change as a row of `patches[]`: where it goes, where its value comes from in the
+// program's run (a literal, another export's bytes, a pid) and what it does, in words.
+std::string patch_row(const Finding& f, const HandleLayout& layout, const FieldChange& c, bool& needs_dead_pid) {
+  const int fi = layout.find(c.field);
+  if (fi < 0)
+    throw std::invalid_argument("finding '" + f.id + "' changes field '" + c.field + "', which layout " + layout.name + " lacks");
+  const LayoutField& field = layout.fields[static_cast<std::size_t>(fi)];
+  std::string source = "SRC_LITERAL", what;
+  int src_index = 0;
+  std::size_t src_offset = 0, src_width = 0;
+  const auto dot = c.source.rfind('.');
+  const auto [side, index] = dot == std::string::npos ? std::pair<int, int>{-1, -1} : export_name(c.source.substr(0, dot));
+  const int sf = side >= 0 ? layout.find(c.source.substr(dot + 1)) : -1;
+  if (side >= 0 && sf >= 0) {
+    source = side == 0 ? "SRC_PRODUCER_EXPORT" : "SRC_WORKER_EXPORT";
+    src_index = index;
+    src_offset = layout.fields[static_cast<std::size_t>(sf)].offset;
+    src_width = layout.fields[static_cast<std::size_t>(sf)].width;
+    what = byte_range(field) + " := bytes " + std::to_string(src_offset) + ".." +
+           std::to_string(src_offset + src_width - 1) + " of " + c.source.substr(0, dot) + " in this run (" +
+           hexnum(c.value) + " in the campaign)";
+  } else if (c.source == "producer.pid" || c.source == "worker.pid" || c.source == "dead.pid") {
+    source = c.source == "producer.pid" ? "SRC_PRODUCER_PID" : c.source == "worker.pid" ? "SRC_WORKER_PID" : "SRC_DEAD_PID";
+    needs_dead_pid = needs_dead_pid || c.source == "dead.pid";
+    what = byte_range(field) + " := " +
+           (c.source == "producer.pid" ? "the producer's pid"
+            : c.source == "worker.pid" ? "the consumer's own pid"
+                                       : "the pid of a process that has exited") +
+           " (" + hexnum(c.value) + " in the campaign)";
+  } else {
+    what = byte_range(field) + " := " + hexnum(c.value) +
+           (c.source.empty() ? "" : " (the campaign's " + c.source + ", written as found)");
+  }
+  return "    {" + std::to_string(field.offset) + ", " + std::to_string(field.width) + ", " + source + ", " +
+         std::to_string(src_index) + ", " + std::to_string(src_offset) + ", " + std::to_string(src_width) + ", " +
+         hexnum(c.value & width_mask(field.width)) + "ull, " + c_string(what) + "},\n";
+}
+
+PatchRows patch_rows(const Finding& f, const HandleLayout& layout) {
+  PatchRows p;
+  for (const auto& c : f.input.changes) p.rows += patch_row(f, layout, c, p.needs_dead_pid);
+  return p;
+}
+
+// Everything the program's text is made from.
+struct ReproProgram {
+  const Finding& f;
+  const HandleLayout& layout;
+  bool events;
+  int base_side, base_index;
+  PatchRows patches;
+  std::string mutation;  // the input, in words
+};
+
+// The opening comment: the finding, where it was found, what the program does, how to run it.
+std::string opening_comment(const ReproProgram& p) {
+  const Finding& f = p.f;
   std::ostringstream c;
   c << "/* Standalone reproducer of ipcheck fuzz finding " << comment_text(f.id) << " (CUDA IPC "
-    << (events ? "event" : "memory") << " handle).\n"
+    << (p.events ? "event" : "memory") << " handle).\n"
     << " *\n"
     << wrap("Found on: NVIDIA driver " + comment_text(f.driver.empty() ? std::string("(not recorded)") : f.driver) +
                 ", adapter cuda, handle layout " + comment_text(f.layout) + ".", " * ")
     << wrap("Written by: ipcheck " + comment_text(IPCHECK_VERSION) + " (ipcheck fuzz --export-c), from " +
                 comment_text(f.from) + ".", " * ")
     << wrap("Finding: " + comment_text(f.outcome) + (f.detail.empty() ? "" : ": " + comment_text(f.detail)), " * ")
-    << wrap("Input: " + comment_text(mutation) + ".", " * ")
+    << wrap("Input: " + comment_text(p.mutation) + ".", " * ")
     << " *\n"
-    << wrap(events ? event_program_text(s.base) : memory_program_text(s.base), " * ")
+    << wrap(p.events ? event_program_text(f.input.base) : memory_program_text(f.input.base), " * ")
     << " *\n"
     << " * Build: cc -std=c11 -Wall -Wextra -Werror -o repro repro.c -ldl\n"
     << " * Run:   ./repro        (REPRO_LIBCUDA=/path/to/libcuda.so.1 names another driver library)\n"
     << " * Exit:  1 the finding reproduced; 0 the open was handled cleanly (refused, or a correct mapping);\n"
     << " *        3 a different finding; 2 set-up error (no driver, no device, a set-up call failed).\n"
-    << " */\n"
-    << "#define _GNU_SOURCE\n"
-    << "#include <dlfcn.h>\n#include <errno.h>\n#include <fcntl.h>\n#include <signal.h>\n#include <stdint.h>\n"
-    << "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <sys/mman.h>\n#include <sys/types.h>\n"
-    << "#include <sys/wait.h>\n#include <time.h>\n#include <unistd.h>\n\n"
-    << "/* ---- the finding, as data ---------------------------------------------------------- */\n"
+    << " */\n";
+  return c.str();
+}
+
+std::string upper_case(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+// The finding as data: #defines the program's body reads, the set-up tables and the patches.
+std::string finding_data(const ReproProgram& p) {
+  const Finding& f = p.f;
+  const HandleLayout& layout = p.layout;
+  const int size_field = layout.find(FieldRole::size);
+  std::ostringstream c;
+  c << "/* ---- the finding, as data ---------------------------------------------------------- */\n"
     << "#define FINDING_ID " << c_string(f.id) << "\n"
     << "#define DESCRIPTION " << c_string("reproducer of ipcheck fuzz finding " + f.id + " (found on NVIDIA driver " +
                                            (f.driver.empty() ? std::string("?") : f.driver) + ", written by ipcheck " +
                                            IPCHECK_VERSION + ")") << "\n"
-    << "#define EXPECTED_VERDICT V_" << [&] {
-         std::string u = f.outcome;
-         for (auto& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-         return u;
-       }() << "\n"
-    << "#define BASE_SIDE " << base_side << "  /* 0: a producer export, 1: the consumer's own */\n"
-    << "#define BASE_INDEX " << base_index << "\n"
-    << "#define BASE_NAME " << c_string(s.base) << "\n"
+    << "#define EXPECTED_VERDICT V_" << upper_case(f.outcome) << "\n"
+    << "#define BASE_SIDE " << p.base_side << "  /* 0: a producer export, 1: the consumer's own */\n"
+    << "#define BASE_INDEX " << p.base_index << "\n"
+    << "#define BASE_NAME " << c_string(f.input.base) << "\n"
     << "#define SIZE_FIELD_OFFSET " << (size_field >= 0 ? std::to_string(layout.fields[static_cast<std::size_t>(size_field)].offset) : "-1")
     << "  /* where the handle's size is, in layout " << comment_text(layout.name) << " (-1: not used) */\n"
     << "#define SIZE_FIELD_WIDTH " << (size_field >= 0 ? layout.fields[static_cast<std::size_t>(size_field)].width : 8) << "\n"
-    << "#define NEEDS_DEAD_PID " << (needs_dead_pid ? 1 : 0) << "\n"
-    << "#define TARGET_EVENT " << (events ? 1 : 0) << "  /* 1: an event handle (cuIpcOpenEventHandle) */\n"
-    << "#define OPEN_CALL " << (events ? "\"cuIpcOpenEventHandle\"" : "\"cuIpcOpenMemHandle\"") << "\n"
+    << "#define NEEDS_DEAD_PID " << (p.patches.needs_dead_pid ? 1 : 0) << "\n"
+    << "#define TARGET_EVENT " << (p.events ? 1 : 0) << "  /* 1: an event handle (cuIpcOpenEventHandle) */\n"
+    << "#define OPEN_CALL " << (p.events ? "\"cuIpcOpenEventHandle\"" : "\"cuIpcOpenMemHandle\"") << "\n"
     << "#define HANG_SECONDS 10\n"
     << "enum { KIND_DEVICE, KIND_HOST, KIND_SHARED };\n"
     << "enum { SRC_LITERAL, SRC_PRODUCER_EXPORT, SRC_WORKER_EXPORT, SRC_PRODUCER_PID, SRC_WORKER_PID, SRC_DEAD_PID };\n"
-    << (events ? event_tables() : alloc_tables())
+    << (p.events ? event_tables() : alloc_tables())
     << "/* The finding's changes to the fresh handle of BASE_NAME: bytes [offset, offset + width)\n"
     << "   (little-endian) take the literal, or a value of this run (another export's bytes, a pid). */\n"
     << "struct patch {\n  int offset, width;\n  int source, source_index, source_offset, source_width;\n"
     << "  uint64_t literal;  /* the value tried in the campaign */\n  const char *what;\n};\n"
-    << "static const struct patch patches[] = {\n" << patches << "    {-1, 0, SRC_LITERAL, 0, 0, 0, 0, \"\"},\n};\n\n"
-    << kReproBody;
-  const std::string text = c.str();
-  {
-    std::ofstream out(o.output, std::ios::trunc);
-    out << text;
-    if (!out) throw std::runtime_error("cannot write " + o.output);
-  }
-  return "wrote " + o.output + ": finding " + f.id + " (" + f.outcome + ", " + mutation + ")";
+    << "static const struct patch patches[] = {\n" << p.patches.rows << "    {-1, 0, SRC_LITERAL, 0, 0, 0, 0, \"\"},\n};\n\n";
+  return c.str();
+}
+
+// The whole program: the opening comment, the headers, the finding as data, then the body
+// (fuzz/src/repro/*.c), which is the same for every finding.
+std::string program_text(const ReproProgram& p) {
+  return opening_comment(p) +
+         "#define _GNU_SOURCE\n"
+         "#include <dlfcn.h>\n#include <errno.h>\n#include <fcntl.h>\n#include <signal.h>\n#include <stdint.h>\n"
+         "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <sys/mman.h>\n#include <sys/types.h>\n"
+         "#include <sys/wait.h>\n#include <time.h>\n#include <unistd.h>\n\n" +
+         finding_data(p) + kReproBody;
+}
+
+void write_program(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace
+
+std::string export_c(const ExportCOptions& o) {
+  const Finding f = find_export_finding(o);
+  check_exportable(f);
+  const bool events = f.target == "event";
+  const HandleLayout& layout = layout_for(f.layout, 64);
+  check_cuda_input(f, layout, events);
+  const auto [base_side, base_index] = export_name(f.input.base);
+  if (base_side < 0)
+    throw std::invalid_argument("finding '" + f.id + "' derives from '" + f.input.base +
+                                "'; a CUDA program can rebuild producer.export[N] and worker.export[N]");
+  const ReproProgram p{f, layout, events, base_side, base_index, patch_rows(f, layout), describe(f.input, layout)};
+  write_program(o.output, program_text(p));
+  return "wrote " + o.output + ": finding " + f.id + " (" + f.outcome + ", " + p.mutation + ")";
 }
 
 }  // namespace ipcheck::fuzz
