@@ -373,7 +373,7 @@ void print_table(const json& list) {
   }
 }
 
-int bench(const std::vector<std::string>& args) {
+cli::Options bench_cli_options() {
   cli::Options o("bench", "--adapter NAME [--out DIR] [--results FILE] [--repetitions N] [--brief] [options]",
                  "Measures one adapter's IPC verbs (get, open, first touch, close, put; physical open + map;\n"
                  "event signal-to-wake across processes; at 4 KiB, 2 MiB and 64 MiB), each against its\n"
@@ -401,6 +401,136 @@ int bench(const std::vector<std::string>& args) {
       .value("--fuzz-jobs", "N", "workers of each fuzz campaign (more than 1 adds the total rate)", "1")
       .value("--timeout", "S", "seconds a bench program may run", "1200")
       .value("--skip-exit-code", "N", "exit with N when the adapter is not available here (for CTest)");
+  return o;
+}
+
+// Everything but the adapter: the folder, repetitions and times, the parts and their runs
+// (--brief and the adapter choose the defaults), in the order they are checked.
+void read_bench_settings(const cli::Options& o, Settings& s) {
+  s.out = o.has("--out") ? o.get("--out") : "ipcheck-results/bench-" + s.adapter;
+  s.brief = o.has("--brief");
+  s.repetitions = o.has("--repetitions") ? o.get_int("--repetitions", 1, 1000) : (s.brief ? 2 : 10);
+  s.min_time = o.has("--min-time") ? o.get_double("--min-time", 0, 60) : (s.brief ? 0.001 : 0.1);
+  s.filter = o.get("--filter");
+  std::istringstream parts(o.get("--parts"));
+  for (std::string p; std::getline(parts, p, ',');) {
+    if (p != "ipc" && p != "harness" && p != "catalog" && p != "fuzz")
+      throw UsageError("--parts names '" + p + "'; use a list of ipc, harness, catalog, fuzz");
+    s.parts.push_back(p);
+  }
+  const bool ref = s.adapter == "ref";
+  s.catalog_jobs = o.get_int("--catalog-jobs", 1, 256);
+  s.catalog_filters = o.all("--catalog-filter");
+  if (s.brief && s.catalog_filters.empty()) s.catalog_filters = {"memory.roundtrip.*"};
+  s.catalog_runs = o.has("--catalog-runs") ? o.get_int("--catalog-runs", 0, 100) : (ref ? (s.brief ? 2 : 3) : 0);
+  s.fuzz_runs = o.has("--fuzz-runs") ? o.get_int("--fuzz-runs", 0, 100) : (ref ? (s.brief ? 2 : 3) : 0);
+  s.fuzz_time = o.has("--fuzz-time") ? o.get_double("--fuzz-time", 0.1, 3600) : (s.brief ? 0.5 : 5);
+  s.fuzz_jobs = o.has("--fuzz-jobs") ? o.get_int("--fuzz-jobs", 1, 256) : 1;
+  s.timeout_s = o.get_double("--timeout", 1, 86400);
+  if (!wants(s, "catalog")) s.catalog_runs = 0;
+  if (!wants(s, "fuzz")) s.fuzz_runs = 0;
+}
+
+// --results FILE, read before any measurement, so a bad file costs nothing ("": none).
+reports::Results bench_results_to_merge(const std::string& results_path) {
+  if (results_path.empty()) return {};
+  try {
+    return read_results_to_merge(results_path);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+AdapterProbe probe_bench_adapter(const Settings& s) {
+  RunOptions probe_opts;
+  probe_opts.adapter = s.adapter;
+  probe_opts.transport = s.transport;
+  probe_opts.adapter_options = s.adapter_options;
+  return probe_adapter(probe_opts);
+}
+
+// Runs the parts asked for, when the probe found the adapter: the bench section without its
+// context (benchmarks, floors, skipped, errors, pending).
+json measure_parts(const Settings& s, const AdapterProbe& probe, const std::vector<double>& load_before, Gathered& g) {
+  json section = {{"adapter", s.adapter}};
+  if (probe.broken) {
+    g.errors.push_back("the adapter probe failed: " + probe.reason);
+    section["benchmarks"] = json::array();
+  } else if (!probe.available) {
+    std::printf("%s: skipped: %s\n", s.adapter.c_str(), probe.reason.c_str());
+    section["benchmarks"] = json::array();
+    section["skipped"] = json::array({{{"name", s.adapter + "/*"}, {"reason", probe.reason}}});
+  } else {
+    std::printf("%s: %s %s; load average %.2f %.2f %.2f on %ld CPUs\n", s.adapter.c_str(),
+                probe.info.driver_name.c_str(), probe.info.driver_version.c_str(), load_before[0], load_before[1],
+                load_before[2], ::sysconf(_SC_NPROCESSORS_ONLN));
+    std::fflush(stdout);
+    try {
+      if (wants(s, "ipc")) run_ipc(s, g);
+      if (wants(s, "harness")) run_harness(s, g);
+      run_catalog(s, g);
+      run_fuzz(s, g);
+    } catch (const std::exception& e) {
+      g.errors.push_back(e.what());
+    }
+    canonical_order(g.series);
+    section["benchmarks"] = summarize(g.series, g.errors);
+    section["floors"] = g.floors;
+    section["skipped"] = g.skipped;
+  }
+  section["errors"] = g.errors;
+  section["pending"] = g.pending;
+  return section;
+}
+
+// Where and how the bench ran: the machine, its load before and after, the settings, the
+// programs' own context.
+json bench_context(const Settings& s, const std::string& start, Clock::time_point t0,
+                   const std::vector<double>& load_before, const std::vector<double>& load_after, const Gathered& g) {
+  utsname u{};
+  ::uname(&u);
+  return {{"start", start},
+          {"duration_s", std::chrono::duration<double>(Clock::now() - t0).count()},
+          {"host", u.nodename},
+          {"cpus", ::sysconf(_SC_NPROCESSORS_ONLN)},
+          {"load_before", load_before},
+          {"load_after", load_after},
+          {"repetitions", s.repetitions},
+          {"min_time_s", s.min_time},
+          {"brief", s.brief},
+          {"programs", g.programs}, {"fuzz_runs", g.fuzz_runs}};
+}
+
+// The run a bench alone writes (no --results): the probe's adapter and driver, the settings.
+void stamp_bench_run(reports::Results& results, const Settings& s, const AdapterProbe& probe, const std::string& start,
+                     Clock::time_point t0) {
+  results.run = probe.info;
+  stamp_run(results.run, s.adapter, start);
+  results.run.audit = "off";
+  results.run.options = {{"bench", {{"repetitions", s.repetitions}, {"min_time_s", s.min_time},
+                                    {"brief", s.brief}, {"parts", s.parts}}},
+                         {"transport", s.transport},
+                         {"adapter_options", s.adapter_options}};
+  if (!probe.available) results.run.options["adapter_unavailable"] = probe.reason;
+  results.run.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  results.summary = reports::summarize(results.cases);
+}
+
+// The table, what was skipped, pending or failed, the load, the files written.
+void print_bench_end(json& section, const Gathered& g, bool available, const std::vector<double>& load_before,
+                     const std::vector<double>& load_after, const std::vector<std::string>& written) {
+  if (available) print_table(section["benchmarks"]);
+  for (const auto& k : section["skipped"])
+    std::printf("skipped %s: %s\n", k.value("name", "").c_str(), k.value("reason", "").c_str());
+  for (const auto& p : g.pending) std::printf("pending: %s\n", p.c_str());
+  std::printf("load average %.2f %.2f %.2f before, %.2f %.2f %.2f after\n", load_before[0], load_before[1],
+              load_before[2], load_after[0], load_after[1], load_after[2]);
+  for (const auto& e : g.errors) std::printf("error: %s\n", e.c_str());
+  for (const auto& p : written) std::printf("wrote %s\n", p.c_str());
+}
+
+int bench(const std::vector<std::string>& args) {
+  cli::Options o = bench_cli_options();
   return cli::run_command("bench", [&] {
     if (!o.parse(args)) return kOk;
     Settings s;
@@ -409,118 +539,27 @@ int bench(const std::vector<std::string>& args) {
     s.transport = adapter.transport;
     s.adapter_options = adapter.options;
     const std::optional<int> skip_code = cli::skip_exit_code(o);
-    s.out = o.has("--out") ? o.get("--out") : "ipcheck-results/bench-" + s.adapter;
-    s.brief = o.has("--brief");
-    s.repetitions = o.has("--repetitions") ? o.get_int("--repetitions", 1, 1000) : (s.brief ? 2 : 10);
-    s.min_time = o.has("--min-time") ? o.get_double("--min-time", 0, 60) : (s.brief ? 0.001 : 0.1);
-    s.filter = o.get("--filter");
-    std::istringstream parts(o.get("--parts"));
-    for (std::string p; std::getline(parts, p, ',');) {
-      if (p != "ipc" && p != "harness" && p != "catalog" && p != "fuzz")
-        throw UsageError("--parts names '" + p + "'; use a list of ipc, harness, catalog, fuzz");
-      s.parts.push_back(p);
-    }
-    const bool ref = s.adapter == "ref";
-    s.catalog_jobs = o.get_int("--catalog-jobs", 1, 256);
-    s.catalog_filters = o.all("--catalog-filter");
-    if (s.brief && s.catalog_filters.empty()) s.catalog_filters = {"memory.roundtrip.*"};
-    s.catalog_runs = o.has("--catalog-runs") ? o.get_int("--catalog-runs", 0, 100) : (ref ? (s.brief ? 2 : 3) : 0);
-    s.fuzz_runs = o.has("--fuzz-runs") ? o.get_int("--fuzz-runs", 0, 100) : (ref ? (s.brief ? 2 : 3) : 0);
-    s.fuzz_time = o.has("--fuzz-time") ? o.get_double("--fuzz-time", 0.1, 3600) : (s.brief ? 0.5 : 5);
-    s.fuzz_jobs = o.has("--fuzz-jobs") ? o.get_int("--fuzz-jobs", 1, 256) : 1;
-    s.timeout_s = o.get_double("--timeout", 1, 86400);
-    if (!wants(s, "catalog")) s.catalog_runs = 0;
-    if (!wants(s, "fuzz")) s.fuzz_runs = 0;
+    read_bench_settings(o, s);
     ::signal(SIGPIPE, SIG_IGN);
     cli::prepare_output_option("--out", s.out);
-
-    reports::Results results;
     const std::string results_path = o.get("--results");
-    if (!results_path.empty()) {
-      try {
-        results = read_results_to_merge(results_path);
-      } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-      }
-    }
+    reports::Results results = bench_results_to_merge(results_path);
 
     const auto t0 = Clock::now();
     const std::string start = iso_now();
     const std::vector<double> load_before = load_average();
-    RunOptions probe_opts;
-    probe_opts.adapter = s.adapter;
-    probe_opts.transport = s.transport;
-    probe_opts.adapter_options = s.adapter_options;
-    const AdapterProbe probe = probe_adapter(probe_opts);
-
+    const AdapterProbe probe = probe_bench_adapter(s);
     Gathered g;
-    json section = {{"adapter", s.adapter}};
-    if (probe.broken) {
-      g.errors.push_back("the adapter probe failed: " + probe.reason);
-      section["benchmarks"] = json::array();
-    } else if (!probe.available) {
-      std::printf("%s: skipped: %s\n", s.adapter.c_str(), probe.reason.c_str());
-      section["benchmarks"] = json::array();
-      section["skipped"] = json::array({{{"name", s.adapter + "/*"}, {"reason", probe.reason}}});
-    } else {
-      std::printf("%s: %s %s; load average %.2f %.2f %.2f on %ld CPUs\n", s.adapter.c_str(),
-                  probe.info.driver_name.c_str(), probe.info.driver_version.c_str(), load_before[0], load_before[1],
-                  load_before[2], ::sysconf(_SC_NPROCESSORS_ONLN));
-      std::fflush(stdout);
-      try {
-        if (wants(s, "ipc")) run_ipc(s, g);
-        if (wants(s, "harness")) run_harness(s, g);
-        run_catalog(s, g);
-        run_fuzz(s, g);
-      } catch (const std::exception& e) {
-        g.errors.push_back(e.what());
-      }
-      canonical_order(g.series);
-      section["benchmarks"] = summarize(g.series, g.errors);
-      section["floors"] = g.floors;
-      section["skipped"] = g.skipped;
-    }
-    section["errors"] = g.errors;
-    section["pending"] = g.pending;
+    json section = measure_parts(s, probe, load_before, g);
     const std::vector<double> load_after = load_average();
-    utsname u{};
-    ::uname(&u);
-    section["context"] = {{"start", start},
-                          {"duration_s", std::chrono::duration<double>(Clock::now() - t0).count()},
-                          {"host", u.nodename},
-                          {"cpus", ::sysconf(_SC_NPROCESSORS_ONLN)},
-                          {"load_before", load_before},
-                          {"load_after", load_after},
-                          {"repetitions", s.repetitions},
-                          {"min_time_s", s.min_time},
-                          {"brief", s.brief},
-                          {"programs", g.programs}, {"fuzz_runs", g.fuzz_runs}};
-
-    if (results_path.empty()) {
-      results.run = probe.info;
-      stamp_run(results.run, s.adapter, start);
-      results.run.audit = "off";
-      results.run.options = {{"bench", {{"repetitions", s.repetitions}, {"min_time_s", s.min_time},
-                                        {"brief", s.brief}, {"parts", s.parts}}},
-                             {"transport", s.transport},
-                             {"adapter_options", s.adapter_options}};
-      if (!probe.available) results.run.options["adapter_unavailable"] = probe.reason;
-      results.run.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
-      results.summary = reports::summarize(results.cases);
-    }
+    section["context"] = bench_context(s, start, t0, load_before, load_after, g);
+    if (results_path.empty()) stamp_bench_run(results, s, probe, start, t0);
     results.bench = section;
     std::vector<std::string> written;
     if (!results_path.empty()) written = write_merged_results(results_path, results);
     for (const auto& p : reports::write_report_set(s.out, results)) written.push_back(p);
 
-    if (probe.available) print_table(section["benchmarks"]);
-    for (const auto& k : section["skipped"])
-      std::printf("skipped %s: %s\n", k.value("name", "").c_str(), k.value("reason", "").c_str());
-    for (const auto& p : g.pending) std::printf("pending: %s\n", p.c_str());
-    std::printf("load average %.2f %.2f %.2f before, %.2f %.2f %.2f after\n", load_before[0], load_before[1],
-                load_before[2], load_after[0], load_after[1], load_after[2]);
-    for (const auto& e : g.errors) std::printf("error: %s\n", e.c_str());
-    for (const auto& p : written) std::printf("wrote %s\n", p.c_str());
+    print_bench_end(section, g, probe.available, load_before, load_after, written);
     if (probe.broken) return kFailed;
     if (!probe.available) return skip_code ? *skip_code : kOk;
     return g.errors.empty() ? kOk : kFailed;

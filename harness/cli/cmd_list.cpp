@@ -104,6 +104,70 @@ int list_expectations(Options& o, const std::string& format) {
   return stale ? kFailed : kOk;
 }
 
+// --adapters: each adapter with the spec profiles it claims.
+int list_adapters(const std::string& format) {
+  json out = json::array();
+  for (const auto& a : adapters()) out.push_back({{"name", a.name}, {"description", a.description}, {"profiles", a.profiles}});
+  if (format == "json") {
+    std::cout << out.dump(2) << "\n";
+  } else {
+    for (const auto& a : adapters()) {
+      std::string p;
+      for (const auto& x : a.profiles) p += (p.empty() ? "" : ",") + x;
+      std::printf("%-6s %-28s %s\n", a.name.c_str(), p.c_str(), a.description.c_str());
+    }
+  }
+  return kOk;
+}
+
+// --clauses: each clause with its level, source and the cases that check it (and, with
+// --adapter, whether that adapter is judged on it).
+int list_clauses(const std::string& format, const AdapterDesc* adapter) {
+  json out = json::array();
+  for (const auto& k : clauses()) {
+    json ids = json::array();
+    for (const auto& c : cases())
+      if (!c.hidden && std::find(c.clauses.begin(), c.clauses.end(), k.id) != c.clauses.end()) ids.push_back(c.id);
+    json j = {{"id", k.id}, {"profile", k.profile()}, {"level", level_name(k.level)}, {"source", k.source},
+              {"statement", k.statement}, {"cases", ids}};
+    if (!k.uncovered_reason.empty()) j["uncovered_reason"] = k.uncovered_reason;
+    if (adapter) j["judged"] = verdict::judged_on(k.profile(), adapter->profiles);
+    out.push_back(j);
+  }
+  if (format == "json") {
+    std::cout << out.dump(2) << "\n";
+    return kOk;
+  }
+  for (const auto& j : out) {
+    std::printf("%-34s %-7s %s\n", j["id"].get<std::string>().c_str(), j["level"].get<std::string>().c_str(),
+                j["statement"].get<std::string>().c_str());
+    if (j["cases"].empty())
+      std::printf("    no case: %s\n", j.value("uncovered_reason", std::string("(no reason given: a catalog bug)")).c_str());
+    for (const auto& id : j["cases"]) std::printf("    %s\n", id.get<std::string>().c_str());
+  }
+  return kOk;
+}
+
+// The selected cases with their clauses and injection points.
+int list_cases(const std::string& format, const std::vector<const CaseDef*>& selected) {
+  if (format == "json") {
+    json out = json::array();
+    for (const CaseDef* c : selected) out.push_back(case_json(*c));
+    std::cout << out.dump(2) << "\n";
+    return kOk;
+  }
+  for (const CaseDef* c : selected) {
+    std::string cl;
+    for (const auto& x : c->clauses) cl += (cl.empty() ? "" : ",") + x;
+    std::printf("%-44s %s\n    clauses: %s\n", c->id.c_str(), c->description.c_str(), cl.c_str());
+    std::string points;
+    for (const auto& x : c->steps) points += (points.empty() ? "" : ",") + x;
+    if (!points.empty()) std::printf("    injection points (--inject): %s\n", points.c_str());
+  }
+  std::printf("%zu cases\n", selected.size());
+  return kOk;
+}
+
 int list(const std::vector<std::string>& args) {
   Options o("list", "[--format text|json] [--clauses | --adapters] [--filter GLOB]...",
             "Lists the cases of the catalog (or its clauses, with the cases that check each, or the adapters).\n"
@@ -127,21 +191,7 @@ int list(const std::vector<std::string>& args) {
       throw UsageError("unknown adapter '" + o.get("--adapter") + "'; 'ipcheck list --adapters' shows them");
 
     if (o.has("--expectations")) return list_expectations(o, format);
-
-    if (o.has("--adapters")) {
-      json out = json::array();
-      for (const auto& a : adapters()) out.push_back({{"name", a.name}, {"description", a.description}, {"profiles", a.profiles}});
-      if (format == "json") {
-        std::cout << out.dump(2) << "\n";
-      } else {
-        for (const auto& a : adapters()) {
-          std::string p;
-          for (const auto& x : a.profiles) p += (p.empty() ? "" : ",") + x;
-          std::printf("%-6s %-28s %s\n", a.name.c_str(), p.c_str(), a.description.c_str());
-        }
-      }
-      return kOk;
-    }
+    if (o.has("--adapters")) return list_adapters(format);
 
     RunOptions sel;
     sel.filters = o.all("--filter");
@@ -154,49 +204,8 @@ int list(const std::vector<std::string>& args) {
       }
     }
     const auto selected = select_cases(sel);
-
-    if (o.has("--clauses")) {
-      json out = json::array();
-      for (const auto& k : clauses()) {
-        json ids = json::array();
-        for (const auto& c : cases())
-          if (!c.hidden && std::find(c.clauses.begin(), c.clauses.end(), k.id) != c.clauses.end()) ids.push_back(c.id);
-        json j = {{"id", k.id}, {"profile", k.profile()}, {"level", level_name(k.level)}, {"source", k.source},
-                  {"statement", k.statement}, {"cases", ids}};
-        if (!k.uncovered_reason.empty()) j["uncovered_reason"] = k.uncovered_reason;
-        if (adapter) j["judged"] = verdict::judged_on(k.profile(), adapter->profiles);
-        out.push_back(j);
-      }
-      if (format == "json") {
-        std::cout << out.dump(2) << "\n";
-        return kOk;
-      }
-      for (const auto& j : out) {
-        std::printf("%-34s %-7s %s\n", j["id"].get<std::string>().c_str(), j["level"].get<std::string>().c_str(),
-                    j["statement"].get<std::string>().c_str());
-        if (j["cases"].empty())
-          std::printf("    no case: %s\n", j.value("uncovered_reason", std::string("(no reason given: a catalog bug)")).c_str());
-        for (const auto& id : j["cases"]) std::printf("    %s\n", id.get<std::string>().c_str());
-      }
-      return kOk;
-    }
-
-    if (format == "json") {
-      json out = json::array();
-      for (const CaseDef* c : selected) out.push_back(case_json(*c));
-      std::cout << out.dump(2) << "\n";
-      return kOk;
-    }
-    for (const CaseDef* c : selected) {
-      std::string cl;
-      for (const auto& x : c->clauses) cl += (cl.empty() ? "" : ",") + x;
-      std::printf("%-44s %s\n    clauses: %s\n", c->id.c_str(), c->description.c_str(), cl.c_str());
-      std::string points;
-      for (const auto& x : c->steps) points += (points.empty() ? "" : ",") + x;
-      if (!points.empty()) std::printf("    injection points (--inject): %s\n", points.c_str());
-    }
-    std::printf("%zu cases\n", selected.size());
-    return kOk;
+    if (o.has("--clauses")) return list_clauses(format, adapter);
+    return list_cases(format, selected);
   });
 }
 

@@ -183,6 +183,93 @@ int history(const std::vector<std::string>& args) {
   });
 }
 
+// The selected runs that have the case, all of one adapter and driver (their versions
+// compare); a UsageError or FileError naming the problem otherwise.
+std::vector<reports::StoredRun> runs_with_case(const Options& o, const std::vector<reports::StoredRun>& runs,
+                                               const std::vector<reports::Store::CaseRow>& rows, const std::string& id) {
+  std::set<long long> with_case;
+  for (const auto& r : rows) with_case.insert(r.run);
+  std::set<std::string> adapters;
+  std::vector<reports::StoredRun> kept;
+  for (const auto& r : runs)
+    if (with_case.count(r.id)) {
+      adapters.insert(r.adapter + " (" + r.driver_name + ")");
+      kept.push_back(r);
+    }
+  if (kept.empty())
+    throw FileError(o.get("--db") + ": no selected run has case '" + id + "'; 'ipcheck store ls --db " + o.get("--db") +
+                    "' lists the runs, 'ipcheck list' the case ids");
+  if (adapters.size() > 1) {
+    std::string list;
+    for (const auto& a : adapters) list += (list.empty() ? "" : ", ") + a;
+    throw UsageError("the store has '" + id + "' on several adapters or drivers (" + list +
+                     "), whose versions do not compare; choose one with --adapter (and --gpu)");
+  }
+  return kept;
+}
+
+// --format json: the case, where it ran, the first bad and last good versions, every version.
+std::string first_bad_json(const std::string& id, const std::vector<reports::StoredRun>& kept,
+                           const std::set<std::string>& gpus, const reports::FirstBad& fb) {
+  nlohmann::json versions = nlohmann::json::array();
+  for (const auto& v : fb.versions) {
+    nlohmann::json unjudged = nlohmann::json::array();
+    for (const auto u : v.unjudged) unjudged.push_back(reports::to_string(u));
+    versions.push_back({{"version", v.version},
+                        {"status", v.status ? nlohmann::json(reports::to_string(*v.status)) : nlohmann::json()},
+                        {"reason", v.reason},
+                        {"unjudged", unjudged},
+                        {"runs", v.runs}});
+  }
+  auto at = [&](const std::optional<std::size_t>& i) { return i ? versions[*i] : nlohmann::json(); };
+  return nlohmann::json{{"case", id},
+                        {"adapter", kept.front().adapter},
+                        {"driver", kept.front().driver_name},
+                        {"gpus", gpus},
+                        {"first_bad", at(fb.first_bad)},
+                        {"last_good", at(fb.last_good)},
+                        {"versions", versions}}
+             .dump(2) +
+         "\n";
+}
+
+// --format text: a heading, the first bad and last good versions, then every version.
+std::string first_bad_text(const std::string& id, const std::vector<reports::StoredRun>& kept,
+                           const std::set<std::string>& gpus, const reports::FirstBad& fb) {
+  std::string gpu_list;
+  for (const auto& g : gpus) gpu_list += (gpu_list.empty() ? "" : "; ") + (g.empty() ? std::string("?") : g);
+  auto statuses = [](const reports::VersionVerdict& v) {
+    std::string s = v.status ? reports::to_string(*v.status) : "(not judged)";
+    for (const auto u : v.unjudged) s += std::string(s.empty() ? "" : ", ") + reports::to_string(u);
+    return s;
+  };
+  std::string s = "ipcheck report first-bad: " + id + " on " + kept.front().adapter + " (" + kept.front().driver_name +
+                  "; " + gpu_list + "): " + std::to_string(kept.size()) + " run" + (kept.size() == 1 ? "" : "s") +
+                  ", " + std::to_string(fb.versions.size()) + " driver version" + (fb.versions.size() == 1 ? "" : "s") +
+                  "\n";
+  if (fb.first_bad) {
+    const auto& bad = fb.versions[*fb.first_bad];
+    const auto& good = fb.versions[*fb.last_good];
+    s += "  last good  " + good.version + "  " + reports::to_string(*good.status) + "\n";
+    s += "  first bad  " + bad.version + "  " + reports::to_string(*bad.status) +
+         (bad.reason.empty() ? "" : ": " + bad.reason) + "\n";
+  } else {
+    s += "  never got worse on these versions\n";
+  }
+  s += "versions, oldest first (the worst status over each version's runs):\n";
+  std::size_t w = 0;
+  for (const auto& v : fb.versions) w = std::max(w, v.version.size());
+  for (std::size_t i = 0; i < fb.versions.size(); ++i) {
+    const auto& v = fb.versions[i];
+    std::string line = "  " + v.version + std::string(w - v.version.size() + 2, ' ') + statuses(v);
+    line += "  (" + std::to_string(v.runs.size()) + " run" + (v.runs.size() == 1 ? "" : "s") + ")";
+    if (fb.first_bad && i == *fb.first_bad) line += "  <- first bad";
+    if (fb.last_good && i == *fb.last_good) line += "  <- last good";
+    s += line + "\n";
+  }
+  return s;
+}
+
 int first_bad(const std::vector<std::string>& args) {
   Options o("report first-bad", "CASE --db FILE [--adapter A] [--gpu G] [--format text|json] [-o OUT]",
             "The first driver version in a results store where CASE got worse, and the last good one.\n"
@@ -203,82 +290,11 @@ int first_bad(const std::vector<std::string>& args) {
     const auto store = reports::Store::open(o.get("--db"), false);
     auto runs = store.runs(filter);
     const auto rows = store.case_rows(id);
-    std::set<long long> with_case;
-    for (const auto& r : rows) with_case.insert(r.run);
-    std::set<std::string> adapters;
-    std::vector<reports::StoredRun> kept;
-    for (const auto& r : runs)
-      if (with_case.count(r.id)) {
-        adapters.insert(r.adapter + " (" + r.driver_name + ")");
-        kept.push_back(r);
-      }
-    if (kept.empty())
-      throw FileError(o.get("--db") + ": no selected run has case '" + id + "'; 'ipcheck store ls --db " + o.get("--db") +
-                      "' lists the runs, 'ipcheck list' the case ids");
-    if (adapters.size() > 1) {
-      std::string list;
-      for (const auto& a : adapters) list += (list.empty() ? "" : ", ") + a;
-      throw UsageError("the store has '" + id + "' on several adapters or drivers (" + list +
-                       "), whose versions do not compare; choose one with --adapter (and --gpu)");
-    }
+    const std::vector<reports::StoredRun> kept = runs_with_case(o, runs, rows, id);
     const auto fb = reports::find_first_bad(kept, rows);
     std::set<std::string> gpus;
     for (const auto& r : kept) gpus.insert(r.gpu);
-    std::string gpu_list;
-    for (const auto& g : gpus) gpu_list += (gpu_list.empty() ? "" : "; ") + (g.empty() ? std::string("?") : g);
-    auto statuses = [](const reports::VersionVerdict& v) {
-      std::string s = v.status ? reports::to_string(*v.status) : "(not judged)";
-      for (const auto u : v.unjudged) s += std::string(s.empty() ? "" : ", ") + reports::to_string(u);
-      return s;
-    };
-    if (format == "json") {
-      nlohmann::json versions = nlohmann::json::array();
-      for (const auto& v : fb.versions) {
-        nlohmann::json unjudged = nlohmann::json::array();
-        for (const auto u : v.unjudged) unjudged.push_back(reports::to_string(u));
-        versions.push_back({{"version", v.version},
-                            {"status", v.status ? nlohmann::json(reports::to_string(*v.status)) : nlohmann::json()},
-                            {"reason", v.reason},
-                            {"unjudged", unjudged},
-                            {"runs", v.runs}});
-      }
-      auto at = [&](const std::optional<std::size_t>& i) { return i ? versions[*i] : nlohmann::json(); };
-      emit(o, nlohmann::json{{"case", id},
-                             {"adapter", kept.front().adapter},
-                             {"driver", kept.front().driver_name},
-                             {"gpus", gpus},
-                             {"first_bad", at(fb.first_bad)},
-                             {"last_good", at(fb.last_good)},
-                             {"versions", versions}}
-                      .dump(2) +
-                  "\n");
-      return fb.first_bad ? kFailed : kOk;
-    }
-    std::string s = "ipcheck report first-bad: " + id + " on " + kept.front().adapter + " (" + kept.front().driver_name +
-                    "; " + gpu_list + "): " + std::to_string(kept.size()) + " run" + (kept.size() == 1 ? "" : "s") +
-                    ", " + std::to_string(fb.versions.size()) + " driver version" + (fb.versions.size() == 1 ? "" : "s") +
-                    "\n";
-    if (fb.first_bad) {
-      const auto& bad = fb.versions[*fb.first_bad];
-      const auto& good = fb.versions[*fb.last_good];
-      s += "  last good  " + good.version + "  " + reports::to_string(*good.status) + "\n";
-      s += "  first bad  " + bad.version + "  " + reports::to_string(*bad.status) +
-           (bad.reason.empty() ? "" : ": " + bad.reason) + "\n";
-    } else {
-      s += "  never got worse on these versions\n";
-    }
-    s += "versions, oldest first (the worst status over each version's runs):\n";
-    std::size_t w = 0;
-    for (const auto& v : fb.versions) w = std::max(w, v.version.size());
-    for (std::size_t i = 0; i < fb.versions.size(); ++i) {
-      const auto& v = fb.versions[i];
-      std::string line = "  " + v.version + std::string(w - v.version.size() + 2, ' ') + statuses(v);
-      line += "  (" + std::to_string(v.runs.size()) + " run" + (v.runs.size() == 1 ? "" : "s") + ")";
-      if (fb.first_bad && i == *fb.first_bad) line += "  <- first bad";
-      if (fb.last_good && i == *fb.last_good) line += "  <- last good";
-      s += line + "\n";
-    }
-    emit(o, s);
+    emit(o, format == "json" ? first_bad_json(id, kept, gpus, fb) : first_bad_text(id, kept, gpus, fb));
     return fb.first_bad ? kFailed : kOk;
   });
 }

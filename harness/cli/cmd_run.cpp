@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -36,7 +37,7 @@ std::vector<InjectPoint> parse_inject(const std::vector<std::string>& specs) {
   return out;
 }
 
-int run(const std::vector<std::string>& args) {
+Options run_cli_options() {
   Options o("run", "--adapter NAME [--filter GLOB]... [-j N] [--out DIR] [options]",
             "Runs the conformance suite: each case in fresh producer and consumer processes\n"
             "(fork + exec), judged against the spec profiles the adapter claims. Writes\n"
@@ -69,59 +70,144 @@ int run(const std::vector<std::string>& args) {
       .flag("--include-hidden", "also run the harness's self-test cases")
       .flag("--quiet", "print only the summary")
       .value("--skip-exit-code", "N", "exit with N when every selected case was skipped (for CTest)");
+  return o;
+}
+
+// The adapter, the selection and how each case runs, in the order they are checked.
+RunOptions read_run_options(const Options& o) {
+  RunOptions r;
+  const AdapterChoice adapter = adapter_choice(o);
+  r.adapter = adapter.adapter;
+  r.transport = adapter.transport;
+  r.adapter_options = adapter.options;
+  r.filters = o.all("--filter");
+  r.exact = o.has("--exact");
+  r.jobs = o.get_int("--jobs", 1, 256);
+  r.timeout_s = o.get_double("--timeout", 0.1, 86400);
+  r.inactivity_s = o.get_double("--inactivity", 0.1, 86400);
+  r.params = o.get_map("--param");
+  r.include_hidden = o.has("--include-hidden");
+  r.audit = o.get("--audit");
+  if (r.audit != "bpf" && r.audit != "proc" && r.audit != "off")
+    throw UsageError("--audit is '" + r.audit + "'; use bpf, proc or off");
+  r.inject = parse_inject(o.all("--inject"));
+  r.rerun_failures = o.get_int("--rerun-failures", 0, 100);
+  return r;
+}
+
+// --shard, --shard-total (or IPCHECK_SHARD, a CI system's variables) and --ctest-resources.
+void read_run_placement(const Options& o, RunOptions& r) {
+  std::optional<int> shard_total;
+  if (o.has("--shard-total")) shard_total = o.get_int("--shard-total", 1, 1000000);
+  try {
+    const std::string given = o.get("--shard");
+    if (o.has("--shard") && given != "auto") {
+      r.shard = parse_shard(given);
+      if (shard_total) throw UsageError("--shard-total goes with --shard auto, not with --shard " + given);
+    } else {
+      r.shard = shard_from_environment(given == "auto", shard_total);
+      if (shard_total && !(r.shard && r.shard->source.rfind("JOB_COMPLETION_INDEX", 0) == 0))
+        throw UsageError("--shard-total " + std::to_string(*shard_total) +
+                         " is the total for JOB_COMPLETION_INDEX (a Kubernetes indexed job) with --shard auto; "
+                         "elsewhere give --shard K/N");
+    }
+    if (o.has("--ctest-resources"))
+      if (auto res = ctest_gpu_environment(r.adapter)) {
+        for (const auto& [k, v] : (*res)["env"].items()) r.env.push_back(k + "=" + v.get<std::string>());
+        r.resources = *res;
+      }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// --expectations FILE (none: no file; default: the adapter's), read now (a folder, a FIFO, a
+// malformed line): a bad file costs no case.
+void read_run_expectations(const Options& o, RunOptions& r) {
+  if (o.has("--expectations")) {
+    const std::string e = o.get("--expectations");
+    r.expectations_path = e == "none" ? "" : e;
+  } else {
+    r.expectations_path = default_expectations_file(r.adapter);
+  }
+  if (!r.expectations_path.empty()) try {
+      (void)Expectations::load(r.expectations_path);
+    } catch (const std::exception& e) {
+      throw UsageError(std::string("--expectations: ") + e.what() + "; fix the file, or give --expectations none");
+    }
+}
+
+// One line per case as it ends (none under --quiet); on a terminal, a progress bar below it.
+std::function<void(const reports::CaseResult&, std::size_t, std::size_t)> case_progress(bool quiet, bool tty) {
+  return [quiet, tty](const reports::CaseResult& c, std::size_t done, std::size_t total) {
+    if (quiet) return;
+    if (tty) std::printf("\r\033[K");
+    std::printf("[%3zu/%zu] %-10s %s (%.0f ms)\n", done, total, reports::to_string(c.status), c.id.c_str(),
+                c.duration_s * 1000);
+    if (c.status != reports::Status::pass && !c.reason.empty()) std::printf("           %s\n", c.reason.c_str());
+    if (tty && done < total) {
+      const int width = 30, filled = static_cast<int>(width * done / total);
+      std::printf("[%s%s] %zu/%zu", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), done,
+                  total);
+    }
+    std::fflush(stdout);
+  };
+}
+
+// The counts of the run, its expectations file and the lines of it that went stale.
+void print_run_counts(const RunOptions& r, const reports::Results& results, const std::string& out) {
+  const auto& s = results.summary;
+  std::string counts;
+  for (const auto& [k, v] : s.counts)
+    if (v) counts += (counts.empty() ? "" : ", ") + std::to_string(v) + " " + k;
+  std::printf("\n%s: %d cases: %s; %.1f s (%s %s)\n", r.adapter.c_str(), s.total, counts.c_str(),
+              results.run.duration_s, results.run.driver_name.c_str(), results.run.driver_version.c_str());
+  if (r.expectations_path.size()) {
+    std::printf("expectations: %s\n", r.expectations_path.c_str());
+    // Lines that matched nothing while a case they name ran: the deviation is gone or changed.
+    for (const auto& w : results.run.expectations.value("stale", nlohmann::json::array()))
+      std::printf("stale expectation: %s matched nothing in this run; update or remove it "
+                  "(ipcheck list --expectations --results %s/results.json)\n",
+                  w.get<std::string>().c_str(), out.c_str());
+  }
+}
+
+// What the counts do not say: harness errors, flaky cases, the shard, why nothing ran.
+void print_run_notes(const RunOptions& r, reports::Results& results) {
+  const auto& s = results.summary;
+  if (s.errors)
+    std::printf("%d case%s not judged: harness errors (not the adapter's); see each reason\n", s.errors,
+                s.errors == 1 ? "" : "s");
+  if (const int flaky = s.of(reports::Status::flaky))
+    std::printf("%d case%s flaky: did not pass, then passed on a rerun (not a failure of the run; see each case's "
+                "attempts)\n",
+                flaky, flaky == 1 ? "" : "s");
+  // Each flaky case with what its first attempt was, also under --quiet: a CI log (ci/test
+  // collects these lines from CTest's log) names the flake and how it failed.
+  for (const auto& c : results.cases) {
+    if (c.status != reports::Status::flaky || c.attempts.empty()) continue;
+    const auto& first = c.attempts.front();
+    std::printf("flaky: %s on %s: attempt 1 of %zu was %s: %s\n", c.id.c_str(), r.adapter.c_str(), c.attempts.size(),
+                reports::to_string(first.status), first.reason.empty() ? "(no reason recorded)" : first.reason.c_str());
+  }
+  if (r.shard)
+    std::printf("shard %d/%d (from %s): %d of %d selected cases; join the shards with 'ipcheck report merge'\n",
+                r.shard->index, r.shard->total, r.shard->source.c_str(), s.total,
+                results.run.options["shard"].value("selected", 0));
+  // Part of the summary, also under --quiet: why every case skipped (CTest shows it).
+  if (const auto& opts = results.run.options; opts.contains("adapter_unavailable"))
+    std::printf("skipped: %s\n", opts["adapter_unavailable"].get<std::string>().c_str());
+  if (const auto& opts = results.run.options; opts.contains("harness_error"))
+    std::printf("not run: %s\n", opts["harness_error"].get<std::string>().c_str());
+}
+
+int run(const std::vector<std::string>& args) {
+  Options o = run_cli_options();
   return run_command("run", [&] {
     if (!o.parse(args)) return kOk;
-    RunOptions r;
-    const AdapterChoice adapter = adapter_choice(o);
-    r.adapter = adapter.adapter;
-    r.transport = adapter.transport;
-    r.adapter_options = adapter.options;
-    r.filters = o.all("--filter");
-    r.exact = o.has("--exact");
-    r.jobs = o.get_int("--jobs", 1, 256);
-    r.timeout_s = o.get_double("--timeout", 0.1, 86400);
-    r.inactivity_s = o.get_double("--inactivity", 0.1, 86400);
-    r.params = o.get_map("--param");
-    r.include_hidden = o.has("--include-hidden");
-    r.audit = o.get("--audit");
-    if (r.audit != "bpf" && r.audit != "proc" && r.audit != "off")
-      throw UsageError("--audit is '" + r.audit + "'; use bpf, proc or off");
-    r.inject = parse_inject(o.all("--inject"));
-    r.rerun_failures = o.get_int("--rerun-failures", 0, 100);
-    std::optional<int> shard_total;
-    if (o.has("--shard-total")) shard_total = o.get_int("--shard-total", 1, 1000000);
-    try {
-      const std::string given = o.get("--shard");
-      if (o.has("--shard") && given != "auto") {
-        r.shard = parse_shard(given);
-        if (shard_total) throw UsageError("--shard-total goes with --shard auto, not with --shard " + given);
-      } else {
-        r.shard = shard_from_environment(given == "auto", shard_total);
-        if (shard_total && !(r.shard && r.shard->source.rfind("JOB_COMPLETION_INDEX", 0) == 0))
-          throw UsageError("--shard-total " + std::to_string(*shard_total) +
-                           " is the total for JOB_COMPLETION_INDEX (a Kubernetes indexed job) with --shard auto; "
-                           "elsewhere give --shard K/N");
-      }
-      if (o.has("--ctest-resources"))
-        if (auto res = ctest_gpu_environment(r.adapter)) {
-          for (const auto& [k, v] : (*res)["env"].items()) r.env.push_back(k + "=" + v.get<std::string>());
-          r.resources = *res;
-        }
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-    if (o.has("--expectations")) {
-      const std::string e = o.get("--expectations");
-      r.expectations_path = e == "none" ? "" : e;
-    } else {
-      r.expectations_path = default_expectations_file(r.adapter);
-    }
-    // Read now (a folder, a FIFO, a malformed line): a bad file costs no case.
-    if (!r.expectations_path.empty()) try {
-        (void)Expectations::load(r.expectations_path);
-      } catch (const std::exception& e) {
-        throw UsageError(std::string("--expectations: ") + e.what() + "; fix the file, or give --expectations none");
-      }
+    RunOptions r = read_run_options(o);
+    read_run_placement(o, r);
+    read_run_expectations(o, r);
     const std::optional<int> skip_code = skip_exit_code(o);
     try {
       validate_selection(r);
@@ -138,60 +224,13 @@ int run(const std::vector<std::string>& args) {
     r.interrupted = &g_interrupted;
     install_interrupt_handlers(&g_interrupted);
     ::signal(SIGPIPE, SIG_IGN);
-    r.on_case_done = [&](const reports::CaseResult& c, std::size_t done, std::size_t total) {
-      if (quiet) return;
-      if (tty) std::printf("\r\033[K");
-      std::printf("[%3zu/%zu] %-10s %s (%.0f ms)\n", done, total, reports::to_string(c.status), c.id.c_str(),
-                  c.duration_s * 1000);
-      if (c.status != reports::Status::pass && !c.reason.empty()) std::printf("           %s\n", c.reason.c_str());
-      if (tty && done < total) {
-        const int width = 30, filled = static_cast<int>(width * done / total);
-        std::printf("[%s%s] %zu/%zu", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), done,
-                    total);
-      }
-      std::fflush(stdout);
-    };
+    r.on_case_done = case_progress(quiet, tty);
     reports::Results results = run_suite(r);
     const auto paths = reports::write_report_set(out, results);
-    const auto& s = results.summary;
-    std::string counts;
-    for (const auto& [k, v] : s.counts)
-      if (v) counts += (counts.empty() ? "" : ", ") + std::to_string(v) + " " + k;
-    std::printf("\n%s: %d cases: %s; %.1f s (%s %s)\n", r.adapter.c_str(), s.total, counts.c_str(),
-                results.run.duration_s, results.run.driver_name.c_str(), results.run.driver_version.c_str());
-    if (r.expectations_path.size()) {
-      std::printf("expectations: %s\n", r.expectations_path.c_str());
-      // Lines that matched nothing while a case they name ran: the deviation is gone or changed.
-      for (const auto& w : results.run.expectations.value("stale", nlohmann::json::array()))
-        std::printf("stale expectation: %s matched nothing in this run; update or remove it "
-                    "(ipcheck list --expectations --results %s/results.json)\n",
-                    w.get<std::string>().c_str(), out.c_str());
-    }
-    if (s.errors)
-      std::printf("%d case%s not judged: harness errors (not the adapter's); see each reason\n", s.errors,
-                  s.errors == 1 ? "" : "s");
-    if (const int flaky = s.of(reports::Status::flaky))
-      std::printf("%d case%s flaky: did not pass, then passed on a rerun (not a failure of the run; see each case's "
-                  "attempts)\n",
-                  flaky, flaky == 1 ? "" : "s");
-    // Each flaky case with what its first attempt was, also under --quiet: a CI log (ci/test
-    // collects these lines from CTest's log) names the flake and how it failed.
-    for (const auto& c : results.cases) {
-      if (c.status != reports::Status::flaky || c.attempts.empty()) continue;
-      const auto& first = c.attempts.front();
-      std::printf("flaky: %s on %s: attempt 1 of %zu was %s: %s\n", c.id.c_str(), r.adapter.c_str(), c.attempts.size(),
-                  reports::to_string(first.status), first.reason.empty() ? "(no reason recorded)" : first.reason.c_str());
-    }
-    if (r.shard)
-      std::printf("shard %d/%d (from %s): %d of %d selected cases; join the shards with 'ipcheck report merge'\n",
-                  r.shard->index, r.shard->total, r.shard->source.c_str(), s.total,
-                  results.run.options["shard"].value("selected", 0));
-    // Part of the summary, also under --quiet: why every case skipped (CTest shows it).
-    if (const auto& opts = results.run.options; opts.contains("adapter_unavailable"))
-      std::printf("skipped: %s\n", opts["adapter_unavailable"].get<std::string>().c_str());
-    if (const auto& opts = results.run.options; opts.contains("harness_error"))
-      std::printf("not run: %s\n", opts["harness_error"].get<std::string>().c_str());
+    print_run_counts(r, results, out);
+    print_run_notes(r, results);
     for (const auto& p : paths) std::printf("wrote %s\n", p.c_str());
+    const auto& s = results.summary;
     if (g_interrupted) return kFailed;
     if (skip_code && s.total > 0 && s.counts.at("skip") == s.total) return *skip_code;
     return s.unexpected == 0 ? kOk : kFailed;

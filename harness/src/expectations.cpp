@@ -115,6 +115,118 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
 }
 
+// The @block the lines are in: what its lines share.
+struct ExpectationBlock {
+  bool open = false;
+  std::string name, reason, link, driver, at;
+};
+
+// A directive line: @block NAME, @reason TEXT, @link URL, @driver RANGE, @end.
+void parse_expectation_directive(const std::string& body, const std::string& at, ExpectationBlock& block) {
+  const auto sp = body.find_first_of(" \t");
+  const std::string directive = body.substr(0, sp);
+  const std::string value = sp == std::string::npos ? "" : trim(body.substr(sp));
+  if (directive == "@block") {
+    if (block.open) throw std::runtime_error(at + ": @block inside the block opened at " + block.at + "; close it with @end first");
+    block = ExpectationBlock{true, value, "", "", "", at};
+  } else if (directive == "@end") {
+    if (!block.open) throw std::runtime_error(at + ": @end without an @block");
+    block = ExpectationBlock{};
+  } else if (directive == "@reason" || directive == "@link" || directive == "@driver") {
+    if (!block.open) throw std::runtime_error(at + ": " + directive + " outside a block; start one with @block");
+    if (value.empty()) throw std::runtime_error(at + ": " + directive + " has no value");
+    if (directive == "@reason") block.reason += (block.reason.empty() ? "" : " ") + value;
+    if (directive == "@link") block.link = value;
+    if (directive == "@driver") {
+      try {
+        check_version_range(value);
+      } catch (const std::invalid_argument& x) {
+        throw std::runtime_error(at + ": " + x.what());
+      }
+      block.driver = value;
+    }
+  } else {
+    throw std::runtime_error(at + ": unknown directive '" + directive + "'; known: @block, @reason, @link, @driver, @end");
+  }
+}
+
+// The key=value matchers after the status, into `x`; returns where the reason starts (the
+// first word that is not one).
+std::size_t parse_expectation_matchers(const std::string& body, std::size_t pos, const std::string& at, Expectation& x) {
+  std::string token;
+  while (true) {
+    std::size_t probe = pos;
+    if (!next_token(body, probe, token)) return body.size();
+    const auto kv = key_value(token);
+    if (!kv) return pos;
+    const auto& [key, value] = *kv;
+    if (value.empty()) throw std::runtime_error(at + ": '" + key + "=' has no value");
+    if (key == "check") x.match.check = value;
+    else if (key == "clause") x.match.clause = value;
+    else if (key == "native") x.match.native = value;
+    else if (key == "role") x.match.role = value;
+    else if (key == "leak") x.match.leak = value;
+    else if (key == "signal") x.match.signal = value;
+    else if (key == "reason") x.match.reason = value;
+    else if (key == "driver") {
+      try {
+        check_version_range(value);
+      } catch (const std::invalid_argument& err) {
+        throw std::runtime_error(at + ": " + err.what());
+      }
+      x.driver = value;
+    } else {
+      throw std::runtime_error(at + ": unknown key '" + key + "'; known: " + kKeys +
+                               " (the reason comes after them)");
+    }
+    pos = probe;
+  }
+}
+
+// leak= goes with leak lines, signal= with crash lines; a flaky line takes only reason= and
+// driver=.
+void check_expectation_matchers(const Expectation& x, const std::string& at) {
+  if ((!x.match.leak.empty() && x.status != reports::Status::leak) ||
+      (!x.match.signal.empty() && x.status != reports::Status::crash))
+    throw std::runtime_error(at + ": leak= goes with status leak and signal= with status crash");
+  const ExpectationMatch& m = x.match;
+  if (x.status == reports::Status::flaky && (!m.check.empty() || !m.clause.empty() || !m.native.empty() ||
+                                             !m.role.empty() || !m.leak.empty() || !m.signal.empty()))
+    throw std::runtime_error(at + ": a flaky line takes only reason= (the failing attempt's reason) and driver=; "
+                             "check=, clause=, native=, role=, leak= and signal= go with fail, leak, timeout or crash");
+}
+
+// An expectation line: <case or clause> <status> [key=value ...] <reason>, its block giving
+// the reason's start, the link and the driver range it leaves out.
+Expectation parse_expectation_line(const std::string& body, const std::string& at, const ExpectationBlock& block) {
+  Expectation x;
+  std::size_t pos = 0;
+  std::string status;
+  next_token(body, pos, x.pattern);
+  if (!next_token(body, pos, status))
+    throw std::runtime_error(at + ": '" + x.pattern + "' has no status; write: <case or clause> <status> [key=value ...] <reason>");
+  auto s = reports::parse_status(status);
+  if (!s || *s == reports::Status::pass || *s == reports::Status::xfail || *s == reports::Status::skip ||
+      *s == reports::Status::incomplete || *s == reports::Status::error)
+    throw std::runtime_error(at + ": status '" + status + "' cannot be expected; use fail, leak, timeout, crash or flaky");
+  x.status = *s;
+  // Matchers, then the reason (the rest of the line).
+  const std::size_t reason_at = parse_expectation_matchers(body, pos, at, x);
+  check_expectation_matchers(x, at);
+  x.reason = trim(body.substr(std::min(reason_at, body.size())));
+  if (block.open) {
+    x.block = block.name;
+    x.reason = block.reason + (x.reason.empty() ? "" : (block.reason.empty() ? "" : "; ") + x.reason);
+    x.link = block.link;
+    if (x.driver.empty()) x.driver = block.driver;
+  }
+  if (x.reason.empty())
+    throw std::runtime_error(at + ": '" + x.pattern + "' has no reason; say why the deviation is known, with a link " +
+                             "(or put the line in an @block with @reason and @link)");
+  x.where = at;
+  return x;
+}
+
 }  // namespace
 
 Expectations Expectations::parse(const std::string& text, const std::string& where) {
@@ -122,108 +234,16 @@ Expectations Expectations::parse(const std::string& text, const std::string& whe
   e.path = where;
   std::istringstream in(text);
   std::string line;
-  struct Block {
-    bool open = false;
-    std::string name, reason, link, driver, at;
-  } block;
+  ExpectationBlock block;
   for (int n = 1; std::getline(in, line); ++n) {
     const std::string at = where + ":" + std::to_string(n);
     const std::string body = trim(line);
     if (body.empty() || body[0] == '#') continue;
     if (body[0] == '@') {
-      const auto sp = body.find_first_of(" \t");
-      const std::string directive = body.substr(0, sp);
-      const std::string value = sp == std::string::npos ? "" : trim(body.substr(sp));
-      if (directive == "@block") {
-        if (block.open) throw std::runtime_error(at + ": @block inside the block opened at " + block.at + "; close it with @end first");
-        block = Block{true, value, "", "", "", at};
-      } else if (directive == "@end") {
-        if (!block.open) throw std::runtime_error(at + ": @end without an @block");
-        block = Block{};
-      } else if (directive == "@reason" || directive == "@link" || directive == "@driver") {
-        if (!block.open) throw std::runtime_error(at + ": " + directive + " outside a block; start one with @block");
-        if (value.empty()) throw std::runtime_error(at + ": " + directive + " has no value");
-        if (directive == "@reason") block.reason += (block.reason.empty() ? "" : " ") + value;
-        if (directive == "@link") block.link = value;
-        if (directive == "@driver") {
-          try {
-            check_version_range(value);
-          } catch (const std::invalid_argument& x) {
-            throw std::runtime_error(at + ": " + x.what());
-          }
-          block.driver = value;
-        }
-      } else {
-        throw std::runtime_error(at + ": unknown directive '" + directive + "'; known: @block, @reason, @link, @driver, @end");
-      }
+      parse_expectation_directive(body, at, block);
       continue;
     }
-    Expectation x;
-    std::size_t pos = 0;
-    std::string status, token;
-    next_token(body, pos, x.pattern);
-    if (!next_token(body, pos, status))
-      throw std::runtime_error(at + ": '" + x.pattern + "' has no status; write: <case or clause> <status> [key=value ...] <reason>");
-    auto s = reports::parse_status(status);
-    if (!s || *s == reports::Status::pass || *s == reports::Status::xfail || *s == reports::Status::skip ||
-        *s == reports::Status::incomplete || *s == reports::Status::error)
-      throw std::runtime_error(at + ": status '" + status + "' cannot be expected; use fail, leak, timeout, crash or flaky");
-    x.status = *s;
-    // Matchers, then the reason (the rest of the line).
-    std::size_t reason_at = pos;
-    while (true) {
-      std::size_t probe = pos;
-      if (!next_token(body, probe, token)) {
-        reason_at = body.size();
-        break;
-      }
-      const auto kv = key_value(token);
-      if (!kv) {
-        reason_at = pos;
-        break;
-      }
-      const auto& [key, value] = *kv;
-      if (value.empty()) throw std::runtime_error(at + ": '" + key + "=' has no value");
-      if (key == "check") x.match.check = value;
-      else if (key == "clause") x.match.clause = value;
-      else if (key == "native") x.match.native = value;
-      else if (key == "role") x.match.role = value;
-      else if (key == "leak") x.match.leak = value;
-      else if (key == "signal") x.match.signal = value;
-      else if (key == "reason") x.match.reason = value;
-      else if (key == "driver") {
-        try {
-          check_version_range(value);
-        } catch (const std::invalid_argument& err) {
-          throw std::runtime_error(at + ": " + err.what());
-        }
-        x.driver = value;
-      } else {
-        throw std::runtime_error(at + ": unknown key '" + key + "'; known: " + kKeys +
-                                 " (the reason comes after them)");
-      }
-      pos = probe;
-    }
-    if ((!x.match.leak.empty() && x.status != reports::Status::leak) ||
-        (!x.match.signal.empty() && x.status != reports::Status::crash))
-      throw std::runtime_error(at + ": leak= goes with status leak and signal= with status crash");
-    const ExpectationMatch& m = x.match;
-    if (x.status == reports::Status::flaky && (!m.check.empty() || !m.clause.empty() || !m.native.empty() ||
-                                               !m.role.empty() || !m.leak.empty() || !m.signal.empty()))
-      throw std::runtime_error(at + ": a flaky line takes only reason= (the failing attempt's reason) and driver=; "
-                               "check=, clause=, native=, role=, leak= and signal= go with fail, leak, timeout or crash");
-    x.reason = trim(body.substr(std::min(reason_at, body.size())));
-    if (block.open) {
-      x.block = block.name;
-      x.reason = block.reason + (x.reason.empty() ? "" : (block.reason.empty() ? "" : "; ") + x.reason);
-      x.link = block.link;
-      if (x.driver.empty()) x.driver = block.driver;
-    }
-    if (x.reason.empty())
-      throw std::runtime_error(at + ": '" + x.pattern + "' has no reason; say why the deviation is known, with a link " +
-                               "(or put the line in an @block with @reason and @link)");
-    x.where = at;
-    e.entries_.push_back(std::move(x));
+    e.entries_.push_back(parse_expectation_line(body, at, block));
   }
   if (block.open) throw std::runtime_error(block.at + ": @block is never closed; end it with @end");
   return e;

@@ -272,46 +272,42 @@ std::string crash_signal(const CaseResult& c, std::string* role) {
   return {};
 }
 
-}  // namespace
-
-bool names_case(const Expectation& x, const CaseResult& c) { return line_names(x, c); }
-
-void ExpectationUse::apply(CaseResult& c, const std::string& driver_version) {
-  const auto& lines = e_->entries();
-  if (c.status == Status::flaky) {
-    // A known flake: still flaky (never hidden), marked expected. reason= matches the failure.
-    const auto failed = std::find_if(c.attempts.begin(), c.attempts.end(),
-                                     [](const CaseResult& a) { return reports::is_judged(a.status) && a.status != Status::pass; });
-    const std::string failure = failed == c.attempts.end() ? c.reason : failed->reason;
-    std::string why, where;
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-      const auto& x = lines[i];
-      if (x.status != Status::flaky || !version_in_range(driver_version, x.driver) || !line_names(x, c) ||
-          !optional_glob(x.match.reason, failure))
-        continue;
-      ++matched_[i];
-      const std::string e = x.explain();
-      if (why.find(e) == std::string::npos) why += (why.empty() ? "" : "; ") + e;
-      where += (where.empty() ? "" : ", ") + x.where;
-    }
-    if (!where.empty()) {
-      c.expectation = why + " (" + where + ")";
-      c.expected_status = Status::flaky;
-    }
-    return;
+// A flaky case named by flaky lines (reason= matches its failing attempt): still flaky,
+// never hidden, marked expected.
+void apply_flaky_lines(const std::vector<Expectation>& lines, std::vector<int>& matched, CaseResult& c,
+                       const std::string& driver_version) {
+  const auto failed = std::find_if(c.attempts.begin(), c.attempts.end(),
+                                   [](const CaseResult& a) { return reports::is_judged(a.status) && a.status != Status::pass; });
+  const std::string failure = failed == c.attempts.end() ? c.reason : failed->reason;
+  std::string why, where;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto& x = lines[i];
+    if (x.status != Status::flaky || !version_in_range(driver_version, x.driver) || !line_names(x, c) ||
+        !optional_glob(x.match.reason, failure))
+      continue;
+    ++matched[i];
+    const std::string e = x.explain();
+    if (why.find(e) == std::string::npos) why += (why.empty() ? "" : "; ") + e;
+    where += (where.empty() ? "" : ", ") + x.where;
   }
-  if (!reports::is_judged(c.status) || c.status == Status::pass || c.status == Status::xfail) return;
-  // Lines naming the case (by id, or a clause it checks) whose driver range holds.
-  std::vector<std::size_t> candidates;
-  for (std::size_t i = 0; i < lines.size(); ++i)
-    if (version_in_range(driver_version, lines[i].driver) && line_names(lines[i], c)) candidates.push_back(i);
-  if (candidates.empty()) return;
-  // Every problem of the case must be covered, each by a line of its own kind: failed checks
-  // by fail lines, leak findings by leak lines, a crash or a timeout by such a line. A case
-  // with a leak and a failed check needs both covered; what no line covers stays.
-  std::set<std::size_t> used;
+  if (!where.empty()) {
+    c.expectation = why + " (" + where + ")";
+    c.expected_status = Status::flaky;
+  }
+}
+
+// How the candidate lines covered a case's problems: each problem by a line of its own kind.
+struct ProblemCoverage {
+  const std::vector<Expectation>& lines;
+  std::vector<std::size_t> candidates;  // lines naming the case whose driver range holds
+  std::set<std::size_t> used;           // the lines that covered a problem
   std::size_t covered = 0, total = 0;
-  auto cover = [&](Status kind, const auto& matches) {
+  const Check* new_check = nullptr;     // the first failed check no line covers
+  bool leaks_covered = true;
+
+  // One problem of kind `kind`, covered by every candidate of that status that `matches`.
+  template <class Matches>
+  bool cover(Status kind, const Matches& matches) {
     ++total;
     bool hit = false;
     for (std::size_t i : candidates)
@@ -321,67 +317,104 @@ void ExpectationUse::apply(CaseResult& c, const std::string& driver_version) {
       }
     covered += hit;
     return hit;
-  };
+  }
+};
+
+// Every problem of the case: failed checks by fail lines, leak findings by leak lines, a
+// crash or a timeout by such a line, a failure without a failed check by a line naming the
+// case and its reason. Marks each failed check covered or not.
+void cover_problems(ProblemCoverage& p, CaseResult& c) {
   bool any_failed_check = false;
-  const Check* new_check = nullptr;  // the first failed check no line covers
   for (auto& k : c.checks) {
     if (k.result != CheckResult::fail) continue;
     any_failed_check = true;
-    k.expected = cover(Status::fail, [&](const Expectation& x) { return covers_check(x, c, k); });
-    if (!k.expected && !new_check) new_check = &k;
+    k.expected = p.cover(Status::fail, [&](const Expectation& x) { return covers_check(x, c, k); });
+    if (!k.expected && !p.new_check) p.new_check = &k;
   }
-  bool leaks_covered = true;
   for (const auto& f : c.findings)
-    leaks_covered &= cover(Status::leak, [&](const Expectation& x) {
+    p.leaks_covered &= p.cover(Status::leak, [&](const Expectation& x) {
       return optional_glob(x.match.leak, f.item) && optional_glob(x.match.role, f.role);
     });
   if (c.status == Status::crash || c.status == Status::timeout) {
     std::string role;
     const std::string sig = crash_signal(c, &role);
-    cover(c.status, [&](const Expectation& x) {
+    p.cover(c.status, [&](const Expectation& x) {
       return optional_glob(x.match.reason, c.reason) &&
              (c.status != Status::crash || (optional_glob(x.match.signal, sig) && optional_glob(x.match.role, role)));
     });
   } else if (c.status == Status::fail && !any_failed_check) {
     // A failure without a failed check (a role's exit code): a line naming the case and its reason.
-    cover(Status::fail, [&](const Expectation& x) {
+    p.cover(Status::fail, [&](const Expectation& x) {
       return glob_match(x.pattern, c.id) && x.match.check.empty() && x.match.clause.empty() && x.match.native.empty() &&
              optional_glob(x.match.reason, c.reason);
     });
   }
-  for (std::size_t i : used) ++matched_[i];
-  if (used.empty()) return;
-  if (covered < total) {
-    std::string where;
-    for (std::size_t i : used) where += (where.empty() ? "" : ", ") + lines[i].where;
-    c.warnings.push_back("expectations " + where + " cover " + std::to_string(covered) + " of " + std::to_string(total) +
-                         " problems of this case; the others are new");
-    // The status names the worst problem no line covers: a leak the lines explain, beside a
-    // failed check they do not, is a failure (the check's), not a leak.
-    if (c.status == Status::leak && leaks_covered && new_check) {
-      c.status = Status::fail;
-      // The lines by file name and number (a reason goes into baselines; the folder is the machine's).
-      std::string lines_named;
-      for (std::size_t i : used) {
-        const std::string& w = lines[i].where;
-        lines_named += (lines_named.empty() ? "" : ", ") + w.substr(w.rfind('/') == std::string::npos ? 0 : w.rfind('/') + 1);
-      }
-      c.reason = "[" + new_check->role + "] " + new_check->clause + ": " + new_check->message +
-                 (new_check->where.empty() ? "" : " (" + new_check->where + ")") + "; the leak beside it is expected (" +
-                 lines_named + ")";
+}
+
+// Some problems covered, others new: a warning naming the lines; the status stays the
+// worst problem no line covers.
+void note_partial_coverage(const ProblemCoverage& p, CaseResult& c) {
+  std::string where;
+  for (std::size_t i : p.used) where += (where.empty() ? "" : ", ") + p.lines[i].where;
+  c.warnings.push_back("expectations " + where + " cover " + std::to_string(p.covered) + " of " +
+                       std::to_string(p.total) + " problems of this case; the others are new");
+  // The status names the worst problem no line covers: a leak the lines explain, beside a
+  // failed check they do not, is a failure (the check's), not a leak.
+  if (c.status == Status::leak && p.leaks_covered && p.new_check) {
+    c.status = Status::fail;
+    // The lines by file name and number (a reason goes into baselines; the folder is the machine's).
+    std::string lines_named;
+    for (std::size_t i : p.used) {
+      const std::string& w = p.lines[i].where;
+      lines_named += (lines_named.empty() ? "" : ", ") + w.substr(w.rfind('/') == std::string::npos ? 0 : w.rfind('/') + 1);
     }
-    return;
+    const Check& k = *p.new_check;
+    c.reason = "[" + k.role + "] " + k.clause + ": " + k.message + (k.where.empty() ? "" : " (" + k.where + ")") +
+               "; the leak beside it is expected (" + lines_named + ")";
   }
+}
+
+// Every problem covered: xfail, with the lines' reasons and where they are.
+void mark_expected(const ProblemCoverage& p, CaseResult& c) {
   std::string why, where;
-  for (std::size_t i : used) {
-    const std::string e = lines[i].explain();
+  for (std::size_t i : p.used) {
+    const std::string e = p.lines[i].explain();
     if (why.find(e) == std::string::npos) why += (why.empty() ? "" : "; ") + e;
-    where += (where.empty() ? "" : ", ") + lines[i].where;
+    where += (where.empty() ? "" : ", ") + p.lines[i].where;
   }
   c.expectation = why + " (" + where + ")";
   c.reason = "expected " + std::string(reports::to_string(c.status)) + ": " + c.reason;
   c.expected_status = c.status;
   c.status = Status::xfail;
+}
+
+}  // namespace
+
+bool names_case(const Expectation& x, const CaseResult& c) { return line_names(x, c); }
+
+void ExpectationUse::apply(CaseResult& c, const std::string& driver_version) {
+  const auto& lines = e_->entries();
+  if (c.status == Status::flaky) {
+    // A known flake: still flaky (never hidden), marked expected. reason= matches the failure.
+    apply_flaky_lines(lines, matched_, c, driver_version);
+    return;
+  }
+  if (!reports::is_judged(c.status) || c.status == Status::pass || c.status == Status::xfail) return;
+  // Lines naming the case (by id, or a clause it checks) whose driver range holds.
+  ProblemCoverage p{lines, {}, {}, 0, 0, nullptr, true};
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (version_in_range(driver_version, lines[i].driver) && line_names(lines[i], c)) p.candidates.push_back(i);
+  if (p.candidates.empty()) return;
+  // Every problem of the case must be covered, each by a line of its own kind. A case with a
+  // leak and a failed check needs both covered; what no line covers stays.
+  cover_problems(p, c);
+  for (std::size_t i : p.used) ++matched_[i];
+  if (p.used.empty()) return;
+  if (p.covered < p.total) {
+    note_partial_coverage(p, c);
+    return;
+  }
+  mark_expected(p, c);
 }
 
 json ExpectationUse::report(const std::vector<CaseResult>& cases, const std::string& driver_version) const {

@@ -6,7 +6,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,11 +22,14 @@
 
 #include "ipcaudit.h"
 #include "ipcaudit.skel.h"
+#include "syscalls.hpp"
 #include "ipcheck/auditor.hpp"
 
 namespace ipcheck {
 
 using nlohmann::json;
+using trace::syscall_name;
+using trace::syscall_table;
 
 namespace {
 
@@ -57,112 +59,6 @@ std::string error_text(int err) {
   err = err < 0 ? -err : err;
   const char* name = ::strerrorname_np(err);
   return std::string(::strerror(err)) + " (" + (name ? name : std::to_string(err)) + ")";
-}
-
-// ---- syscall table: numbers from this build's headers, so the BPF object has none
-
-struct SyscallInfo {
-  long nr;
-  const char* name;
-  ipcaudit_class cls;
-  bool touches_fds;
-};
-
-const std::vector<SyscallInfo>& syscall_table() {
-  static const std::vector<SyscallInfo> table = [] {
-    std::vector<SyscallInfo> t = {
-        {SYS_memfd_create, "memfd_create", IPCAUDIT_SYS_MEMFD_CREATE, true},
-        {SYS_pidfd_open, "pidfd_open", IPCAUDIT_SYS_PIDFD_OPEN, true},
-        {SYS_pidfd_getfd, "pidfd_getfd", IPCAUDIT_SYS_PIDFD_GETFD, true},
-        {SYS_dup, "dup", IPCAUDIT_SYS_DUP, true},
-        {SYS_dup3, "dup3", IPCAUDIT_SYS_DUP2, true},
-        {SYS_fcntl, "fcntl", IPCAUDIT_SYS_FCNTL, true},
-        {SYS_openat, "openat", IPCAUDIT_SYS_OPEN, true},
-        {SYS_openat2, "openat2", IPCAUDIT_SYS_OPEN, true},
-        {SYS_close, "close", IPCAUDIT_SYS_CLOSE, true},
-        {SYS_close_range, "close_range", IPCAUDIT_SYS_CLOSE, true},
-        {SYS_mmap, "mmap", IPCAUDIT_SYS_MMAP, false},
-        {SYS_munmap, "munmap", IPCAUDIT_SYS_MUNMAP, false},
-        {SYS_mremap, "mremap", IPCAUDIT_SYS_MREMAP, false},
-        {SYS_ioctl, "ioctl", IPCAUDIT_SYS_IOCTL, true},
-        {SYS_sendmsg, "sendmsg", IPCAUDIT_SYS_SENDMSG, false},
-        {SYS_recvmsg, "recvmsg", IPCAUDIT_SYS_RECVMSG, true},
-        // Other descriptor makers: named in findings, followed by the table diff.
-        {SYS_recvmmsg, "recvmmsg", IPCAUDIT_SYS_OTHER, true},
-        {SYS_socket, "socket", IPCAUDIT_SYS_OTHER, true},
-        {SYS_socketpair, "socketpair", IPCAUDIT_SYS_OTHER, true},
-        {SYS_accept4, "accept4", IPCAUDIT_SYS_OTHER, true},
-        {SYS_pipe2, "pipe2", IPCAUDIT_SYS_OTHER, true},
-        {SYS_eventfd2, "eventfd2", IPCAUDIT_SYS_OTHER, true},
-        {SYS_epoll_create1, "epoll_create1", IPCAUDIT_SYS_OTHER, true},
-        {SYS_timerfd_create, "timerfd_create", IPCAUDIT_SYS_OTHER, true},
-        {SYS_userfaultfd, "userfaultfd", IPCAUDIT_SYS_OTHER, true},
-        {SYS_execve, "execve", IPCAUDIT_SYS_OTHER, true},
-        // Syscalls that never add or remove a descriptor: no table diff after them.
-        {SYS_read, "read", IPCAUDIT_SYS_OTHER, false},
-        {SYS_write, "write", IPCAUDIT_SYS_OTHER, false},
-        {SYS_pread64, "pread64", IPCAUDIT_SYS_OTHER, false},
-        {SYS_pwrite64, "pwrite64", IPCAUDIT_SYS_OTHER, false},
-        {SYS_readv, "readv", IPCAUDIT_SYS_OTHER, false},
-        {SYS_writev, "writev", IPCAUDIT_SYS_OTHER, false},
-        {SYS_lseek, "lseek", IPCAUDIT_SYS_OTHER, false},
-        {SYS_futex, "futex", IPCAUDIT_SYS_OTHER, false},
-        {SYS_poll, "poll", IPCAUDIT_SYS_OTHER, false},
-        {SYS_ppoll, "ppoll", IPCAUDIT_SYS_OTHER, false},
-        {SYS_epoll_wait, "epoll_wait", IPCAUDIT_SYS_OTHER, false},
-        {SYS_epoll_pwait, "epoll_pwait", IPCAUDIT_SYS_OTHER, false},
-        {SYS_nanosleep, "nanosleep", IPCAUDIT_SYS_OTHER, false},
-        {SYS_clock_nanosleep, "clock_nanosleep", IPCAUDIT_SYS_OTHER, false},
-        {SYS_clock_gettime, "clock_gettime", IPCAUDIT_SYS_OTHER, false},
-        {SYS_gettimeofday, "gettimeofday", IPCAUDIT_SYS_OTHER, false},
-        {SYS_getpid, "getpid", IPCAUDIT_SYS_OTHER, false},
-        {SYS_gettid, "gettid", IPCAUDIT_SYS_OTHER, false},
-        {SYS_getppid, "getppid", IPCAUDIT_SYS_OTHER, false},
-        {SYS_mprotect, "mprotect", IPCAUDIT_SYS_OTHER, false},
-        {SYS_madvise, "madvise", IPCAUDIT_SYS_OTHER, false},
-        {SYS_brk, "brk", IPCAUDIT_SYS_OTHER, false},
-        {SYS_rt_sigaction, "rt_sigaction", IPCAUDIT_SYS_OTHER, false},
-        {SYS_rt_sigprocmask, "rt_sigprocmask", IPCAUDIT_SYS_OTHER, false},
-        {SYS_rt_sigreturn, "rt_sigreturn", IPCAUDIT_SYS_OTHER, false},
-        {SYS_sched_yield, "sched_yield", IPCAUDIT_SYS_OTHER, false},
-        {SYS_fstat, "fstat", IPCAUDIT_SYS_OTHER, false},
-        {SYS_newfstatat, "newfstatat", IPCAUDIT_SYS_OTHER, false},
-        {SYS_statx, "statx", IPCAUDIT_SYS_OTHER, false},
-        {SYS_fstatfs, "fstatfs", IPCAUDIT_SYS_OTHER, false},
-        {SYS_getrandom, "getrandom", IPCAUDIT_SYS_OTHER, false},
-        {SYS_sendto, "sendto", IPCAUDIT_SYS_OTHER, false},
-        {SYS_recvfrom, "recvfrom", IPCAUDIT_SYS_OTHER, false},
-        {SYS_kill, "kill", IPCAUDIT_SYS_OTHER, false},
-        {SYS_tgkill, "tgkill", IPCAUDIT_SYS_OTHER, false},
-        {SYS_pidfd_send_signal, "pidfd_send_signal", IPCAUDIT_SYS_OTHER, false},
-        {SYS_ftruncate, "ftruncate", IPCAUDIT_SYS_OTHER, false},
-        {SYS_readlinkat, "readlinkat", IPCAUDIT_SYS_OTHER, false},
-        {SYS_getdents64, "getdents64", IPCAUDIT_SYS_OTHER, false},
-        {SYS_prctl, "prctl", IPCAUDIT_SYS_OTHER, false},
-        {SYS_rseq, "rseq", IPCAUDIT_SYS_OTHER, false},
-        {SYS_set_robust_list, "set_robust_list", IPCAUDIT_SYS_OTHER, false},
-    };
-#ifdef SYS_dup2
-    t.push_back({SYS_dup2, "dup2", IPCAUDIT_SYS_DUP2, true});
-#endif
-#ifdef SYS_open
-    t.push_back({SYS_open, "open", IPCAUDIT_SYS_OPEN, true});
-#endif
-#ifdef SYS_pipe
-    t.push_back({SYS_pipe, "pipe", IPCAUDIT_SYS_OTHER, true});
-#endif
-#ifdef SYS_accept
-    t.push_back({SYS_accept, "accept", IPCAUDIT_SYS_OTHER, true});
-#endif
-    return t;
-  }();
-  return table;
-}
-
-std::string syscall_name(unsigned nr) {
-  for (const auto& s : syscall_table())
-    if (s.nr == static_cast<long>(nr)) return s.name;
-  return "syscall " + std::to_string(nr);
 }
 
 const char* counter_name(unsigned c) {
@@ -257,6 +153,118 @@ struct SkeletonDeleter {
 };
 using Skeleton = std::unique_ptr<ipcaudit_bpf, SkeletonDeleter>;
 
+// What the kernel side held for one role when it ended.
+struct CollectedRole {
+  ipcaudit_role role{};
+  bool have_role = false;
+  std::vector<std::pair<ipcaudit_count_key, unsigned long long>> counts;
+  std::vector<std::pair<ipcaudit_fd_key, ipcaudit_fd>> fds;
+  std::vector<std::pair<ipcaudit_map_key, ipcaudit_map>> maps;
+};
+
+// What the role called, verb by verb: the role's own count of verb calls when it could send
+// one, the tracer's otherwise; the tracer's counters by verb, and those outside any verb.
+struct VerbProfile {
+  std::map<std::string, unsigned long long> calls;
+  bool reported_calls = false;
+  json profile = json::object();
+  std::map<std::string, unsigned long long> outside;
+};
+
+VerbProfile verb_profile(const CollectedRole& c, const json& reported) {
+  VerbProfile p;
+  p.reported_calls = reported.is_object() && reported.contains("verbs") && reported["verbs"].is_object();
+  if (p.reported_calls)
+    for (const auto& [verb, n] : reported["verbs"].items()) p.calls[verb] = n.get<unsigned long long>();
+
+  std::map<std::string, std::map<std::string, unsigned long long>> by_verb;
+  for (const auto& [k, v] : c.counts) {
+    const std::string verb = fixed_string(k.verb, IPCAUDIT_VERB_LEN);
+    std::string name = counter_name(k.counter);
+    if (k.counter == IPCAUDIT_C_IOCTL_TARGET) name += render_file(k.target, false);
+    if (k.counter == IPCAUDIT_C_CALLS_TRACED) {
+      if (!p.reported_calls && !verb.empty()) p.calls[verb] = std::max(p.calls[verb], v);
+      continue;
+    }
+    (verb.empty() ? p.outside : by_verb[verb])[name] += v;
+  }
+  for (const auto& [verb, n] : p.calls) by_verb[verb]["calls"] = n;
+  for (const auto& [verb, counters] : by_verb) p.profile[verb] = counters;
+  return p;
+}
+
+// How far the role's body got, as the kernel side saw it.
+std::string body_state(const CollectedRole& c) {
+  if (!c.have_role || !c.role.ended) return "unknown";
+  if (c.role.end_phase == IPCAUDIT_PHASE_AFTER_BODY) return "finished";
+  if (c.role.end_phase == IPCAUDIT_PHASE_BODY) return "ended inside the body";
+  return "ended before the body";
+}
+
+// How the descriptors and mappings a role had at its end are described and sorted: leaks (the
+// role's own, when its body finished or it crashed in it) or held.
+struct LeftoverWords {
+  const std::map<std::string, unsigned long long>& calls;
+  pid_t pid;
+  bool judged;
+  bool in_body_death;
+  std::string died_how;
+
+  // The verb that would have released it, and how many calls of it the role made.
+  std::string releases(const std::string& verb) const {
+    const char* r = releasing_verb(verb);
+    if (!r) return std::string();
+    auto n = calls.find(r);
+    return std::string("; the role made ") + std::to_string(n == calls.end() ? 0 : n->second) + " " + r + " call" +
+           (n != calls.end() && n->second == 1 ? "" : "s");
+  }
+  std::string where_left(unsigned state, const char* held) const {
+    if (state == IPCAUDIT_RELEASED_AFTER_BODY) return std::string("released only after the body ended");
+    if (in_body_death) return std::string("still ") + held + " when the role " + died_how + " inside its body";
+    return std::string("never released by the end of the body");
+  }
+  void add(json entry, unsigned tgid, json& leaks, json& held) const {
+    if (tgid != static_cast<unsigned>(pid)) entry["pid"] = tgid;
+    (judged && tgid == static_cast<unsigned>(pid) ? leaks : held).push_back(std::move(entry));
+  }
+};
+
+void add_fd_leftovers(std::vector<std::pair<ipcaudit_fd_key, ipcaudit_fd>> fds, const LeftoverWords& w, json& leaks,
+                      json& held) {
+  std::sort(fds.begin(), fds.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first.tgid, a.first.fd) < std::tie(b.first.tgid, b.first.fd);
+  });
+  for (const auto& [k, f] : fds) {
+    const std::string item = "fd " + std::to_string(k.fd) + " -> " + render_file(f.what, true);
+    const std::string verb = verb_call(f.verb, f.ordinal);
+    const std::string made = "created by " + syscall_name(f.nr) + (verb.empty() ? " outside any verb" : " in " + verb);
+    std::string detail = made + " (inode " + std::to_string(f.what.ino) + "), " + w.where_left(f.state, "open") +
+                         w.releases(fixed_string(f.verb, IPCAUDIT_VERB_LEN));
+    w.add({{"kind", "fd"}, {"item", item}, {"verb", verb}, {"detail", detail}}, k.tgid, leaks, held);
+  }
+}
+
+void add_mapping_leftovers(std::vector<std::pair<ipcaudit_map_key, ipcaudit_map>> maps, const LeftoverWords& w,
+                           json& leaks, json& held) {
+  std::sort(maps.begin(), maps.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first.tgid, a.first.start) < std::tie(b.first.tgid, b.first.start);
+  });
+  for (const auto& [k, m] : maps) {
+    std::string perms;
+    perms += (m.prot & 1) ? 'r' : '-';
+    perms += (m.prot & 2) ? 'w' : '-';
+    perms += (m.prot & 4) ? 'x' : '-';
+    perms += ((m.flags & 3) == 1 || (m.flags & 3) == 3) ? 's' : 'p';
+    const std::string what = m.what.parts || m.what.mode ? render_file(m.what, false) : std::string("anonymous");
+    const std::string item = hex(k.start) + "-" + hex(k.start + m.length) + " " + perms + " " + what;
+    const std::string verb = verb_call(m.verb, m.ordinal);
+    std::string detail = "mapped (" + std::to_string(m.length) + " bytes) " +
+                         (verb.empty() ? "outside any verb" : "in " + verb) + ", " + w.where_left(m.state, "mapped") +
+                         w.releases(fixed_string(m.verb, IPCAUDIT_VERB_LEN));
+    w.add({{"kind", "mapping"}, {"item", item}, {"verb", verb}, {"detail", detail}}, k.tgid, leaks, held);
+  }
+}
+
 class BpfAuditor final : public Auditor {
  public:
   explicit BpfAuditor(Skeleton skel) : skel_(std::move(skel)) {}
@@ -313,19 +321,11 @@ class BpfAuditor final : public Auditor {
     std::string case_id, role;
     std::string problem;
   };
-  struct Collected {
-    ipcaudit_role role{};
-    bool have_role = false;
-    std::vector<std::pair<ipcaudit_count_key, unsigned long long>> counts;
-    std::vector<std::pair<ipcaudit_fd_key, ipcaudit_fd>> fds;
-    std::vector<std::pair<ipcaudit_map_key, ipcaudit_map>> maps;
-  };
-
   static int map_fd(bpf_map* m) { return ::bpf_map__fd(m); }
 
   // Takes (and removes) everything the kernel side holds for role `id`.
-  Collected collect(unsigned id) {
-    Collected c;
+  CollectedRole collect(unsigned id) {
+    CollectedRole c;
     // Descendants that escaped the role's group are no longer followed.
     const int procs = map_fd(skel_->maps.procs);
     for (const auto& tgid : map_keys<unsigned>(procs, IPCAUDIT_MAX_PROCS)) {
@@ -379,99 +379,23 @@ json BpfAuditor::role_ended(pid_t pid, const json& reported, const RoleEnd& end)
   }
   const Tracked t = it->second;
   tracked_.erase(it);
-  const Collected c = collect(t.id);
-
-  // The role's own count of verb calls when it could send one; the tracer's otherwise.
-  std::map<std::string, unsigned long long> calls;
-  const bool reported_calls = reported.is_object() && reported.contains("verbs") && reported["verbs"].is_object();
-  if (reported_calls)
-    for (const auto& [verb, n] : reported["verbs"].items()) calls[verb] = n.get<unsigned long long>();
-
-  std::map<std::string, std::map<std::string, unsigned long long>> by_verb;
-  std::map<std::string, unsigned long long> outside;
-  for (const auto& [k, v] : c.counts) {
-    const std::string verb = fixed_string(k.verb, IPCAUDIT_VERB_LEN);
-    std::string name = counter_name(k.counter);
-    if (k.counter == IPCAUDIT_C_IOCTL_TARGET) name += render_file(k.target, false);
-    if (k.counter == IPCAUDIT_C_CALLS_TRACED) {
-      if (!reported_calls && !verb.empty()) calls[verb] = std::max(calls[verb], v);
-      continue;
-    }
-    (verb.empty() ? outside : by_verb[verb])[name] += v;
-  }
-  for (const auto& [verb, n] : calls) by_verb[verb]["calls"] = n;
-  json profile = json::object();
-  for (const auto& [verb, counters] : by_verb) profile[verb] = counters;
-
-  const std::string died_how = end.how.empty() ? "ended" : "ended (" + end.how + ")";
-  std::string body;
-  if (!c.have_role || !c.role.ended)
-    body = "unknown";
-  else if (c.role.end_phase == IPCAUDIT_PHASE_AFTER_BODY)
-    body = "finished";
-  else if (c.role.end_phase == IPCAUDIT_PHASE_BODY)
-    body = "ended inside the body";
-  else
-    body = "ended before the body";
+  const CollectedRole c = collect(t.id);
+  const VerbProfile p = verb_profile(c, reported);
+  const std::string body = body_state(c);
   const bool in_body_death = body == "ended inside the body";
   // What the body left behind is a finding when the body finished, or when the role crashed
   // in it; a role the runner killed (or that exited) mid-body just held what it held.
-  const bool judged = body == "finished" || (in_body_death && end.crashed);
-
-  auto releases = [&](const std::string& verb) {
-    const char* r = releasing_verb(verb);
-    if (!r) return std::string();
-    auto n = calls.find(r);
-    return std::string("; the role made ") + std::to_string(n == calls.end() ? 0 : n->second) + " " + r + " call" +
-           (n != calls.end() && n->second == 1 ? "" : "s");
-  };
-  auto where_left = [&](unsigned state, const char* held) {
-    if (state == IPCAUDIT_RELEASED_AFTER_BODY) return std::string("released only after the body ended");
-    if (in_body_death) return std::string("still ") + held + " when the role " + died_how + " inside its body";
-    return std::string("never released by the end of the body");
-  };
-
+  const LeftoverWords words{p.calls, pid, body == "finished" || (in_body_death && end.crashed), in_body_death,
+                            end.how.empty() ? "ended" : "ended (" + end.how + ")"};
   json leaks = json::array(), held = json::array();
-  auto fds = c.fds;
-  std::sort(fds.begin(), fds.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.first.tgid, a.first.fd) < std::tie(b.first.tgid, b.first.fd);
-  });
-  auto maps = c.maps;
-  std::sort(maps.begin(), maps.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.first.tgid, a.first.start) < std::tie(b.first.tgid, b.first.start);
-  });
-  for (const auto& [k, f] : fds) {
-    const std::string item = "fd " + std::to_string(k.fd) + " -> " + render_file(f.what, true);
-    const std::string verb = verb_call(f.verb, f.ordinal);
-    const std::string made = "created by " + syscall_name(f.nr) + (verb.empty() ? " outside any verb" : " in " + verb);
-    std::string detail = made + " (inode " + std::to_string(f.what.ino) + "), " + where_left(f.state, "open") +
-                         releases(fixed_string(f.verb, IPCAUDIT_VERB_LEN));
-    json entry = {{"kind", "fd"}, {"item", item}, {"verb", verb}, {"detail", detail}};
-    if (k.tgid != static_cast<unsigned>(pid)) entry["pid"] = k.tgid;
-    (judged && k.tgid == static_cast<unsigned>(pid) ? leaks : held).push_back(std::move(entry));
-  }
-  for (const auto& [k, m] : maps) {
-    std::string perms;
-    perms += (m.prot & 1) ? 'r' : '-';
-    perms += (m.prot & 2) ? 'w' : '-';
-    perms += (m.prot & 4) ? 'x' : '-';
-    perms += ((m.flags & 3) == 1 || (m.flags & 3) == 3) ? 's' : 'p';
-    const std::string what = m.what.parts || m.what.mode ? render_file(m.what, false) : std::string("anonymous");
-    const std::string item = hex(k.start) + "-" + hex(k.start + m.length) + " " + perms + " " + what;
-    const std::string verb = verb_call(m.verb, m.ordinal);
-    std::string detail = "mapped (" + std::to_string(m.length) + " bytes) " +
-                         (verb.empty() ? "outside any verb" : "in " + verb) + ", " + where_left(m.state, "mapped") +
-                         releases(fixed_string(m.verb, IPCAUDIT_VERB_LEN));
-    json entry = {{"kind", "mapping"}, {"item", item}, {"verb", verb}, {"detail", detail}};
-    if (k.tgid != static_cast<unsigned>(pid)) entry["pid"] = k.tgid;
-    (judged && k.tgid == static_cast<unsigned>(pid) ? leaks : held).push_back(std::move(entry));
-  }
+  add_fd_leftovers(c.fds, words, leaks, held);
+  add_mapping_leftovers(c.maps, words, leaks, held);
 
   doc["body"] = body;
-  doc["calls_from"] = reported_calls ? "role" : "tracer";
-  if (reported_calls) doc["verbs"] = reported["verbs"];
-  doc["profile"] = profile;
-  doc["outside_verbs"] = outside;
+  doc["calls_from"] = p.reported_calls ? "role" : "tracer";
+  if (p.reported_calls) doc["verbs"] = reported["verbs"];
+  doc["profile"] = p.profile;
+  doc["outside_verbs"] = p.outside;
   doc["leaks"] = leaks;
   if (!held.empty()) doc["held_at_end"] = held;
   doc["tracer"] = {{"processes", c.role.processes},
@@ -493,6 +417,47 @@ unsigned own_pid_namespace() {
 std::string forced_failure() {
   const char* v = std::getenv("IPCHECK_BPF_FORCE_FAIL");
   return v ? v : "";
+}
+
+// The BPF object's constants, set between open and load: each syscall's class, which
+// syscalls may change the descriptor table, this process's pid namespace, and whether the
+// verifier is to refuse the programs (IPCHECK_BPF_FORCE_FAIL=load).
+void set_bpf_constants(ipcaudit_bpf* skel, const std::string& forced) {
+  for (const auto& s : syscall_table()) {
+    if (s.nr < 0 || s.nr >= IPCAUDIT_MAX_SYSCALL) continue;
+    skel->rodata->syscall_class[s.nr] = static_cast<unsigned char>(s.cls);
+  }
+  // Any syscall may add or remove descriptors (an ioctl that exports a dma-buf, a recvmsg
+  // with SCM_RIGHTS) except those the table says never do.
+  std::memset(skel->rodata->syscall_touches_fds, 1, sizeof skel->rodata->syscall_touches_fds);
+  for (const auto& s : syscall_table())
+    if (s.nr >= 0 && s.nr < IPCAUDIT_MAX_SYSCALL) skel->rodata->syscall_touches_fds[s.nr] = s.touches_fds ? 1 : 0;
+  skel->rodata->pidns_ino = own_pid_namespace();
+  // A real refusal by the kernel's verifier, not a pretend one.
+  skel->rodata->force_reject = forced == "load" ? 1 : 0;
+}
+
+// Attaches the loaded programs one by one; "" when all are attached, else what failed.
+std::string attach_bpf_programs(ipcaudit_bpf* skel, const std::string& forced) {
+  struct {
+    bpf_program* prog;
+    bpf_link** link;
+  } programs[] = {
+      {skel->progs.ipcaudit_sys_enter, &skel->links.ipcaudit_sys_enter},
+      {skel->progs.ipcaudit_sys_exit, &skel->links.ipcaudit_sys_exit},
+      {skel->progs.ipcaudit_fork, &skel->links.ipcaudit_fork},
+      {skel->progs.ipcaudit_exec, &skel->links.ipcaudit_exec},
+      {skel->progs.ipcaudit_exit, &skel->links.ipcaudit_exit},
+  };
+  for (auto& p : programs) {
+    if (forced == "attach")
+      return std::string("attaching ") + ::bpf_program__name(p.prog) + " failed: forced by IPCHECK_BPF_FORCE_FAIL=attach";
+    *p.link = ::bpf_program__attach(p.prog);
+    if (!*p.link)
+      return std::string("attaching ") + ::bpf_program__name(p.prog) + " (" + ::bpf_program__section_name(p.prog) +
+             ") failed: " + error_text(errno) + "; the kernel needs BTF-enabled tracepoints (5.5 or later)";
+  }
+  return "";
 }
 
 }  // namespace
@@ -529,18 +494,7 @@ AuditorLoad load_bpf_auditor() {
     out.why_not = "opening the BPF object failed: " + error_text(errno) + " (" + last_message(log) + ")";
     return out;
   }
-  for (const auto& s : syscall_table()) {
-    if (s.nr < 0 || s.nr >= IPCAUDIT_MAX_SYSCALL) continue;
-    skel->rodata->syscall_class[s.nr] = static_cast<unsigned char>(s.cls);
-  }
-  // Any syscall may add or remove descriptors (an ioctl that exports a dma-buf, a recvmsg
-  // with SCM_RIGHTS) except those the table says never do.
-  std::memset(skel->rodata->syscall_touches_fds, 1, sizeof skel->rodata->syscall_touches_fds);
-  for (const auto& s : syscall_table())
-    if (s.nr >= 0 && s.nr < IPCAUDIT_MAX_SYSCALL) skel->rodata->syscall_touches_fds[s.nr] = s.touches_fds ? 1 : 0;
-  skel->rodata->pidns_ino = own_pid_namespace();
-  // A real refusal by the kernel's verifier, not a pretend one.
-  skel->rodata->force_reject = forced == "load" ? 1 : 0;
+  set_bpf_constants(skel.get(), forced);
 
   // 2. load
   if (const int err = ipcaudit_bpf__load(skel.get()); err != 0) {
@@ -554,30 +508,8 @@ AuditorLoad load_bpf_auditor() {
   }
 
   // 3. attach, program by program
-  struct {
-    bpf_program* prog;
-    bpf_link** link;
-  } programs[] = {
-      {skel->progs.ipcaudit_sys_enter, &skel->links.ipcaudit_sys_enter},
-      {skel->progs.ipcaudit_sys_exit, &skel->links.ipcaudit_sys_exit},
-      {skel->progs.ipcaudit_fork, &skel->links.ipcaudit_fork},
-      {skel->progs.ipcaudit_exec, &skel->links.ipcaudit_exec},
-      {skel->progs.ipcaudit_exit, &skel->links.ipcaudit_exit},
-  };
-  for (auto& p : programs) {
-    if (forced == "attach") {
-      out.why_not = std::string("attaching ") + ::bpf_program__name(p.prog) +
-                    " failed: forced by IPCHECK_BPF_FORCE_FAIL=attach";
-      return out;
-    }
-    *p.link = ::bpf_program__attach(p.prog);
-    if (!*p.link) {
-      out.why_not = std::string("attaching ") + ::bpf_program__name(p.prog) + " (" +
-                    ::bpf_program__section_name(p.prog) + ") failed: " + error_text(errno) +
-                    "; the kernel needs BTF-enabled tracepoints (5.5 or later)";
-      return out;
-    }
-  }
+  out.why_not = attach_bpf_programs(skel.get(), forced);
+  if (!out.why_not.empty()) return out;
   out.auditor = std::make_unique<BpfAuditor>(std::move(skel));
   return out;
 }
