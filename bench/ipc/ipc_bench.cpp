@@ -301,15 +301,15 @@ Peer receive_exports(Channel& ch) {
       ExportMsg e;
       e.size = std::stoull(m->field(1));
       e.bytes = from_field(m->field(2));
-      e.fd = std::move(m->fd);
+      e.fd = m->fd.take();
       (kind == "mem" ? p.mem : p.phys)[e.size] = std::move(e);
     } else if (kind == "event") {
       ExportMsg e;
       e.bytes = from_field(m->field(2));
-      e.fd = std::move(m->fd);
+      e.fd = m->fd.take();
       (m->field(1) == "ping" ? p.ping : p.pong) = std::move(e);
     } else if (kind == "control") {
-      p.control_fd = std::move(m->fd);
+      p.control_fd = m->fd.take();
     }
   }
 }

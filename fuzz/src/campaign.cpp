@@ -57,7 +57,7 @@ void Campaign::start_producer() {
                              (producer_.proc.status() ? producer_.proc.status()->describe() : std::string("no answer in 60 s")) +
                              ") before exporting: " + last_line(producer_.proc.output_tail()), false);
     if (m->type == MsgType::send) {
-      descriptors_.emplace_back(m->field(0), std::move(m->fd));
+      descriptors_.emplace_back(m->field(0), m->fd.take());
     } else if (m->type == MsgType::data && m->field(0) == "setup") {
       setup_ = json::parse(m->field(1));
       return;

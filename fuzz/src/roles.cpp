@@ -727,7 +727,7 @@ int fuzz_role(const std::vector<std::string>& args) {
       auto m = ch.receive(-1);
       if (!m) continue;
       if (m->type == MsgType::deliver) {
-        descriptors[m->field(0)] = std::move(m->fd);
+        descriptors[m->field(0)] = m->fd.take();
       } else if (m->type == MsgType::start) {
         start = json::parse(m->field(0));
         break;

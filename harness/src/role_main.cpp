@@ -73,7 +73,7 @@ class RoleImpl final : public Role {
   Received receive(const std::string& tag) override {
     Message m = wait_for([&](const Message& x) { return x.type == MsgType::deliver && x.fields.at(1) == tag; },
                          "'" + tag + "'");
-    return {m.field(0), m.field(1), from_field(m.field(2)), std::move(m.fd)};
+    return {m.field(0), m.field(1), from_field(m.field(2)), m.fd.take()};
   }
 
   void barrier(const std::string& name) override {

@@ -85,7 +85,7 @@ struct RoleState {
     Message m;
     m.type = t;
     m.fields = std::move(fields);
-    if (fd >= 0) m.fd = unique_fd(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    if (fd >= 0) m.fd = CarriedFd(unique_fd(::fcntl(fd, F_DUPFD_CLOEXEC, 0)));
     outbox.push_back(std::move(m));
   }
   void flush() {

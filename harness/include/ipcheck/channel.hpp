@@ -2,8 +2,12 @@
 // before the fork. Each message is one packet: a type, string fields, and at most one
 // descriptor carried by SCM_RIGHTS. Roles never talk to each other directly; the runner
 // relays, so it sees every step and can stop any of them.
+//
+// What each type carries, field by field, is ipcheck/messages.hpp: one struct per type,
+// encoded and decoded in one place.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -42,10 +46,37 @@ enum class MsgType : std::uint16_t {
 };
 const char* msg_type_name(MsgType t) noexcept;
 
+// The descriptor a message carries: one its sender lends (`lend`: it stays the sender's and
+// is not closed here), or one a received message owns (SCM_RIGHTS made it; `take` hands it on).
+class CarriedFd {
+ public:
+  CarriedFd() = default;
+  explicit CarriedFd(unique_fd owned) noexcept : owned_(std::move(owned)) {}
+  static CarriedFd lend(int fd) noexcept {
+    CarriedFd c;
+    c.lent_ = fd;
+    return c;
+  }
+
+  int get() const noexcept { return owned_ ? owned_.get() : lent_; }
+  bool owned() const noexcept { return static_cast<bool>(owned_); }
+  explicit operator bool() const noexcept { return get() >= 0; }
+  // The owned descriptor; none for a lent one (its sender keeps it).
+  unique_fd take() noexcept {
+    lent_ = -1;
+    return std::move(owned_);
+  }
+
+ private:
+  unique_fd owned_;
+  int lent_ = -1;
+};
+
+// One packet as it travels. Read it through the codec (ipcheck/messages.hpp).
 struct Message {
   MsgType type = MsgType::hello;
   std::vector<std::string> fields;
-  unique_fd fd;
+  CarriedFd fd;
 
   const std::string& field(std::size_t i) const;
 };
@@ -53,6 +84,13 @@ struct Message {
 class ChannelError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A struct of ipcheck/messages.hpp (or of a protocol built on data messages) that encodes
+// itself: `encode(m)` found beside it.
+template <class T>
+concept EncodableMessage = requires(const T& m) {
+  { encode(m) } -> std::same_as<Message>;
 };
 
 class Channel {
@@ -64,11 +102,17 @@ class Channel {
   static constexpr std::size_t kMaxPacket = 60 * 1024;
 
   // False when the other end is gone; throws ChannelError on anything else.
-  bool send(MsgType type, const std::vector<std::string>& fields, int fd = -1);
+  bool send(const Message& m);
+  template <EncodableMessage T>
+  bool send(const T& m) {
+    return send(encode(m));
+  }
   // Never blocks: `full` when the other end is not reading fast enough.
   enum class TrySend { sent, gone, full };
+  TrySend try_send(const Message& m);
+  // The untyped forms, for senders not on the codec yet.
+  bool send(MsgType type, const std::vector<std::string>& fields, int fd = -1);
   TrySend try_send(MsgType type, const std::vector<std::string>& fields, int fd = -1);
-  bool send(const Message& m) { return send(m.type, m.fields, m.fd.get()); }
   // Waits up to timeout_ms (-1: forever). Empty on timeout; throws ChannelError when the
   // other end is gone (closed) or a packet is malformed.
   std::optional<Message> receive(int timeout_ms = -1);
@@ -77,7 +121,7 @@ class Channel {
   explicit operator bool() const noexcept { return static_cast<bool>(fd_); }
 
  private:
-  TrySend send_packet(MsgType type, const std::vector<std::string>& fields, int fd, int flags);
+  TrySend send_packet(const Message& m, int flags);
   unique_fd fd_;
 };
 
