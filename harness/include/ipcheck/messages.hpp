@@ -8,9 +8,9 @@
 // of another version throws an error that names both versions and the fix, so a parent
 // refuses a role of another ipcheck build instead of misreading it.
 //
-// Protocols of their own travel in data messages (a key names each message, a JSON document
-// carries it): the fuzz campaign's, fuzz/src/campaign_messages.hpp. DocReader below reads
-// those documents with the same errors.
+// The fuzz campaign and the bench keep protocols of their own in data messages (a key names
+// each message, a JSON document carries it): fuzz/src/campaign_messages.hpp,
+// bench/ipc/peer_messages.hpp. DocReader below reads those documents with the same errors.
 #pragma once
 
 #include <cstddef>
