@@ -36,34 +36,9 @@ const char* msg_type_name(MsgType t) noexcept {
   return "unknown";
 }
 
-const std::string& Message::field(std::size_t i) const {
-  if (i >= fields.size())
-    throw ChannelError(std::string("channel: ") + msg_type_name(type) + " message has " +
-                       std::to_string(fields.size()) + " fields, field " + std::to_string(i) + " was read");
-  return fields[i];
-}
-
 bool Channel::send(const Message& m) { return send_packet(m, 0) == TrySend::sent; }
 
 Channel::TrySend Channel::try_send(const Message& m) { return send_packet(m, MSG_DONTWAIT); }
-
-namespace {
-Message untyped(MsgType type, const std::vector<std::string>& fields, int fd) {
-  Message m;
-  m.type = type;
-  m.fields = fields;
-  m.fd = CarriedFd::lend(fd);
-  return m;
-}
-}  // namespace
-
-bool Channel::send(MsgType type, const std::vector<std::string>& fields, int fd) {
-  return send(untyped(type, fields, fd));
-}
-
-Channel::TrySend Channel::try_send(MsgType type, const std::vector<std::string>& fields, int fd) {
-  return try_send(untyped(type, fields, fd));
-}
 
 // Packet: u16 type, u16 field count, then for each field u32 length and the bytes.
 Channel::TrySend Channel::send_packet(const Message& m, int flags) {
@@ -171,15 +146,6 @@ std::pair<unique_fd, unique_fd> make_channel_pair() {
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     throw ChannelError(limit_error("socketpair", errno));
   return {unique_fd(sv[0]), unique_fd(sv[1])};
-}
-
-std::string to_field(std::span<const std::byte> bytes) {
-  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-}
-
-std::vector<std::byte> from_field(std::string_view field) {
-  const auto* p = reinterpret_cast<const std::byte*>(field.data());
-  return std::vector<std::byte>(p, p + field.size());
 }
 
 }  // namespace ipcheck

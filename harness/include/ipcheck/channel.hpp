@@ -10,10 +10,8 @@
 #include <concepts>
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "ipcref/unique_fd.hpp"
@@ -77,8 +75,6 @@ struct Message {
   MsgType type = MsgType::hello;
   std::vector<std::string> fields;
   CarriedFd fd;
-
-  const std::string& field(std::size_t i) const;
 };
 
 class ChannelError : public std::runtime_error {
@@ -110,9 +106,6 @@ class Channel {
   // Never blocks: `full` when the other end is not reading fast enough.
   enum class TrySend { sent, gone, full };
   TrySend try_send(const Message& m);
-  // The untyped forms, for senders not on the codec yet.
-  bool send(MsgType type, const std::vector<std::string>& fields, int fd = -1);
-  TrySend try_send(MsgType type, const std::vector<std::string>& fields, int fd = -1);
   // Waits up to timeout_ms (-1: forever). Empty on timeout; throws ChannelError when the
   // other end is gone (closed) or a packet is malformed.
   std::optional<Message> receive(int timeout_ms = -1);
@@ -127,9 +120,5 @@ class Channel {
 
 // Makes a connected SOCK_SEQPACKET pair, close-on-exec on both ends.
 std::pair<unique_fd, unique_fd> make_channel_pair();
-
-// Bytes <-> std::string for message fields.
-std::string to_field(std::span<const std::byte> bytes);
-std::vector<std::byte> from_field(std::string_view field);
 
 }  // namespace ipcheck
