@@ -1,10 +1,11 @@
-// The channel between the runner and one role process: a SOCK_SEQPACKET socketpair made
-// before the fork. Each message is one packet: a type, string fields, and at most one
-// descriptor carried by SCM_RIGHTS. Roles never talk to each other directly; the runner
-// relays, so it sees every step and can stop any of them.
+// The channel between a parent (the runner, the fuzz campaign) and one role process: a
+// SOCK_SEQPACKET socketpair made before the fork. Each message is one packet: a type, string
+// fields, and at most one descriptor carried by SCM_RIGHTS. Roles never talk to each other
+// directly; the parent relays, so it sees every step and can stop any of them.
 //
 // What each type carries, field by field, is ipcheck/messages.hpp: one struct per type,
-// encoded and decoded in one place.
+// encoded and decoded in one place. Code outside the codec sends and reads those structs
+// (`channel.send(msg::Barrier{name})`, `msg::decode<msg::Release>(m)`), never fields by position.
 #pragma once
 
 #include <concepts>
@@ -20,26 +21,29 @@ namespace ipcheck {
 
 using ipcref::unique_fd;
 
+// The message types. The fields of each are in ipcheck/messages.hpp; `hello` is type 1 and
+// its first field is the protocol version in every version, so a parent can tell a role of
+// another ipcheck build from a broken one.
 enum class MsgType : std::uint16_t {
-  hello = 1,     // role -> runner: role name, pid, address of ipcheck_verb_mark (for the BPF audit;
-                 // a fuzz-role sends only name and pid)
-  start,         // runner -> role: JSON (peer pids, options, fault injection)
-  send,          // role -> runner: to, tag, bytes [+fd]
-  deliver,       // runner -> role: from, tag, bytes [+fd]
+  hello = 1,     // role -> parent: protocol version, role name, pid, address of ipcheck_verb_mark
+  start,         // parent -> role: JSON (the runner's: peer pids, options, fault injection)
+  send,          // role -> parent: to, tag, bytes [+fd]
+  deliver,       // parent -> role: from, tag, bytes [+fd]
   barrier,       // role -> runner: name
-  release,       // runner -> role: name, "" or why the barrier broke
+  release,       // parent -> role: name, "" or why the barrier broke ("stop": the campaign's end)
   check,         // role -> runner: JSON of one judged clause statement
   observe,       // role -> runner: name, value, clause
-  native_error,  // role -> runner: JSON
+  native_error,  // role -> runner: JSON (verb, errc, native code and name, message)
   skip,          // role -> runner: reason
-  step,          // role -> runner: step name (fault-injection point)
+  step,          // role -> runner: step name [, "into"] (fault-injection point)
   proceed,       // runner -> role: step name
   audit,         // role -> runner: JSON of the role's own audit
-  info,          // role -> runner: JSON AdapterInfo
-  data,          // role -> runner: key, JSON (campaign statistics, benchmark figures)
+  info,          // role -> runner: JSON AdapterInfo (or why the adapter is not available)
+  data,          // either way: key, document [+fd] (a case's figures; the fuzz campaign's and
+                 // the bench's own protocols, a key naming each of their messages)
   peer_exit,     // runner -> role: role name, how it ended
   kill_peer,     // role -> runner: role name, signal number
-  done,          // role -> runner: "ok" | "aborted", message
+  done,          // role -> parent: "ok" | "aborted", message
   harness_error, // role -> runner: cause (a limit of the machine, /proc unreadable): the case is `error`
 };
 const char* msg_type_name(MsgType t) noexcept;
