@@ -1,6 +1,7 @@
 // ipcheck-bench-ipc: one adapter's IPC verbs, each beside its floor (floor.hpp), measured
 // with Google Benchmark across two processes. `ipcheck bench` starts it twice (fork +
-// exec), as a pair joined by a SOCK_SEQPACKET socket on descriptor 3:
+// exec), as a pair joined by a SOCK_SEQPACKET socket on descriptor 3 (what they say to each
+// other: peer_messages.hpp):
 //
 //   ipcheck-bench-ipc --role producer --adapter A [--transport T] [--adapter-opt K=V]...
 //   ipcheck-bench-ipc --role consumer --adapter A [...] [Google Benchmark flags]
@@ -33,6 +34,7 @@
 #include <optional>
 
 #include "floor.hpp"
+#include "peer_messages.hpp"
 #include "ipcheck/adapter.hpp"
 #include "ipcheck/bench/summary.hpp"
 #include "ipcheck/channel.hpp"
@@ -129,8 +131,9 @@ std::unique_ptr<Adapter> start_adapter(const Args& args, std::string& why) {
   return a;
 }
 
-void send(Channel& ch, const std::vector<std::string>& fields, int fd = -1) {
-  if (!ch.send(MsgType::data, fields, fd)) throw ChannelError("the peer process is gone");
+template <class T>
+void send(Channel& ch, const T& m) {
+  if (!ch.send(m)) throw ChannelError("the peer process is gone");
 }
 
 std::vector<std::byte> fill_pattern(std::size_t bytes) { return std::vector<std::byte>(bytes, std::byte{0xa5}); }
@@ -159,45 +162,45 @@ class Producer {
       auto e = a_.mem_get(p.value);
       if (!e.ok()) throw ChannelError("mem_get(" + size_name(size) + "): " + e.outcome.describe());
       owned_.push_back(Owned::mem_export(a_, e.value.id));
-      send(ch_, {"mem", std::to_string(size), to_field(e.value.bytes)}, e.value.fd);
+      send(ch_, wire::MemExport{size, e.value.bytes, CarriedFd::lend(e.value.fd)});
     }
     const std::size_t granularity = a_.phys_granularity(0);
     for (std::size_t size : kSizes) {
       const std::string name = "phys_open_map/" + size_name(size);
       if (granularity == 0 || size % granularity != 0) {
-        send(ch_, {"skip", name, size_name(size) + " is not a multiple of the physical granularity (" +
-                                     std::to_string(granularity) + " bytes)"});
+        send(ch_, wire::Skip{name, size_name(size) + " is not a multiple of the physical granularity (" +
+                                       std::to_string(granularity) + " bytes)"});
         continue;
       }
       auto pm = a_.phys_create(0, size, true);
       if (!pm.ok()) {
-        send(ch_, {"skip", name, "phys_create: " + pm.outcome.describe()});
+        send(ch_, wire::Skip{name, "phys_create: " + pm.outcome.describe()});
         continue;
       }
       owned_.push_back(Owned::physical(a_, pm.value));
       auto e = a_.phys_get(pm.value);
       if (!e.ok()) {
-        send(ch_, {"skip", name, "phys_get: " + e.outcome.describe()});
+        send(ch_, wire::Skip{name, "phys_get: " + e.outcome.describe()});
         continue;
       }
       owned_.push_back(Owned::phys_export(a_, e.value.id));
-      send(ch_, {"phys", std::to_string(size), to_field(e.value.bytes)}, e.value.fd);
+      send(ch_, wire::PhysExport{size, e.value.bytes, CarriedFd::lend(e.value.fd)});
     }
     for (const char* which : {"ping", "pong"}) {
       auto ev = a_.event_create(0, EventFlags{true, false});
       if (!ev.ok()) {
-        send(ch_, {"skip", "event_signal_wake", "event_create(ipc): " + ev.outcome.describe()});
+        send(ch_, wire::Skip{"event_signal_wake", "event_create(ipc): " + ev.outcome.describe()});
         break;
       }
       owned_.push_back(Owned::event(a_, ev.value));
       auto e = a_.event_get(ev.value);
       if (!e.ok()) {
-        send(ch_, {"skip", "event_signal_wake", "event_get: " + e.outcome.describe()});
+        send(ch_, wire::Skip{"event_signal_wake", "event_get: " + e.outcome.describe()});
         break;
       }
       owned_.push_back(Owned::event_export(a_, e.value.id));
       (std::string(which) == "ping" ? ping_ : pong_) = ev.value;
-      send(ch_, {"event", which, to_field(e.value.bytes)}, e.value.fd);
+      send(ch_, wire::EventExport{std::string(which) == "ping", e.value.bytes, CarriedFd::lend(e.value.fd)});
     }
     control_fd_.reset(::memfd_create("ipcheck-bench-control", MFD_CLOEXEC));
     if (!control_fd_ || ::ftruncate(control_fd_.get(), 4096) != 0)
@@ -205,8 +208,8 @@ class Producer {
     void* page = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, control_fd_.get(), 0);
     if (page == MAP_FAILED) throw ChannelError(std::string("mmap of the control page: ") + std::strerror(errno));
     control_ = static_cast<Control*>(page);
-    send(ch_, {"control"}, control_fd_.get());
-    send(ch_, {"ready"});
+    send(ch_, wire::Control{CarriedFd::lend(control_fd_.get())});
+    send(ch_, wire::Ready{});
   }
 
   // Answers the consumer until it says quit or goes away.
@@ -218,12 +221,10 @@ class Producer {
       } catch (const ChannelError&) {
         return;  // the consumer ended
       }
-      if (!m || m->type != MsgType::data || m->fields.empty()) continue;
-      if (m->field(0) == "quit") return;
-      if (m->field(0) == "echo") {
-        const std::string error = m->field(1) == "floor" ? echo_floor() : echo_adapter();
-        send(ch_, {"echoed", error});
-      }
+      if (!m || m->type != MsgType::data) continue;
+      const wire::Any said = wire::decode(*m);
+      if (std::holds_alternative<wire::Quit>(said)) return;
+      if (const auto* echo = std::get_if<wire::Echo>(&said)) send(ch_, wire::Echoed{echo->floor ? echo_floor() : echo_adapter()});
     }
   }
 
@@ -262,7 +263,7 @@ int run_producer(const Args& args) {
   auto a = start_adapter(args, why);
   if (!a) {
     std::fprintf(stderr, "ipcheck-bench-ipc producer: %s\n", why.c_str());
-    ch.send(MsgType::data, {"error", why});
+    ch.send(wire::Error{why});
     return 1;
   }
   try {
@@ -271,7 +272,7 @@ int run_producer(const Args& args) {
     p.serve();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ipcheck-bench-ipc producer: %s\n", e.what());
-    ch.send(MsgType::data, {"error", std::string("producer: ") + e.what()});
+    ch.send(wire::Error{std::string("producer: ") + e.what()});
     return 1;
   }
   return 0;
@@ -291,25 +292,20 @@ Peer receive_exports(Channel& ch) {
   for (;;) {
     auto m = ch.receive(60'000);
     if (!m) throw ChannelError("the producer sent nothing for 60 s");
-    if (m->type != MsgType::data || m->fields.empty()) continue;
-    const std::string& kind = m->field(0);
-    if (kind == "ready") return p;
-    if (kind == "error") throw ChannelError(m->field(1));
-    if (kind == "skip") {
-      p.skips.emplace_back(m->field(1), m->field(2));
-    } else if (kind == "mem" || kind == "phys") {
-      ExportMsg e;
-      e.size = std::stoull(m->field(1));
-      e.bytes = from_field(m->field(2));
-      e.fd = std::move(m->fd);
-      (kind == "mem" ? p.mem : p.phys)[e.size] = std::move(e);
-    } else if (kind == "event") {
-      ExportMsg e;
-      e.bytes = from_field(m->field(2));
-      e.fd = std::move(m->fd);
-      (m->field(1) == "ping" ? p.ping : p.pong) = std::move(e);
-    } else if (kind == "control") {
-      p.control_fd = std::move(m->fd);
+    if (m->type != MsgType::data) continue;
+    wire::Any said = wire::decode(*m);
+    if (std::holds_alternative<wire::Ready>(said)) return p;
+    if (const auto* e = std::get_if<wire::Error>(&said)) throw ChannelError(e->why);
+    if (auto* skip = std::get_if<wire::Skip>(&said)) {
+      p.skips.emplace_back(std::move(skip->benchmark), std::move(skip->why));
+    } else if (auto* mem = std::get_if<wire::MemExport>(&said)) {
+      p.mem[mem->size] = ExportMsg{mem->size, std::move(mem->bytes), mem->fd.take()};
+    } else if (auto* phys = std::get_if<wire::PhysExport>(&said)) {
+      p.phys[phys->size] = ExportMsg{phys->size, std::move(phys->bytes), phys->fd.take()};
+    } else if (auto* event = std::get_if<wire::EventExport>(&said)) {
+      (event->ping ? p.ping : p.pong) = ExportMsg{0, std::move(event->bytes), event->fd.take()};
+    } else if (auto* control = std::get_if<wire::Control>(&said)) {
+      p.control_fd = control->fd.take();
     }
   }
 }
@@ -565,7 +561,7 @@ class Consumer {
   }
 
   void bench_events(benchmark::State& st, bool raw) {
-    send(ch_, {"echo", raw ? "floor" : "adapter"});
+    send(ch_, wire::Echo{raw});
     std::string error;
     for (auto _ : st) {
       if (raw) {
@@ -602,8 +598,9 @@ class Consumer {
         echoed_error = "the producer did not end its echo loop within 60 s";
         break;
       }
-      if (m->type == MsgType::data && !m->fields.empty() && m->field(0) == "echoed") {
-        echoed_error = m->field(1);
+      if (m->type != MsgType::data) continue;
+      if (const wire::Any said = wire::decode(*m); const auto* echoed = std::get_if<wire::Echoed>(&said)) {
+        echoed_error = echoed->error;
         break;
       }
     }
@@ -634,13 +631,13 @@ int run_consumer(Args& args) {
   auto a = start_adapter(args, why);
   if (!a) {
     std::fprintf(stderr, "ipcheck-bench-ipc: skipped: %s\n", why.c_str());
-    ch.send(MsgType::data, {"quit"});
+    ch.send(wire::Quit{});
     return kSkipped;
   }
   auto floor = make_floor(args.adapter, args.options, why);
   if (!floor) {
     std::fprintf(stderr, "ipcheck-bench-ipc: skipped: no floor for %s: %s\n", args.adapter.c_str(), why.c_str());
-    ch.send(MsgType::data, {"quit"});
+    ch.send(wire::Quit{});
     return kSkipped;
   }
   int argc = static_cast<int>(args.rest.size());
@@ -658,7 +655,7 @@ int run_consumer(Args& args) {
     c.register_all();
     for (const auto& [what, reason] : c.skipped()) std::fprintf(stderr, "skipped %s: %s\n", what.c_str(), reason.c_str());
     benchmark::RunSpecifiedBenchmarks();
-    ch.send(MsgType::data, {"quit"});
+    ch.send(wire::Quit{});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ipcheck-bench-ipc consumer: %s\n", e.what());
     status = 1;

@@ -20,6 +20,11 @@ Proc Campaign::spawn(const std::string& role) {
   if (!hello || hello->type != MsgType::hello)
     throw CampaignStop("the " + role + " (" + exe_ + " fuzz-role) did not say hello within 30 s: " +
                            last_line(p.proc.output_tail()), false);
+  try {
+    msg::decode<msg::Hello>(*hello);  // a role of another protocol version is refused here
+  } catch (const ChannelError& e) {
+    throw CampaignStop("the " + role + " (" + exe_ + " fuzz-role) was refused: " + e.what(), false);
+  }
   return p;
 }
 
@@ -49,7 +54,7 @@ void Campaign::start_producer() {
                 {"adapter_options", o_.adapter_options},
                 {"salt_seed", derive_seed(o_.seed, 0x53414c54)},
                 {"target", o_.target}};
-  producer_.ch.send(MsgType::start, {start.dump()});
+  producer_.ch.send(msg::Start{start});
   for (;;) {
     auto m = producer_.wait(60000);
     if (!m)
@@ -57,19 +62,21 @@ void Campaign::start_producer() {
                              (producer_.proc.status() ? producer_.proc.status()->describe() : std::string("no answer in 60 s")) +
                              ") before exporting: " + last_line(producer_.proc.output_tail()), false);
     if (m->type == MsgType::send) {
-      descriptors_.emplace_back(m->field(0), std::move(m->fd));
-    } else if (m->type == MsgType::data && m->field(0) == "setup") {
-      setup_ = json::parse(m->field(1));
-      return;
-    } else if (m->type == MsgType::data && m->field(0) == "error") {
-      const json e = json::parse(m->field(1));
-      const std::string errc = e.value("errc", "");
-      const bool skip = errc == "not_implemented" || errc == "feature_not_supported" || errc == "device_lost";
-      const std::string how = !skip ? "failed in the producer"
-                              : e.value("stage", "") == "init" ? "is not available here"
-                                                                 : std::string("cannot export ") + detail::target_noun(o_.target) + " here";
-      throw CampaignStop("adapter '" + o_.adapter + "' " + how +
-                             ": " + e.value("what", std::string("?")), skip);
+      msg::Send export_fd = msg::decode<msg::Send>(*m);
+      descriptors_.emplace_back(std::move(export_fd.tag), export_fd.fd.take());
+    } else if (m->type == MsgType::data) {
+      wire::Any said = wire::decode(*m, nullptr);
+      if (auto* setup = std::get_if<wire::Setup>(&said)) {
+        setup_ = std::move(setup->record);
+        return;
+      }
+      if (const auto* e = std::get_if<wire::Error>(&said)) {
+        const bool skip = e->errc == "not_implemented" || e->errc == "feature_not_supported" || e->errc == "device_lost";
+        const std::string how = !skip ? "failed in the producer"
+                                : e->stage == "init" ? "is not available here"
+                                                     : std::string("cannot export ") + detail::target_noun(o_.target) + " here";
+        throw CampaignStop("adapter '" + o_.adapter + "' " + how + ": " + e->what, skip);
+      }
     }
   }
 }
@@ -86,23 +93,17 @@ std::shared_ptr<const MutatorContext> Campaign::wait_ready(Proc& p, const std::s
       throw CampaignStop(who + " ended (" + (p.proc.status() ? p.proc.status()->describe() : std::string("no answer in 60 s")) +
                              ") before it was ready: " + last_line(p.proc.output_tail()), false);
     if (m->type != MsgType::data) continue;
-    if (m->field(0) == "ready") {
-      const json ready = json::parse(m->field(1));
-      if (calibration_.empty()) calibration_ = ready.value("calibration", json::array());
-      return std::make_shared<const MutatorContext>(detail::context_from_json(ready.at("context")));
-    }
-    if (m->field(0) == "error") {
-      const json e = json::parse(m->field(1));
-      throw CampaignStop(who + " could not set up: " + e.value("what", std::string("?")), false);
-    }
+    wire::Any said = wire::decode(*m, nullptr);
+    if (auto* ready = std::get_if<wire::Ready>(&said)) return accept_ready(*ready);
+    if (const auto* e = std::get_if<wire::Error>(&said)) throw CampaignStop(who + " could not set up: " + e->what, false);
   }
 }
 
 // A consumer with the campaign's descriptors and set-up, setting itself up.
 Proc Campaign::launch_consumer() {
   Proc p = spawn("consumer");
-  for (const auto& [name, fd] : descriptors_) p.ch.send(MsgType::deliver, {name}, fd.get());
-  p.ch.send(MsgType::start, {start_doc().dump()});
+  for (const auto& [name, fd] : descriptors_) p.ch.send(msg::Deliver{"producer", name, {}, CarriedFd::lend(fd.get())});
+  p.ch.send(msg::Start{start_doc()});
   return p;
 }
 
@@ -120,9 +121,7 @@ void Campaign::go(Slot& s, Proc p, std::shared_ptr<const MutatorContext> ctx, st
   s.proc = std::move(p);
   s.ctx = std::move(ctx);
   s.page->get().in_flight.store(0);
-  const json doc = {{"mode", s.index < 0 ? "replay" : "campaign"}, {"seed", s.seed}, {"first_exec", first},
-                    {"quota", quota}, {"schedule", schedule_names()}};
-  s.proc.ch.send(MsgType::data, {"go", doc.dump()}, s.page->fd());
+  s.proc.ch.send(wire::Go{s.index < 0, s.seed, first, quota, schedule_names(), CarriedFd::lend(s.page->fd())});
   s.vacant = false;
   s.hung = false;
   s.gen_first = first;
@@ -139,53 +138,64 @@ void Campaign::handle(Slot& s, Message& m) {
     return;
   }
   if (m.type != MsgType::data) return;
-  const std::string& key = m.field(0);
-  const json j = json::parse(m.field(1));
-  if (key == "finding") {
-    RawFinding f;
-    f.ctx = s.ctx;
-    f.input = detail::input_from_json(*s.ctx, j.at("input"));
-    f.verdict = parse_verdict(j.at("verdict").get<std::string>()).value_or(Verdict::crash);
-    f.detail = j.value("detail", "");
-    f.outcome = j.value("outcome", json::object());
-    f.exec = j.value("exec", std::uint64_t{0});
-    f.at_s = since(t0_);
-    f.worker = s.index;
-    if (std::find(o_.stop_on.begin(), o_.stop_on.end(), verdict_name(f.verdict)) != o_.stop_on.end()) stop_hit_ = true;
-    note_poison(f);
-    raw_.push_back(std::move(f));
-  } else if (key == "corpus") {
+  wire::Any said = wire::decode(m, s.ctx.get());
+  if (auto* f = std::get_if<wire::Finding>(&said)) {
+    on_finding(s, std::move(*f));
+  } else if (auto* c = std::get_if<wire::Corpus>(&said)) {
     if (corpus_found_.size() < 2048)
-      corpus_found_.push_back({s.ctx, detail::input_from_json(*s.ctx, j.at("input")), j.value("verdict", ""), j.value("outcome", json::object())});
-  } else if (key == "final") {
-    // What the worker's own audit found at its end that no single open was caught leaving.
-    std::map<Verdict, std::vector<std::string>> left;
-    if (auto it = j.find("leaks"); it != j.end())
-      for (const auto& l : *it)
-        left[l.value("kind", "") == "fd" ? Verdict::fd_leak : Verdict::mapping_leak].push_back(l.value("item", ""));
-    for (auto& [verdict, items] : left) {
-      const Verdict v = verdict;  // named, not a structured binding: clang 14 cannot capture those
-      const bool caught = std::any_of(raw_.begin(), raw_.end(), [&](const RawFinding& r) {
-        return r.verdict == v && r.worker == s.index && r.input;
-      });
-      if (caught) continue;
-      RawFinding f;
-      f.verdict = v;
-      f.detail = std::to_string(items.size()) + (v == Verdict::fd_leak ? " descriptor(s)" : " mapping(s)") +
-                 " left in consumer " + std::to_string(s.index) + " at its end, not tied to one input; first: " + items.front();
-      f.at_s = since(t0_);
-      f.worker = s.index;
-      raw_.push_back(std::move(f));
-    }
-  } else if (key == "retire") {
+      corpus_found_.push_back({s.ctx, c->input, verdict_name(c->verdict), std::move(c->outcome)});
+  } else if (const auto* f = std::get_if<wire::Final>(&said)) {
+    on_final(s, *f);
+  } else if (const auto* r = std::get_if<wire::Retire>(&said)) {
     // Its context is lost and it is leaving: the slot goes to a standby now, and the process
     // is reaped when its exit is done (a crash on the way out is still a finding).
     leaving_.push_back({std::move(s.proc), s.index});
     s.proc = Proc();
-    vacate(s, j.value("next_exec", s.gen_first + (s.page->get().executions.load() - s.gen_base)), true);
-  } else if (key == "error") {
-    throw CampaignStop("consumer " + std::to_string(s.index) + " failed: " + j.value("what", std::string("?")), false);
+    vacate(s, r->next_exec, true);
+  } else if (const auto* e = std::get_if<wire::Error>(&said)) {
+    throw CampaignStop("consumer " + std::to_string(s.index) + " failed: " + e->what, false);
   }
+}
+
+void Campaign::on_finding(Slot& s, wire::Finding w) {
+  RawFinding f;
+  f.ctx = s.ctx;
+  f.input = w.input;
+  f.verdict = w.verdict;
+  f.detail = std::move(w.detail);
+  f.outcome = std::move(w.outcome);
+  f.exec = w.exec;
+  f.at_s = since(t0_);
+  f.worker = s.index;
+  if (std::find(o_.stop_on.begin(), o_.stop_on.end(), verdict_name(f.verdict)) != o_.stop_on.end()) stop_hit_ = true;
+  note_poison(f);
+  raw_.push_back(std::move(f));
+}
+
+// What the worker's own audit found at its end that no single open was caught leaving.
+void Campaign::on_final(Slot& s, const wire::Final& final) {
+  std::map<Verdict, std::vector<std::string>> left;
+  for (const auto& l : final.leaks) left[l.kind == "fd" ? Verdict::fd_leak : Verdict::mapping_leak].push_back(l.item);
+  for (auto& [verdict, items] : left) {
+    const Verdict v = verdict;  // named, not a structured binding: clang 14 cannot capture those
+    const bool caught = std::any_of(raw_.begin(), raw_.end(), [&](const RawFinding& r) {
+      return r.verdict == v && r.worker == s.index && r.input;
+    });
+    if (caught) continue;
+    RawFinding f;
+    f.verdict = v;
+    f.detail = std::to_string(items.size()) + (v == Verdict::fd_leak ? " descriptor(s)" : " mapping(s)") +
+               " left in consumer " + std::to_string(s.index) + " at its end, not tied to one input; first: " + items.front();
+    f.at_s = since(t0_);
+    f.worker = s.index;
+    raw_.push_back(std::move(f));
+  }
+}
+
+// A consumer that said ready: its context, and (the first one's) what calibration taught it.
+std::shared_ptr<const MutatorContext> Campaign::accept_ready(wire::Ready& ready) {
+  if (calibration_.empty()) calibration_ = ready.calibration;
+  return std::make_shared<const MutatorContext>(std::move(ready.context));
 }
 
 // Slot `s` has no worker: the next ready standby resumes its stream at `next` (fill_vacancies),
@@ -374,14 +384,12 @@ void Campaign::tend_spares() {
       }
       if (!m) break;
       if (m->type != MsgType::data) continue;
-      if (m->field(0) == "ready") {
-        const json ready = json::parse(m->field(1));
-        if (calibration_.empty()) calibration_ = ready.value("calibration", json::array());
-        sp.ctx = std::make_shared<const MutatorContext>(detail::context_from_json(ready.at("context")));
+      wire::Any said = wire::decode(*m, nullptr);
+      if (auto* ready = std::get_if<wire::Ready>(&said)) {
+        sp.ctx = accept_ready(*ready);
         init_s_.push_back(since(sp.launched));
-      } else if (m->field(0) == "error") {
-        const json e = json::parse(m->field(1));
-        throw CampaignStop("a consumer could not set up: " + e.value("what", std::string("?")), false);
+      } else if (const auto* e = std::get_if<wire::Error>(&said)) {
+        throw CampaignStop("a consumer could not set up: " + e->what, false);
       }
     }
     if (sp.proc.exited()) {
@@ -434,9 +442,9 @@ void Campaign::note_poison(const RawFinding& f) {
   for (const auto& d : schedule_)
     if ((mask & d.mask) == d.mask) return;
   schedule_.push_back({mask, changed_fields_name(*f.ctx->layout, mask), verdict_name(f.verdict), fuzzed_ ? since(t0_) : 0.0});
-  const std::string doc = schedule_names().dump();
+  const wire::Schedule schedule{schedule_names()};
   for (auto& s : slots_)
-    if (s->proc && s->proc.ch && !s->proc.stopping) s->proc.ch.send(MsgType::data, {"schedule", doc});
+    if (s->proc && s->proc.ch && !s->proc.stopping) s->proc.ch.send(schedule);
 }
 
 // The workers' slots, each with its page and seed and its share of --runs; all vacant.
@@ -464,11 +472,11 @@ void Campaign::begin_stop(bool interrupted) {
     if (s->proc) {
       s->proc.stopping = true;
       // A worker that is leaving (context_lost, a crash) may have closed its end already.
-      if (s->proc.ch) s->proc.ch.send(MsgType::release, {"stop"});
+      if (s->proc.ch) s->proc.ch.send(kStop);
     }
   }
   for (auto& sp : spares_)  // a standby leaves when it is ready; stop_all reaps it
-    if (sp->proc.ch) sp->proc.ch.send(MsgType::release, {"stop"});
+    if (sp->proc.ch) sp->proc.ch.send(kStop);
   t_end_ = Clock::now();
 }
 
@@ -552,11 +560,11 @@ void Campaign::fuzz() {
 void Campaign::stop_all() {
   auto stop = [](Proc& p) {
     if (!p || p.proc.status()) return;
-    if (p.ch) p.ch.send(MsgType::release, {"stop"});
+    if (p.ch) p.ch.send(kStop);
     for (int i = 0; i < 50 && !p.exited(); ++i) p.wait(100);
   };
   for (auto& sp : spares_)  // standbys first: they only wait, and go at once
-    if (sp->proc && !sp->proc.proc.status() && sp->proc.ch) sp->proc.ch.send(MsgType::release, {"stop"});
+    if (sp->proc && !sp->proc.proc.status() && sp->proc.ch) sp->proc.ch.send(kStop);
   for (auto& s : slots_) stop(s->proc);
   for (auto& sp : spares_) stop(sp->proc);
   spares_.clear();
@@ -587,19 +595,19 @@ Campaign::Replayed Campaign::replay_exec(const Symbolic& sym, std::string* resol
   if (!in) return {Verdict::rejected, "not replayable: " + (why ? *why : std::string()), json::object()};
   if (resolved) *resolved = describe(symbolize(*r.ctx, *in), *r.ctx->layout);
   const int id = ++replay_id_;
-  r.proc.ch.send(MsgType::data, {"exec", json{{"id", id}, {"input", detail::input_to_json(*r.ctx, *in)}}.dump()});
+  r.proc.ch.send(wire::encode(wire::Exec{id, *in}, *r.ctx));
   const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int>(o_.hang_s * 1000) + 200);
   for (;;) {
     auto m = r.proc.wait(50);
-    if (m && m->type == MsgType::data && m->field(0) == "verdict") {
-      const json v = json::parse(m->field(1));
-      if (v.value("id", 0) != id) continue;
-      const Verdict verdict = parse_verdict(v.value("verdict", "")).value_or(Verdict::rejected);
-      if (verdict == Verdict::context_lost) {  // it leaves now; the next replay starts a fresh one
+    wire::Any said;
+    if (m && m->type == MsgType::data) said = wire::decode(*m, r.ctx.get());
+    if (auto* v = std::get_if<wire::ExecVerdict>(&said)) {
+      if (v->id != id) continue;
+      if (v->verdict == Verdict::context_lost) {  // it leaves now; the next replay starts a fresh one
         while (!r.proc.exited()) r.proc.wait(20);
         r.proc = Proc();
       }
-      return {verdict, v.value("detail", ""), v.value("outcome", json::object())};
+      return {v->verdict, std::move(v->detail), std::move(v->outcome)};
     }
     if (r.proc.exited()) {
       const ExitStatus st = *r.proc.proc.status();

@@ -30,6 +30,7 @@
 #include "ipcheck/run_record.hpp"
 #include "ipcheck/spawn.hpp"
 #include "ipcheck/fuzz/campaign.hpp"
+#include "campaign_messages.hpp"
 #include "protocol.hpp"
 #include "targets.hpp"
 
@@ -47,6 +48,9 @@ inline std::string seconds(double s) {
 }
 
 inline double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// What the parent sends a worker or a standby it lets go.
+inline const msg::Release kStop{"stop", ""};
 
 // Campaign problems that end it (not findings): an adapter that cannot start, a producer
 // that died. `skip` marks the adapter-not-available kind.
@@ -239,9 +243,12 @@ class Campaign {
   void note_poison(const RawFinding& f);
   json schedule_json() const;
   json time_json() const;
-  json schedule_names() const;
+  std::vector<std::string> schedule_names() const;
   std::shared_ptr<const MutatorContext> wait_ready(Proc& p, const std::string& who);
   void handle(Slot& s, Message& m);
+  void on_finding(Slot& s, wire::Finding w);
+  void on_final(Slot& s, const wire::Final& final);
+  std::shared_ptr<const MutatorContext> accept_ready(wire::Ready& ready);
   void on_exit(Slot& s);
   void vacate(Slot& s, std::uint64_t next, bool retired);
   void tend_leaving(bool wait);

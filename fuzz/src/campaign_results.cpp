@@ -115,8 +115,8 @@ json Campaign::time_json() const {
 }
 
 // The demoted classes' names, in order: what "go" and "schedule" tell the workers.
-json Campaign::schedule_names() const {
-  json names = json::array();
+std::vector<std::string> Campaign::schedule_names() const {
+  std::vector<std::string> names;
   for (const auto& d : schedule_) names.push_back(d.cls);
   return names;
 }

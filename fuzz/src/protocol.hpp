@@ -1,22 +1,7 @@
 // What the campaign parent and its role processes share: the worker page (a memfd page
 // each consumer writes before every open, so that the parent still has the input after a
 // crash or a hang), the campaign's fixed set-up, and the JSON of a mutator context.
-//
-// Messages (MsgType::data unless noted; the parent relays nothing between roles):
-//   producer -> parent  data "setup"  {info, pid, exports, revoked, allocs}
-//                       send {name} + descriptor, one per export, when descriptors travel
-//   parent -> consumer  deliver {name} + descriptor, then start {config}
-//   consumer -> parent  data "ready" {context} once it is set up (runtime initialised, own
-//                       exports made, handles calibrated); a standby consumer then waits
-//   parent -> consumer  data "go" {mode, seed, first_exec, quota, schedule} + the slot's page
-//                       memfd: the consumer takes over a slot (or release "stop": it was
-//                       never needed)
-//   consumer -> parent  data "finding" {...}, "corpus" {...}, "verdict" {...} (replay),
-//                       "final" {audit}, "error" {...}; done;
-//                       after a context_lost finding: "retire" {next_exec}, done, then exit
-//                       kRetired (the parent hands its slot over on "retire")
-//   parent -> consumer  data "schedule" {classes} (demoted input classes, read every 256
-//                       inputs), data "exec" {input} (replay); release "stop"
+// The messages they exchange, and in what order: campaign_messages.hpp.
 #pragma once
 
 #include <atomic>

@@ -26,6 +26,7 @@
 #include "ipcheck/fuzz/oracle.hpp"
 #include "ipcheck/fuzz/symbolic.hpp"
 #include "ipcheck/owned.hpp"
+#include "campaign_messages.hpp"
 #include "protocol.hpp"
 #include "targets.hpp"
 
@@ -119,6 +120,14 @@ json exports_json(const std::vector<Exported>& es, const std::vector<std::string
   return out;
 }
 
+// Reports a set-up that failed (an adapter's verb, or something fuzz/ cannot hold) and ends
+// the role's part.
+void fail_setup(Channel& ch, const std::exception& e, const char* stage) {
+  const auto* f = dynamic_cast<const RoleFailure*>(&e);
+  ch.send(f ? wire::Error{f->stage(), f->what(), errc_name(f->outcome().code)} : wire::Error{stage, e.what(), "other"});
+  ch.send(msg::Done{true, e.what()});
+}
+
 // Waits for the parent's "stop" (or its end); false when the channel broke instead.
 bool wait_stop(Channel& ch) {
   try {
@@ -144,19 +153,14 @@ int run_producer(Channel& ch, const json& start) {
       detail::build_event_setup(*adapter, detail::producer_event_setup(), "producer", true, s);
     else
       build_setup(*adapter, producer_setup(), "producer", salt, s);
-  } catch (const RoleFailure& f) {
-    ch.send(MsgType::data, {"error", f.to_json().dump()});
-    ch.send(MsgType::done, {"aborted", f.what()});
-    return 0;
-  } catch (const std::exception& e) {  // a handle fuzz/ cannot hold, for one
-    ch.send(MsgType::data, {"error", json{{"stage", "setup"}, {"what", e.what()}, {"errc", "other"}}.dump()});
-    ch.send(MsgType::done, {"aborted", e.what()});
+  } catch (const std::exception& e) {  // RoleFailure, or a handle fuzz/ cannot hold, for one
+    fail_setup(ch, e, "setup");
     return 0;
   }
   const AdapterInfo info = adapter->info();
   // Descriptors first (when the convention moves them), then the set-up that names them.
   for (std::size_t i = 0; i < s.exported.size(); ++i)
-    if (s.exported[i].fd >= 0) ch.send(MsgType::send, {s.export_names[i]}, s.exported[i].fd);
+    if (s.exported[i].fd >= 0) ch.send(msg::Send{"consumer", s.export_names[i], {}, CarriedFd::lend(s.exported[i].fd)});
   json values = json::array();
   values.push_back(detail::value_to_json({"producer.pid", FieldRole::pid, static_cast<std::uint64_t>(::getpid())}));
   for (const auto& v : s.fds) values.push_back(detail::value_to_json(v));
@@ -170,11 +174,11 @@ int run_producer(Channel& ch, const json& start) {
                 {"unexported", s.unexported},
                 {"allocs", detail::table_to_json(s.table)},
                 {"values", values}};
-  ch.send(MsgType::data, {"setup", setup.dump()});
+  ch.send(wire::Setup{setup});
   wait_stop(ch);
   s.exports.clear();
   s.allocations.clear();
-  ch.send(MsgType::done, {"ok", ""});
+  ch.send(msg::Done{false, ""});
   return 0;
 }
 
@@ -224,13 +228,16 @@ class Consumer {
   int campaign();
   int replay();
   bool wait_for_go();
-  void take_schedule(const json& classes);
+  enum class Parent { go_on, stop, gone };
+  Parent read_parent();
+  void take_schedule(const std::vector<std::string>& classes);
   bool demoted(const Input& in, Rng& rng);
-  json final_audit();
+  wire::Final final_audit();
   std::optional<Outcome> context_health();
 
   Channel& ch_;
   json start_;
+  wire::Go go_;  // the slot this worker took: its input stream
   unique_fd page_fd_;
   std::map<std::string, unique_fd> descriptors_;
   WorkerPage* page_ = nullptr;
@@ -492,9 +499,7 @@ void Consumer::record(const Input& in, const Executed& e, std::uint64_t exec) {
     if (finding_keys_[key]++ < 2 && findings_sent_ < 500) {
       ++findings_sent_;
       const std::uint64_t t = now_ns();
-      json j = {{"exec", exec}, {"verdict", verdict_name(e.verdict)}, {"detail", e.detail},
-                {"input", detail::input_to_json(ctx_, in)}, {"outcome", outcome_json(e.outcome)}};
-      ch_.send(MsgType::data, {"finding", j.dump()});
+      ch_.send(wire::encode(wire::Finding{exec, e.verdict, e.detail, in, outcome_json(e.outcome)}, ctx_));
       spent(page_->ns.channel, t);
     }
     return;
@@ -505,25 +510,21 @@ void Consumer::record(const Input& in, const Executed& e, std::uint64_t exec) {
   if (corpus_.size() < 512) corpus_.push_back(in);
   if (corpus_sent_++ < 256) {
     const std::uint64_t t = now_ns();
-    json j = {{"input", detail::input_to_json(ctx_, in)}, {"verdict", verdict_name(e.verdict)},
-              {"outcome", outcome_json(e.outcome)}};
-    ch_.send(MsgType::data, {"corpus", j.dump()});
+    ch_.send(wire::encode(wire::Corpus{in, e.verdict, outcome_json(e.outcome)}, ctx_));
     spent(page_->ns.channel, t);
   }
 }
 
-json Consumer::final_audit() {
-  json leaks = json::array();
-  for (const auto& l : diff_snapshots(before_, take_proc_snapshot())) leaks.push_back({{"kind", l.kind}, {"item", l.item}});
-  return {{"leaks", leaks}, {"executions", page_->executions.load()}};
+wire::Final Consumer::final_audit() {
+  return {diff_snapshots(before_, take_proc_snapshot()), page_->executions.load()};
 }
 
 // The parent's list of demoted classes (changed-field names), whole, in its order.
-void Consumer::take_schedule(const json& classes) {
+void Consumer::take_schedule(const std::vector<std::string>& classes) {
   schedule_.clear();
   for (const auto& c : classes) {
     if (schedule_.size() >= static_cast<std::size_t>(detail::kMaxSchedule)) break;
-    schedule_.push_back(changed_fields_mask(*ctx_.layout, c.get<std::string>()));
+    schedule_.push_back(changed_fields_mask(*ctx_.layout, c));
   }
 }
 
@@ -553,36 +554,51 @@ bool Consumer::wait_for_go() {
     }
     if (!m) continue;
     if (m->type == MsgType::release) return false;
-    if (m->type != MsgType::data || m->field(0) != "go") continue;
-    const json go = json::parse(m->field(1));
+    if (m->type != MsgType::data) continue;
+    wire::Any said = wire::decode(*m, &ctx_);
+    auto* go = std::get_if<wire::Go>(&said);
+    if (!go) continue;
     // The page takes the placeholder's descriptor number: the mutator context already names it.
-    if (!m->fd || ::dup3(m->fd.get(), page_fd_.get(), O_CLOEXEC) < 0)
-      throw std::runtime_error(std::string("cannot take the worker page: ") + (m->fd ? std::strerror(errno) : "no descriptor came with go"));
-    for (const char* k : {"mode", "seed", "first_exec", "quota"})
-      if (go.contains(k)) start_[k] = go.at(k);
-    take_schedule(go.value("schedule", json::array()));
+    if (::dup3(go->page.get(), page_fd_.get(), O_CLOEXEC) < 0)
+      throw std::runtime_error(std::string("cannot take the worker page: ") + std::strerror(errno));
+    go->page = CarriedFd();
+    take_schedule(go->schedule);
+    go_ = std::move(*go);
     return true;
   }
 }
 
+// What the parent said since the last look, without waiting: a Schedule is taken here.
+Consumer::Parent Consumer::read_parent() {
+  bool stop = false;
+  for (;;) {
+    std::optional<Message> m;
+    try {
+      m = ch_.receive(0);
+    } catch (const ChannelError&) {
+      return Parent::gone;
+    }
+    if (!m) return stop ? Parent::stop : Parent::go_on;
+    if (m->type == MsgType::release) {
+      stop = true;
+    } else if (m->type == MsgType::data) {
+      wire::Any said = wire::decode(*m, &ctx_);
+      if (const auto* s = std::get_if<wire::Schedule>(&said)) take_schedule(s->classes);
+    }
+  }
+}
+
 int Consumer::campaign() {
-  const std::uint64_t seed = start_.at("seed").get<std::uint64_t>();
-  const std::uint64_t first = start_.at("first_exec").get<std::uint64_t>();
-  const std::uint64_t quota = start_.value("quota", std::uint64_t{0});  // 0: until told to stop
+  const std::uint64_t seed = go_.seed;
+  const std::uint64_t first = go_.first_exec;
+  const std::uint64_t quota = go_.quota;  // 0: until told to stop
   Mutator mutator(ctx_);
   Input in;
   for (std::uint64_t i = first; quota == 0 || i < first + quota; ++i) {
     if ((i & 255) == 0) {
-      try {
-        bool stop = false;
-        while (auto m = ch_.receive(0)) {
-          if (m->type == MsgType::release) stop = true;
-          else if (m->type == MsgType::data && m->field(0) == "schedule") take_schedule(json::parse(m->field(1)));
-        }
-        if (stop) break;
-      } catch (const ChannelError&) {
-        return 3;  // the parent is gone
-      }
+      const Parent said = read_parent();
+      if (said == Parent::gone) return 3;
+      if (said == Parent::stop) break;
     }
     const std::uint64_t t = now_ns();
     Rng rng(derive_seed(seed, i));
@@ -599,11 +615,11 @@ int Consumer::campaign() {
     if (retire_) {
       // The parent hands the slot to a standby now, not after this process's exit (tearing a
       // CUDA context down takes tens of milliseconds). No final audit: a lost context's state says nothing.
-      ch_.send(MsgType::data, {"retire", json{{"next_exec", i + 1}}.dump()});
+      ch_.send(wire::Retire{i + 1});
       return detail::kRetired;
     }
   }
-  ch_.send(MsgType::data, {"final", final_audit().dump()});
+  ch_.send(final_audit());
   return 0;
 }
 
@@ -617,15 +633,15 @@ int Consumer::replay() {
     }
     if (!m) continue;
     if (m->type == MsgType::release) break;
-    if (m->type != MsgType::data || m->field(0) != "exec") continue;
-    const json j = json::parse(m->field(1));
-    const Input in = detail::input_from_json(ctx_, j.at("input"));
-    const Executed e = run_one(in, 1);
-    json v = {{"id", j.value("id", 0)}, {"verdict", verdict_name(e.verdict)}, {"detail", e.detail}, {"outcome", outcome_json(e.outcome)}};
-    ch_.send(MsgType::data, {"verdict", v.dump()});
+    if (m->type != MsgType::data) continue;
+    wire::Any said = wire::decode(*m, &ctx_);
+    const auto* exec = std::get_if<wire::Exec>(&said);
+    if (!exec) continue;
+    const Executed e = run_one(exec->input, 1);
+    ch_.send(wire::ExecVerdict{exec->id, e.verdict, e.detail, outcome_json(e.outcome)});
     if (retire_) return detail::kRetired;
   }
-  ch_.send(MsgType::data, {"final", final_audit().dump()});
+  ch_.send(final_audit());
   return 0;
 }
 
@@ -639,10 +655,7 @@ int Consumer::run() {
   try {
     setup();
   } catch (const std::exception& f) {
-    json err = dynamic_cast<const RoleFailure*>(&f) ? static_cast<const RoleFailure&>(f).to_json()
-                                                    : json{{"stage", "setup"}, {"what", f.what()}, {"errc", "other"}};
-    ch_.send(MsgType::data, {"error", err.dump()});
-    ch_.send(MsgType::done, {"aborted", f.what()});
+    fail_setup(ch_, f, "setup");
     return 0;
   }
   const json seeds = start_.contains("corpus") ? start_.at("corpus") : json::array();
@@ -661,7 +674,7 @@ int Consumer::run() {
   // Calibration: where a real, unchanged handle maps is the runtime's meaning of it (CUDA
   // exports an interior pointer's allocation base, sycl.mem.get.interior); a mutated
   // handle is judged against that, and the campaign says what it learnt.
-  json calibration = json::array();
+  std::vector<std::string> calibration;
   for (std::size_t b = 0; target_ == "memory" && b < ctx_.bases.size(); ++b) {
     const Input& in = ctx_.bases[b];
     int fd = in.descriptor >= 0 ? base_fds_[static_cast<std::size_t>(in.descriptor)] : -1;
@@ -680,17 +693,15 @@ int Consumer::run() {
     (void)adapter_->mem_close(r.value);
   }
   if (!event_identity_.empty()) calibration.push_back(event_identity_);
-  ch_.send(MsgType::data, {"ready", json{{"context", detail::context_to_json(ctx_)}, {"pid", ::getpid()},
-                                         {"calibration", calibration}}.dump()});
+  ch_.send(wire::Ready{ctx_, ::getpid(), std::move(calibration)});
   PageMapping map;
   try {
     if (!wait_for_go()) {  // a standby the campaign did not need
-      ch_.send(MsgType::done, {"ok", ""});
+      ch_.send(msg::Done{false, ""});
       return 0;
     }
   } catch (const std::exception& f) {
-    ch_.send(MsgType::data, {"error", json{{"stage", "go"}, {"what", f.what()}, {"errc", "other"}}.dump()});
-    ch_.send(MsgType::done, {"aborted", f.what()});
+    fail_setup(ch_, f, "go");
     return 0;
   }
   map.p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd_.get(), 0);
@@ -701,8 +712,8 @@ int Consumer::run() {
   page_ = static_cast<WorkerPage*>(map.p);
   fd_floor_ = lowest_free_fd();
   before_ = take_proc_snapshot();
-  const int rc = start_.value("mode", "campaign") == "replay" ? replay() : campaign();
-  ch_.send(MsgType::done, {"ok", ""});
+  const int rc = go_.replay ? replay() : campaign();
+  ch_.send(msg::Done{false, ""});
   std::fflush(nullptr);
   // A lost context: no destructor and no exit handler may call into the runtime again (CUDA:
   // "the process must be terminated and relaunched"); one that crashed there was reported
@@ -720,22 +731,24 @@ int fuzz_role(const std::vector<std::string>& args) {
     return cli::kUsage;
   }
   Channel ch{unique_fd(3)};
-  if (!ch.send(MsgType::hello, {role, std::to_string(::getpid())})) return 3;
+  if (!ch.send(msg::Hello{msg::kProtocolVersion, role, ::getpid(), ""})) return 3;
   std::map<std::string, unique_fd> descriptors;
   json start;
-  try {
-    for (;;) {
-      auto m = ch.receive(-1);
-      if (!m) continue;
-      if (m->type == MsgType::deliver) {
-        descriptors[m->field(0)] = std::move(m->fd);
-      } else if (m->type == MsgType::start) {
-        start = json::parse(m->field(0));
-        break;
-      }
+  for (;;) {
+    std::optional<Message> m;
+    try {
+      m = ch.receive(-1);
+    } catch (const ChannelError&) {
+      return 3;  // the campaign ended before it started this role
     }
-  } catch (const ChannelError&) {
-    return 3;  // the campaign ended before it started this role
+    if (!m) continue;
+    if (m->type == MsgType::deliver) {
+      msg::Deliver d = msg::decode<msg::Deliver>(*m);
+      descriptors[d.tag] = d.fd.take();
+    } else if (m->type == MsgType::start) {
+      start = msg::decode<msg::Start>(*m).doc;
+      break;
+    }
   }
   if (role == "producer") return run_producer(ch, start);
   return Consumer(ch, start, std::move(descriptors)).run();

@@ -56,12 +56,8 @@ class RoleFailure : public std::runtime_error {
  public:
   RoleFailure(std::string stage, const Outcome& o)
       : std::runtime_error(stage + ": " + o.describe()), stage_(std::move(stage)), outcome_(o) {}
-  nlohmann::json to_json() const {
-    nlohmann::json j = outcome_json(outcome_);
-    j["stage"] = stage_;
-    j["what"] = what();
-    return j;
-  }
+  const std::string& stage() const noexcept { return stage_; }
+  const Outcome& outcome() const noexcept { return outcome_; }
 
  private:
   std::string stage_;

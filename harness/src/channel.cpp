@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <string_view>
 
 namespace ipcheck {
 
@@ -35,34 +36,23 @@ const char* msg_type_name(MsgType t) noexcept {
   return "unknown";
 }
 
-const std::string& Message::field(std::size_t i) const {
-  if (i >= fields.size())
-    throw ChannelError(std::string("channel: ") + msg_type_name(type) + " message has " +
-                       std::to_string(fields.size()) + " fields, field " + std::to_string(i) + " was read");
-  return fields[i];
-}
+bool Channel::send(const Message& m) { return send_packet(m, 0) == TrySend::sent; }
 
-bool Channel::send(MsgType type, const std::vector<std::string>& fields, int fd) {
-  return send_packet(type, fields, fd, 0) == TrySend::sent;
-}
-
-Channel::TrySend Channel::try_send(MsgType type, const std::vector<std::string>& fields, int fd) {
-  return send_packet(type, fields, fd, MSG_DONTWAIT);
-}
+Channel::TrySend Channel::try_send(const Message& m) { return send_packet(m, MSG_DONTWAIT); }
 
 // Packet: u16 type, u16 field count, then for each field u32 length and the bytes.
-Channel::TrySend Channel::send_packet(MsgType type, const std::vector<std::string>& fields, int fd, int flags) {
+Channel::TrySend Channel::send_packet(const Message& m, int flags) {
   std::string packet;
   auto put16 = [&](std::uint16_t v) { packet.append(reinterpret_cast<const char*>(&v), 2); };
   auto put32 = [&](std::uint32_t v) { packet.append(reinterpret_cast<const char*>(&v), 4); };
-  put16(static_cast<std::uint16_t>(type));
-  put16(static_cast<std::uint16_t>(fields.size()));
-  for (const auto& f : fields) {
+  put16(static_cast<std::uint16_t>(m.type));
+  put16(static_cast<std::uint16_t>(m.fields.size()));
+  for (const auto& f : m.fields) {
     put32(static_cast<std::uint32_t>(f.size()));
     packet += f;
   }
   if (packet.size() > kMaxPacket)
-    throw ChannelError(std::string("channel: ") + msg_type_name(type) + " message of " +
+    throw ChannelError(std::string("channel: ") + msg_type_name(m.type) + " message of " +
                        std::to_string(packet.size()) + " bytes exceeds the " + std::to_string(kMaxPacket) +
                        "-byte packet limit");
   iovec iov{packet.data(), packet.size()};
@@ -70,7 +60,7 @@ Channel::TrySend Channel::send_packet(MsgType type, const std::vector<std::strin
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
+  if (const int fd = m.fd.get(); fd >= 0) {
     msg.msg_control = control;
     msg.msg_controllen = sizeof control;
     cmsghdr* c = CMSG_FIRSTHDR(&msg);
@@ -147,7 +137,7 @@ std::optional<Message> Channel::receive(int timeout_ms) {
     m.fields.emplace_back(packet.data() + at, len);
     at += len;
   }
-  if (!fds.empty()) m.fd = std::move(fds.front());
+  if (!fds.empty()) m.fd = CarriedFd(std::move(fds.front()));
   return m;
 }
 
@@ -156,15 +146,6 @@ std::pair<unique_fd, unique_fd> make_channel_pair() {
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     throw ChannelError(limit_error("socketpair", errno));
   return {unique_fd(sv[0]), unique_fd(sv[1])};
-}
-
-std::string to_field(std::span<const std::byte> bytes) {
-  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-}
-
-std::vector<std::byte> from_field(std::string_view field) {
-  const auto* p = reinterpret_cast<const std::byte*>(field.data());
-  return std::vector<std::byte>(p, p + field.size());
 }
 
 }  // namespace ipcheck

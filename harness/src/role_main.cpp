@@ -12,6 +12,7 @@
 
 #include "ipcheck/audit.hpp"
 #include "ipcheck/case.hpp"
+#include "ipcheck/messages.hpp"
 #include "ipcheck/reports/results.hpp"
 #include "ipcheck/tracing_adapter.hpp"
 #include "ipcheck/verdict.hpp"
@@ -63,7 +64,8 @@ class RoleImpl final : public Role {
   }
 
   void send(const std::string& to, const std::string& tag, std::span<const std::byte> bytes, int fd) override {
-    if (!ch_.send(MsgType::send, {to, tag, to_field(bytes)}, fd)) throw RoleAbort{"the runner is gone"};
+    if (!ch_.send(msg::Send{to, tag, {bytes.begin(), bytes.end()}, CarriedFd::lend(fd)}))
+      throw RoleAbort{"the runner is gone"};
   }
 
   void send_handle(const std::string& to, const std::string& tag, const Exported& e) override {
@@ -71,42 +73,41 @@ class RoleImpl final : public Role {
   }
 
   Received receive(const std::string& tag) override {
-    Message m = wait_for([&](const Message& x) { return x.type == MsgType::deliver && x.fields.at(1) == tag; },
-                         "'" + tag + "'");
-    return {m.field(0), m.field(1), from_field(m.field(2)), std::move(m.fd)};
+    msg::Deliver d = wait_for<msg::Deliver>([&](const msg::Deliver& x) { return x.tag == tag; }, "'" + tag + "'");
+    return {std::move(d.from), std::move(d.tag), std::move(d.bytes), d.fd.take()};
   }
 
   void barrier(const std::string& name) override {
-    ch_.send(MsgType::barrier, {name});
-    Message m = wait_for([&](const Message& x) { return x.type == MsgType::release && x.fields.at(0) == name; });
-    if (!m.field(1).empty()) throw RoleAbort{"barrier '" + name + "' broken: " + m.field(1)};
+    ch_.send(msg::Barrier{name});
+    const auto r = wait_for<msg::Release>([&](const msg::Release& x) { return x.name == name; });
+    if (!r.broken.empty()) throw RoleAbort{"barrier '" + name + "' broken: " + r.broken};
   }
 
   std::string wait_exit(const std::string& role) override {
     if (auto it = exited_.find(role); it != exited_.end()) return it->second;
-    wait_for([&](const Message& x) { return x.type == MsgType::peer_exit && x.fields.at(0) == role; });
+    wait_for<msg::PeerExit>([&](const msg::PeerExit& x) { return x.role == role; });
     return exited_[role];
   }
 
   void kill(const std::string& role, int signal) override {
-    ch_.send(MsgType::kill_peer, {role, std::to_string(signal)});
+    ch_.send(msg::KillPeer{role, signal});
   }
 
   void step(const std::string& name) override {
     if (!steps_) return;
-    ch_.send(MsgType::step, {name});
-    wait_for([&](const Message& x) { return x.type == MsgType::proceed && x.fields.at(0) == name; });
+    ch_.send(msg::Step{name, false});
+    wait_for<msg::Proceed>([&](const msg::Proceed& x) { return x.name == name; });
   }
 
   void step_into(const std::string& name) override {
-    if (steps_) ch_.send(MsgType::step, {name, "into"});
+    if (steps_) ch_.send(msg::Step{name, true});
   }
 
   const InjectPoint& injection() const override { return inject_; }
 
   bool check(bool ok, const Evidence& by, std::string_view clause, const std::string& message, Where w) override {
     const auto report = verdict::CheckReport::from(ok, by, clause, message, where(w), setup_);
-    ch_.send(MsgType::check, {report.to_json().dump()});
+    ch_.send(msg::Check{report});
     if (!ok) std::fprintf(stderr, "[%s] FAILED %.*s: %s (%s)\n", name_.c_str(), static_cast<int>(clause.size()),
                           clause.data(), message.c_str(), where(w).c_str());
     return ok;
@@ -119,29 +120,27 @@ class RoleImpl final : public Role {
   }
 
   [[noreturn]] void harness_error(const std::string& cause) override {
-    ch_.send(MsgType::harness_error, {cause});
+    ch_.send(msg::HarnessError{cause});
     std::fprintf(stderr, "[%s] harness error: %s\n", name_.c_str(), cause.c_str());
     throw RoleHarnessError{};
   }
 
   void observe(const std::string& name, const std::string& value, std::string_view clause) override {
-    ch_.send(MsgType::observe, {name, value, std::string(clause)});
+    ch_.send(msg::Observe{name, value, std::string(clause)});
   }
 
   void native_error(const std::string& verb, const Outcome& o) override {
-    json j = {{"verb", verb}, {"errc", errc_name(o.code)}, {"native", o.native},
-              {"native_name", o.native_name}, {"message", o.message}};
-    ch_.send(MsgType::native_error, {j.dump()});
+    ch_.send(msg::NativeError{verb, errc_name(o.code), o.native, o.native_name, o.message});
   }
 
   [[noreturn]] void skip(const std::string& reason) override {
-    ch_.send(MsgType::skip, {reason});
+    ch_.send(msg::Skip{reason});
     throw RoleSkip{};
   }
 
   void note(const std::string& text) override { std::fprintf(stderr, "[%s] %s\n", name_.c_str(), text.c_str()); }
 
-  void data(const std::string& key, const std::string& doc) override { ch_.send(MsgType::data, {key, doc}); }
+  void data(const std::string& key, const std::string& doc) override { ch_.send(msg::Data{key, doc, {}}); }
 
  private:
   static std::string where(const Where& w) {
@@ -161,14 +160,14 @@ class RoleImpl final : public Role {
     return true;
   }
 
-  // Returns the first message (queued or new) that `want` accepts; remembers peer exits.
-  // With `from_peer` (what a peer would send), gives up once every other role has ended:
-  // the runner relays a role's last messages before its exit, so nothing more can come.
-  template <class Pred>
-  Message wait_for(Pred want, const std::string& from_peer = {}) {
+  // Returns the first message of type T (queued or new) that `want` accepts; remembers peer
+  // exits. With `from_peer` (what a peer would send), gives up once every other role has
+  // ended: the runner relays a role's last messages before its exit, so nothing more can come.
+  template <class T, class Pred>
+  T wait_for(Pred want, const std::string& from_peer = {}) {
     for (auto it = pending_.begin(); it != pending_.end(); ++it)
-      if (want(*it)) {
-        Message m = std::move(*it);
+      if (auto* x = std::get_if<T>(&*it); x && want(*x)) {
+        T m = std::move(*x);
         pending_.erase(it);
         return m;
       }
@@ -189,9 +188,11 @@ class RoleImpl final : public Role {
         throw RoleAbort{std::string("the runner closed the channel: ") + e.what()};
       }
       if (!m) continue;
-      if (m->type == MsgType::peer_exit) exited_[m->field(0)] = m->field(1);
-      if (want(*m)) return std::move(*m);
-      if (m->type != MsgType::peer_exit) pending_.push_back(std::move(*m));
+      msg::Any any = msg::decode_any(*m);
+      const auto* gone = std::get_if<msg::PeerExit>(&any);
+      if (gone) exited_[gone->role] = gone->how;
+      if (auto* x = std::get_if<T>(&any); x && want(*x)) return std::move(*x);
+      if (!gone) pending_.push_back(std::move(any));
       else give_up_if_alone();
     }
   }
@@ -205,7 +206,7 @@ class RoleImpl final : public Role {
   bool steps_ = false;
   bool setup_ = false;
   InjectPoint inject_;
-  std::deque<Message> pending_;
+  std::deque<msg::Any> pending_;
   std::map<std::string, std::string> exited_;
 };
 
@@ -237,7 +238,7 @@ bool receive_start(Channel& ch, json& start) {
     for (;;) {
       auto m = ch.receive(-1);
       if (m && m->type == MsgType::start) {
-        start = json::parse(m->field(0));
+        start = msg::decode<msg::Start>(*m).doc;
         return true;
       }
     }
@@ -246,8 +247,8 @@ bool receive_start(Channel& ch, json& start) {
   }
 }
 
-void send_done(Channel& ch, const char* how, const std::string& message) {
-  ch.send(MsgType::done, {how, message});
+void send_done(Channel& ch, bool aborted, const std::string& message) {
+  ch.send(msg::Done{aborted, message});
   std::fflush(nullptr);
 }
 
@@ -274,8 +275,8 @@ int answer_info(Channel& ch, TracingAdapter& adapter, const AdapterConfig& confi
                      : json{{"error", "adapter '" + adapter_name + "' is not available: " + init.describe()},
                             {"errc", errc_name(init.code)}};
   }
-  ch.send(MsgType::info, {info.dump()});
-  send_done(ch, "ok", "");
+  ch.send(msg::Info{info});
+  send_done(ch, false, "");
   return 0;
 }
 
@@ -285,7 +286,7 @@ int role_fault(Channel& ch, RoleImpl& role, const std::string& cause) {
     role.harness_error(cause);
   } catch (const RoleHarnessError&) {
   }
-  send_done(ch, "aborted", "harness error");
+  send_done(ch, true, "harness error");
   return 0;
 }
 
@@ -304,19 +305,19 @@ std::optional<int> init_role_adapter(Channel& ch, RoleImpl& role, TracingAdapter
         role.skip("adapter '" + adapter_name + "' is not available here: " + init.describe());
       } catch (const RoleSkip&) {
       }
-      send_done(ch, "ok", "skipped");
+      send_done(ch, false, "skipped");
       return 0;
     }
     role.check(false, "harness.adapter_init", "adapter '" + adapter_name + "' failed to initialise: " + init.describe(), Where::current());
-    send_done(ch, "aborted", "adapter init failed");
+    send_done(ch, true, "adapter init failed");
     return 0;
   }
   return std::nullopt;
 }
 
-// How the role's body ended: "ok" or "aborted", and the message that goes with it.
+// How the role's body ended: aborted or not, and the message that goes with it.
 struct BodyEnd {
-  const char* how = "ok";
+  bool aborted = false;
   std::string message;
 };
 
@@ -326,18 +327,18 @@ BodyEnd run_role_body(const RoleDef& rd, RoleImpl& role, const std::string& role
   try {
     rd.body(role);
   } catch (const RoleAbort& e) {
-    end.how = "aborted";
+    end.aborted = true;
     end.message = e.why;
     std::fprintf(stderr, "[%s] stopped: %s\n", role_name.c_str(), e.why.c_str());
   } catch (const RoleSkip&) {
-    end.how = "ok";
+    end.aborted = false;
     end.message = "skipped";
   } catch (const RoleHarnessError&) {
-    end.how = "aborted";
+    end.aborted = true;
     end.message = "harness error";
   } catch (const std::exception& e) {
     role.check(false, "harness.role", std::string("uncaught exception: ") + e.what(), Where::current());
-    end.how = "aborted";
+    end.aborted = true;
     end.message = e.what();
   }
   mark_phase(after_body);
@@ -377,7 +378,7 @@ int role_main(const std::vector<std::string>& args) {
   Channel ch{unique_fd(3)};
   char mark_addr[32];
   std::snprintf(mark_addr, sizeof mark_addr, "%p", static_cast<void*>(&ipcheck_verb_mark));
-  if (!ch.send(MsgType::hello, {a.role, std::to_string(::getpid()), mark_addr})) return 3;
+  if (!ch.send(msg::Hello{msg::kProtocolVersion, a.role, ::getpid(), mark_addr})) return 3;
   json start;
   if (!receive_start(ch, start)) return 3;
 
@@ -399,7 +400,7 @@ int role_main(const std::vector<std::string>& args) {
   const RoleDef* rd = def ? def->role_for(a.role, &index) : nullptr;
   if (!rd) {
     std::fprintf(stderr, "role: case '%s' has no role '%s'\n", a.case_id.c_str(), a.role.c_str());
-    send_done(ch, "aborted", "no such case or role");
+    send_done(ch, true, "no such case or role");
     return 2;
   }
   RoleImpl role(ch, adapter, a.role, rd->name, index, a.adapter, start);
@@ -415,13 +416,13 @@ int role_main(const std::vector<std::string>& args) {
     if (!before.error.empty()) return role_fault(ch, role, "the role's audit cannot read /proc: " + before.error);
   }
   const BodyEnd end = run_role_body(*rd, role, a.role);
-  if (method == "bpf") ch.send(MsgType::audit, {json{{"method", "bpf"}, {"verbs", adapter.calls()}}.dump()});
+  if (method == "bpf") ch.send(msg::Audit{json{{"method", "bpf"}, {"verbs", adapter.calls()}}});
   if (self_audit) {
     const ProcSnapshot after = take_proc_snapshot();
     if (!after.error.empty()) return role_fault(ch, role, "the role's audit cannot read /proc after the body: " + after.error);
-    ch.send(MsgType::audit, {proc_audit_doc(before, after, adapter).dump()});
+    ch.send(msg::Audit{proc_audit_doc(before, after, adapter)});
   }
-  send_done(ch, end.how, end.message);
+  send_done(ch, end.aborted, end.message);
   return 0;
 }
 

@@ -3,6 +3,8 @@
 // audit method. The rest is in runner_impl.hpp.
 #include "ipcheck/runner.hpp"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include <tuple>
 
 #include "ipcheck/expectations.hpp"
+#include "ipcheck/messages.hpp"
 #include "ipcheck/role_main.hpp"
 #include "ipcheck/spawn.hpp"
 #include "ipcheck/verdict.hpp"
@@ -80,6 +83,47 @@ void validate_selection(const RunOptions& o) {
                                   "' is no step of the selected cases; 'ipcheck list' shows each case's injection points");
 }
 
+namespace {
+
+// What the probe's role said: its AdapterInfo document (null when it said none), or why its
+// hello was refused (a role of another protocol version).
+struct ProbeAnswer {
+  json info;
+  std::string refused;
+};
+
+// Answers the probe's hello with a start document and reads its info, for at most 60 s.
+ProbeAnswer read_probe(Channel ch, RoleProcess& proc, const RunOptions& o) {
+  ProbeAnswer a;
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  try {
+    while (Clock::now() < deadline) {
+      auto m = ch.receive(200);
+      if (!m) {
+        proc.read_output();
+        continue;
+      }
+      if (m->type == MsgType::hello) {
+        try {
+          msg::decode<msg::Hello>(*m);
+        } catch (const ChannelError& e) {
+          a.refused = e.what();
+          return a;
+        }
+        ch.send(msg::Start{start_document(o, json::object({{"info", proc.pid()}}), nullptr)});
+      } else if (m->type == MsgType::info) {
+        a.info = msg::decode<msg::Info>(*m).doc;
+      } else if (m->type == MsgType::done) {
+        break;
+      }
+    }
+  } catch (const ChannelError&) {
+  }
+  return a;
+}
+
+}  // namespace
+
 AdapterProbe probe_adapter(const RunOptions& o) {
   AdapterProbe p;
   const AdapterDesc* desc = find_adapter(o.adapter);
@@ -107,29 +151,17 @@ AdapterProbe probe_adapter(const RunOptions& o) {
     return p;
   }
   theirs.reset();
-  Channel ch(std::move(mine));
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
-  json info;
-  try {
-    while (Clock::now() < deadline) {
-      auto m = ch.receive(200);
-      if (!m) {
-        proc.read_output();
-        continue;
-      }
-      if (m->type == MsgType::hello) {
-        ch.send(MsgType::start, {start_document(o, json::object({{"info", proc.pid()}}), nullptr).dump()});
-      } else if (m->type == MsgType::info) {
-        info = json::parse(m->field(0));
-      } else if (m->type == MsgType::done) {
-        break;
-      }
-    }
-  } catch (const ChannelError&) {
+  const ProbeAnswer answer = read_probe(Channel(std::move(mine)), proc, o);
+  if (!answer.refused.empty()) {
+    proc.signal_group(SIGKILL);  // it waits for a start that will not come
+    p.broken = true;
+    p.reason = "the adapter probe's role was refused: " + answer.refused;
+    return p;
   }
   while (proc.read_output()) {
   }
   for (int i = 0; i < 100 && !proc.poll_exit(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const json& info = answer.info;
   if (info.is_null()) {
     p.broken = true;
     p.reason = "the adapter probe ended without answering (" +

@@ -33,11 +33,6 @@ bool CaseRun::all_exited() const {
   return true;
 }
 
-void CaseRun::broadcast(MsgType t, const std::vector<std::string>& fields, const RoleState* except) {
-  for (auto& r : roles_)
-    if (&r != except && r.started && !r.done) r.post(t, fields);
-}
-
 void CaseRun::spawn_all() {
   const std::string exe = opt_.role_executable.empty() ? self_executable() : opt_.role_executable;
   for (const auto& name : def_.instance_names()) {
@@ -103,7 +98,7 @@ void CaseRun::release_barriers() {
       broken += (broken.empty() ? "" : ", ") + r.name + " ended (" + r.exit->describe() + ") before reaching it";
   for (auto& r : roles_)
     if (r.at_barrier && *r.at_barrier == *name && !r.exit) {
-      r.post(MsgType::release, {*name, broken});
+      r.post(msg::Release{*name, broken});
       r.at_barrier.reset();
     }
 }
@@ -156,36 +151,45 @@ void CaseRun::reap(RoleState& r) {
     r.audit = tracer_->role_ended(r.proc.pid(), r.audit, end);
     r.audit_collected = true;
   }
-  broadcast(MsgType::peer_exit, {r.name, r.exit->describe()}, &r);
+  broadcast(msg::PeerExit{r.name, r.exit->describe()}, &r);
   release_barriers();
 }
 
-void CaseRun::on_hello(RoleState& r, const Message& m) {
+// A role of another ipcheck build (another protocol version) is refused: nothing it says
+// could be read, so the case ends as an error that names both versions.
+void CaseRun::on_hello(RoleState& r, Message& m) {
+  msg::Hello hello;
+  try {
+    hello = msg::decode<msg::Hello>(m);
+  } catch (const ChannelError& e) {
+    harness_fault(r.name + ": " + e.what());
+    begin_termination("a role's hello was refused", false);
+    return;
+  }
   r.hello = true;
-  if (tracer_) tracer_->role_hello(r.proc.pid(), m.field(2));
+  if (tracer_) tracer_->role_hello(r.proc.pid(), hello.verb_mark);
   if (std::all_of(roles_.begin(), roles_.end(), [](const RoleState& x) { return !x.started || x.hello; })) {
     json peers = json::object();
     for (const auto& x : roles_)
       if (x.started) peers[x.name] = x.proc.pid();
-    const std::string start = start_document(opt_, peers, inject_).dump();  // the same for every role
+    const msg::Start start{start_document(opt_, peers, inject_)};  // the same for every role
     for (auto& x : roles_)
-      if (x.started) x.post(MsgType::start, {start});
+      if (x.started) x.post(start);
   }
 }
 
-void CaseRun::on_send(RoleState& r, const Message& m) {
-  RoleState* to = role(m.field(0));
+void CaseRun::on_send(RoleState& r, msg::Send s) {
+  RoleState* to = role(s.to);
   if (!to) {
-    result_.warnings.push_back(r.name + " sent '" + m.field(1) + "' to unknown role '" + m.field(0) + "'");
+    result_.warnings.push_back(r.name + " sent '" + s.tag + "' to unknown role '" + s.to + "'");
     return;
   }
-  to->post(MsgType::deliver, {r.name, m.field(1), m.field(2)}, m.fd.get());
+  to->post(msg::Deliver{r.name, std::move(s.tag), std::move(s.bytes), CarriedFd::lend(s.fd.get())});
 }
 
-void CaseRun::on_check(RoleState& r, const Message& m) {
+void CaseRun::on_check(RoleState& r, const msg::Check& c) {
   ++checks_;
-  auto judged = verdict::judge_check(verdict::CheckReport::from_json(json::parse(m.field(0))), r.name,
-                                     adapter_->profiles);
+  auto judged = verdict::judge_check(c.report, r.name, adapter_->profiles);
   if (!judged.warning.empty()) result_.warnings.push_back(judged.warning);
   // A violated clause that is not judged here is kept as what was seen.
   if (judged.check.result == reports::CheckResult::observed && !judged.check.message.empty() &&
@@ -194,45 +198,44 @@ void CaseRun::on_check(RoleState& r, const Message& m) {
   result_.checks.push_back(std::move(judged.check));
 }
 
-void CaseRun::on_observe(RoleState& r, const Message& m) {
-  reports::add_observation(result_, m.field(0), m.field(1));
-  if (!m.field(2).empty()) {
+void CaseRun::on_observe(RoleState& r, const msg::Observe& o) {
+  reports::add_observation(result_, o.name, o.value);
+  if (!o.clause.empty()) {
     ++checks_;
-    result_.checks.push_back(verdict::observation_check(r.name, m.field(0), m.field(1), m.field(2)));
+    result_.checks.push_back(verdict::observation_check(r.name, o.name, o.value, o.clause));
   }
 }
 
-void CaseRun::on_native_error(RoleState& r, const Message& m) {
-  json j = json::parse(m.field(0));
+void CaseRun::on_native_error(RoleState& r, const msg::NativeError& n) {
   reports::NativeError e;
   e.role = r.name;
-  e.verb = j.value("verb", "");
-  e.errc = j.value("errc", "");
-  e.native = j.value("native", 0LL);
-  e.native_name = j.value("native_name", "");
-  e.message = j.value("message", "");
+  e.verb = n.verb;
+  e.errc = n.errc;
+  e.native = n.native;
+  e.native_name = n.native_name;
+  e.message = n.message;
   if (result_.native_errors.size() < 200) result_.native_errors.push_back(std::move(e));
 }
 
-void CaseRun::on_skip(RoleState& r, const Message& m) {
+void CaseRun::on_skip(RoleState& r, const msg::Skip& s) {
   r.skipped = true;
-  if (skip_reason_.empty()) skip_reason_ = m.field(0);
+  if (skip_reason_.empty()) skip_reason_ = s.reason;
   // One role cannot run the case: the others would wait for it forever.
   for (auto& x : roles_)
     if (x.started && !x.exit) x.expected_death = true;
   // The skipping role ends by itself (a signal now could cut its exit short).
-  begin_termination("skipped: " + m.field(0), false, &r);
+  begin_termination("skipped: " + s.reason, false, &r);
 }
 
-void CaseRun::on_step(RoleState& r, const Message& m) {
+void CaseRun::on_step(RoleState& r, const msg::Step& s) {
   // "into": announced on the way into a blocking call; the role does not wait for us.
-  const bool into = m.fields.size() > 1 && m.field(1) == "into";
+  const bool into = s.into;
   note_objects(r);
-  if (inject_ && !injected_ && inject_->role == r.base && inject_->step == m.field(0)) {
+  if (inject_ && !injected_ && inject_->role == r.base && inject_->step == s.name) {
     // The first instance of the role to reach the point dies there; the others go on.
     injected_ = true;
     announced_ = Clock::now();
-    result_.injection = r.name + ":" + m.field(0);
+    result_.injection = r.name + ":" + s.name;
     r.expected_death = true;
     // The stepping role was read above; one waiting for the runner has not changed since.
     for (const auto& x : roles_)
@@ -243,18 +246,25 @@ void CaseRun::on_step(RoleState& r, const Message& m) {
       kill_victim(r, "at the step, waiting for the runner");
     }
   } else if (!into) {
-    r.post(MsgType::proceed, {m.field(0)});
+    r.post(msg::Proceed{s.name});
   }
 }
 
-void CaseRun::on_kill_peer(RoleState& r, const Message& m) {
-  RoleState* target = role(m.field(0));
+void CaseRun::on_kill_peer(RoleState& r, const msg::KillPeer& k) {
+  RoleState* target = role(k.role);
   if (!target || !target->started) {
-    result_.warnings.push_back(r.name + " asked to kill unknown role '" + m.field(0) + "'");
+    result_.warnings.push_back(r.name + " asked to kill unknown role '" + k.role + "'");
     return;
   }
   target->expected_death = true;
-  if (!target->exit) target->proc.signal_group(std::stoi(m.field(1)));
+  if (!target->exit) target->proc.signal_group(k.signal);
+}
+
+void CaseRun::on_done(RoleState& r, const msg::Done& d) {
+  r.done = true;
+  r.aborted = d.aborted;
+  r.done_message = d.message;
+  release_barriers();
 }
 
 void CaseRun::handle(RoleState& r, Message& m) {
@@ -263,48 +273,45 @@ void CaseRun::handle(RoleState& r, Message& m) {
       on_hello(r, m);
       break;
     case MsgType::send:
-      on_send(r, m);
+      on_send(r, msg::decode<msg::Send>(m));
       break;
     case MsgType::barrier:
-      r.at_barrier = m.field(0);
+      r.at_barrier = msg::decode<msg::Barrier>(m).name;
       release_barriers();
       break;
     case MsgType::check:
-      on_check(r, m);
+      on_check(r, msg::decode<msg::Check>(m));
       break;
     case MsgType::observe:
-      on_observe(r, m);
+      on_observe(r, msg::decode<msg::Observe>(m));
       break;
     case MsgType::native_error:
-      on_native_error(r, m);
+      on_native_error(r, msg::decode<msg::NativeError>(m));
       break;
     case MsgType::skip:
-      on_skip(r, m);
+      on_skip(r, msg::decode<msg::Skip>(m));
       break;
     case MsgType::step:
-      on_step(r, m);
+      on_step(r, msg::decode<msg::Step>(m));
       break;
     case MsgType::kill_peer:
-      on_kill_peer(r, m);
+      on_kill_peer(r, msg::decode<msg::KillPeer>(m));
       break;
     case MsgType::audit:
-      r.audit = json::parse(m.field(0));
+      r.audit = msg::decode<msg::Audit>(m).doc;
       break;
     case MsgType::data: {
-      json& data = result_.audit["data"];
-      data[m.field(0)] = json::parse(m.field(1));
+      const msg::Data d = msg::decode<msg::Data>(m);
+      result_.audit["data"][d.key] = json::parse(d.doc);
       break;
     }
     case MsgType::done:
-      r.done = true;
-      r.aborted = m.field(0) == "aborted";
-      r.done_message = m.field(1);
-      release_barriers();
+      on_done(r, msg::decode<msg::Done>(m));
       break;
     case MsgType::info:
       break;
     case MsgType::harness_error:
-      harness_fault(r.name + ": " + m.field(0));
+      harness_fault(r.name + ": " + msg::decode<msg::HarnessError>(m).cause);
       break;
     default:
       result_.warnings.push_back(r.name + " sent an unexpected " + std::string(msg_type_name(m.type)) + " message");
@@ -346,10 +353,16 @@ void CaseRun::receive_from(RoleState& r, short revents) {
   if (r.exit || !r.channel) return;
   if (revents & POLLOUT) r.flush();
   if (!(revents & (POLLIN | POLLHUP | POLLERR))) return;
+  std::optional<Message> m;
   try {
-    if (auto m = r.channel.receive(0)) handle(r, *m);
+    m = r.channel.receive(0);
   } catch (const ChannelError&) {
     r.channel = Channel();  // the role closed its end (exiting)
+    return;
+  }
+  if (!m) return;
+  try {
+    handle(r, *m);
   } catch (const std::exception& e) {
     // A message the runner cannot read is a fault of the harness's protocol.
     harness_fault(r.name + " sent a message the runner cannot read: " + e.what());

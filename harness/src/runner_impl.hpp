@@ -21,6 +21,7 @@
 #include "ipcheck/adapter.hpp"
 #include "ipcheck/channel.hpp"
 #include "ipcheck/leftovers.hpp"
+#include "ipcheck/messages.hpp"
 #include "ipcheck/runner.hpp"
 #include "ipcheck/spawn.hpp"
 
@@ -75,23 +76,24 @@ struct RoleState {
   // Messages the role has not taken yet (it may be busy, or never read at all).
   std::deque<Message> outbox;
 
-  // Sends without ever blocking the runner; queues what does not fit.
-  void post(MsgType t, std::vector<std::string> fields, int fd = -1) {
+  // Sends without ever blocking the runner; queues what does not fit (with its own copy of
+  // a lent descriptor).
+  void post(Message m) {
     if (!channel || exit) return;
     if (outbox.empty()) {
-      const auto r = channel.try_send(t, fields, fd);
+      const auto r = channel.try_send(m);
       if (r != Channel::TrySend::full) return;
     }
-    Message m;
-    m.type = t;
-    m.fields = std::move(fields);
-    if (fd >= 0) m.fd = unique_fd(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    if (m.fd && !m.fd.owned()) m.fd = CarriedFd(unique_fd(::fcntl(m.fd.get(), F_DUPFD_CLOEXEC, 0)));
     outbox.push_back(std::move(m));
+  }
+  template <EncodableMessage T>
+  void post(const T& m) {
+    post(encode(m));
   }
   void flush() {
     while (!outbox.empty() && channel) {
-      const Message& m = outbox.front();
-      const auto r = channel.try_send(m.type, m.fields, m.fd.get());
+      const auto r = channel.try_send(outbox.front());
       if (r == Channel::TrySend::full) return;
       outbox.pop_front();
     }
@@ -132,15 +134,17 @@ class CaseRun {
   int poll_wait_ms(double inactivity) const;
   void receive_from(RoleState& r, short revents);
   void enforce_deadlines(double inactivity);
+  // Decodes a role's message and acts on it; throws ChannelError on one it cannot decode.
   void handle(RoleState& r, Message& m);
-  void on_hello(RoleState& r, const Message& m);
-  void on_send(RoleState& r, const Message& m);
-  void on_check(RoleState& r, const Message& m);
-  void on_observe(RoleState& r, const Message& m);
-  void on_native_error(RoleState& r, const Message& m);
-  void on_skip(RoleState& r, const Message& m);
-  void on_step(RoleState& r, const Message& m);
-  void on_kill_peer(RoleState& r, const Message& m);
+  void on_hello(RoleState& r, Message& m);
+  void on_send(RoleState& r, msg::Send s);
+  void on_check(RoleState& r, const msg::Check& c);
+  void on_observe(RoleState& r, const msg::Observe& o);
+  void on_native_error(RoleState& r, const msg::NativeError& n);
+  void on_skip(RoleState& r, const msg::Skip& s);
+  void on_step(RoleState& r, const msg::Step& s);
+  void on_kill_peer(RoleState& r, const msg::KillPeer& k);
+  void on_done(RoleState& r, const msg::Done& d);
   void reap(RoleState& r);
   void release_barriers();
   // SIGTERM to every running role but `spare` (a role ending by itself); SIGKILL after the grace.
@@ -154,7 +158,12 @@ class CaseRun {
   void harness_fault(std::string cause);
   RoleState* role(const std::string& name);
   bool all_exited() const;
-  void broadcast(MsgType t, const std::vector<std::string>& fields, const RoleState* except = nullptr);
+  // To every role still running but `except`.
+  template <EncodableMessage T>
+  void broadcast(const T& m, const RoleState* except = nullptr) {
+    for (auto& r : roles_)
+      if (&r != except && r.started && !r.done) r.post(m);
+  }
 
   const CaseDef& def_;
   const RunOptions& opt_;

@@ -1,4 +1,5 @@
-// The channel: typed packets, descriptors by SCM_RIGHTS, and clean errors.
+// The channel's packets: fields, descriptors by SCM_RIGHTS, and clean errors. What each
+// message carries is the codec's (messages_test.cpp).
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -13,11 +14,20 @@
 namespace ipcheck {
 namespace {
 
+// A packet as the codec would make one, with any fields.
+Message packet(MsgType type, std::vector<std::string> fields, int fd = -1) {
+  Message m;
+  m.type = type;
+  m.fields = std::move(fields);
+  m.fd = CarriedFd::lend(fd);
+  return m;
+}
+
 TEST(Channel, FieldsRoundTripIncludingBinary) {
   auto [a, b] = make_channel_pair();
   Channel x(std::move(a)), y(std::move(b));
   std::string bin("\0\1\2\xff", 4);
-  ASSERT_TRUE(x.send(MsgType::send, {"consumer", "", bin}));
+  ASSERT_TRUE(x.send(packet(MsgType::send, {"consumer", "", bin})));
   auto m = y.receive(1000);
   ASSERT_TRUE(m);
   EXPECT_EQ(m->type, MsgType::send);
@@ -33,7 +43,7 @@ TEST(Channel, DescriptorTravelsAndRefersToTheSameFile) {
   Channel x(std::move(a)), y(std::move(b));
   unique_fd f(::open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(f);
-  ASSERT_TRUE(x.send(MsgType::deliver, {"p", "t", "b"}, f.get()));
+  ASSERT_TRUE(x.send(packet(MsgType::deliver, {"p", "t", "b"}, f.get())));
   auto m = y.receive(1000);
   ASSERT_TRUE(m && m->fd);
   struct stat s1{}, s2{};
@@ -42,6 +52,7 @@ TEST(Channel, DescriptorTravelsAndRefersToTheSameFile) {
   EXPECT_EQ(s1.st_ino, s2.st_ino);
   EXPECT_NE(m->fd.get(), f.get());
   EXPECT_TRUE(::fcntl(m->fd.get(), F_GETFD) & FD_CLOEXEC) << "received descriptors are close-on-exec";
+  EXPECT_TRUE(m->fd.owned()) << "a received descriptor is the message's own";
 }
 
 TEST(Channel, TimeoutReturnsEmpty) {
@@ -61,13 +72,13 @@ TEST(Channel, SendToClosedPeerReturnsFalse) {
   auto [a, b] = make_channel_pair();
   Channel x(std::move(a));
   b.reset();
-  EXPECT_FALSE(x.send(MsgType::done, {"ok", ""}));
+  EXPECT_FALSE(x.send(packet(MsgType::done, {"ok", ""})));
 }
 
 TEST(Channel, OversizedPacketIsRefused) {
   auto [a, b] = make_channel_pair();
   Channel x(std::move(a));
-  EXPECT_THROW(x.send(MsgType::data, {std::string(Channel::kMaxPacket + 1, 'x')}), ChannelError);
+  EXPECT_THROW(x.send(packet(MsgType::data, {std::string(Channel::kMaxPacket + 1, 'x')})), ChannelError);
 }
 
 TEST(Channel, FullPeerIsReportedNotBlocked) {
@@ -75,7 +86,7 @@ TEST(Channel, FullPeerIsReportedNotBlocked) {
   Channel x(std::move(a));
   const std::string chunk(32 * 1024, 'x');
   Channel::TrySend r = Channel::TrySend::sent;
-  for (int i = 0; i < 10000 && r == Channel::TrySend::sent; ++i) r = x.try_send(MsgType::data, {chunk});
+  for (int i = 0; i < 10000 && r == Channel::TrySend::sent; ++i) r = x.try_send(packet(MsgType::data, {chunk}));
   EXPECT_EQ(r, Channel::TrySend::full);
 }
 

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "ipcheck/audit.hpp"
+#include "ipcheck/messages.hpp"
 #include "ipcheck/runner.hpp"
 #include "ipcheck/spawn.hpp"
 
@@ -116,6 +117,40 @@ TEST_F(RunnerTest, ExecFailureIsAHarnessErrorWithTheReason) {
   EXPECT_NE(r.reason.find("No such file"), std::string::npos) << r.reason;
   EXPECT_EQ(count_open_fds(), fds);
   EXPECT_TRUE(children_of_self().empty());
+}
+
+// A role of another ipcheck build is refused at its hello: the case is an error that names
+// both protocol versions and the fix, at once rather than after the inactivity timeout, and
+// the adapter probe (which would make every case of a run an error) refuses it the same way.
+TEST_F(RunnerTest, RoleOfAnotherProtocolVersionIsRefused) {
+  const std::string ours = "this ipcheck speaks protocol version " + std::to_string(msg::kProtocolVersion);
+  const std::map<std::string, std::string> said = {
+      {"next", "the role speaks protocol version " + std::to_string(msg::kProtocolVersion + 1)},
+      {"unversioned", "names no protocol version"}};
+  for (const auto& [mode, what] : said) {
+    RunOptions o;
+    o.adapter = "ref";
+    o.role_executable = IPCHECK_OTHER_VERSION_EXE;
+    o.timeout_s = o.inactivity_s = 20;
+    o.grace_s = 0.5;
+    o.env = {"IPCHECK_TEST_HELLO=" + mode};
+    const std::size_t fds = count_open_fds();
+    const auto r = run_case(*find_case("selftest.pass"), o);
+    EXPECT_EQ(r.status, Status::error) << mode << ": " << r.reason;
+    EXPECT_NE(r.reason.find(what), std::string::npos) << r.reason;
+    EXPECT_NE(r.reason.find(ours), std::string::npos) << r.reason;
+    EXPECT_NE(r.reason.find("rebuild ipcheck"), std::string::npos) << r.reason;
+    EXPECT_LT(r.duration_s, 5.0) << mode;
+    EXPECT_EQ(children_of_self(), std::vector<pid_t>{}) << mode << " left processes behind";
+    EXPECT_EQ(count_open_fds(), fds) << mode << " left the runner holding descriptors";
+
+    const AdapterProbe p = probe_adapter(o);
+    EXPECT_TRUE(p.broken) << mode;
+    EXPECT_FALSE(p.available) << mode;
+    EXPECT_NE(p.reason.find(what), std::string::npos) << p.reason;
+    EXPECT_NE(p.reason.find(ours), std::string::npos) << p.reason;
+    EXPECT_EQ(children_of_self(), std::vector<pid_t>{}) << "the refused probe was reaped";
+  }
 }
 
 TEST_F(RunnerTest, RoleThatNeverReadsDoesNotBlockTheRunner) {
