@@ -75,6 +75,22 @@ void stable_expectations(nlohmann::json& e) {
       if (w.is_string()) w = std::regex_replace(w.get<std::string>(), file_line(), "$1");
 }
 
+// Each bench fuzz campaign's results file by its place in the bench's output folder
+// ("fuzz-0/results.json"): where that folder sat is the machine's business.
+void stable_bench(nlohmann::json& bench) {
+  if (!bench.is_object() || !bench.contains("context") || !bench["context"].is_object()) return;
+  auto runs = bench["context"].find("fuzz_runs");
+  if (runs == bench["context"].end() || !runs->is_array()) return;
+  for (auto& run : *runs) {
+    auto f = run.find("results");
+    if (!run.is_object() || f == run.end() || !f->is_string()) continue;
+    const std::string path = f->get<std::string>();
+    const std::size_t last = path.find_last_of('/');
+    const std::size_t before = last == std::string::npos || last == 0 ? std::string::npos : path.find_last_of('/', last - 1);
+    *f = before == std::string::npos ? path : path.substr(before + 1);
+  }
+}
+
 }  // namespace
 
 Results stable_copy(const Results& in) {
@@ -97,6 +113,7 @@ Results stable_copy(const Results& in) {
     }
   }
   stable_expectations(r.run.expectations);
+  stable_bench(r.bench);
   for (auto& c : r.cases) stable_case(c);
   r.summary = summarize(r.cases);
   return r;

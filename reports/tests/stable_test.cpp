@@ -70,6 +70,15 @@ TEST(Stable, TheRunsExpectationsReportNamesFilesNotTheMachinesFolders) {
   EXPECT_EQ(to_json(stable_copy(s)).dump(), to_json(s).dump()) << "applying it twice changes nothing";
 }
 
+TEST(Stable, BenchFuzzRunsNameTheirFileInsideTheBenchFolder) {
+  Results r = fixture("ze-1.6.31294.json");
+  r.bench = {{"context", {{"fuzz_runs", {{{"run", 1}, {"results", "/tmp/tmp.kq/bench/fuzz-0/results.json"}}}}}}};
+  const Results s = stable_copy(r);
+  EXPECT_EQ(s.bench["context"]["fuzz_runs"][0]["results"], "fuzz-0/results.json");
+  EXPECT_EQ(s.bench["context"]["fuzz_runs"][0]["run"], 1);
+  EXPECT_EQ(to_json(stable_copy(s)).dump(), to_json(s).dump()) << "applying it twice changes nothing";
+}
+
 TEST(Stable, AuditedRolePidsAreVolatile) {
   Results r = fixture("ze-1.6.31294.json");
   r.cases[0].audit["roles"] = {{"producer", {{"pid", 13144}, {"method", "bpf"}}}};
