@@ -212,6 +212,11 @@ Seen wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view
   return {r.require(std::move(res), clause, what, w), by};
 }
 
+std::string only_its_maker_ends_pending(Role& r) {
+  const AdapterInfo info = r.adapter().info();
+  return info.any_process_ends_pending_event ? std::string() : info.pending_event_note;
+}
+
 std::string outcome_word(const Outcome& o) { return o.ok() ? "ok" : errc_name(o.code); }
 
 bool check_clean_refusal(Role& r, const Outcome& o, std::string_view clause, const std::string& what,

@@ -129,6 +129,10 @@ Seen query(Role& r, ObjectId ev, std::string_view clause, const std::string& wha
 Seen wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view clause, const std::string& what,
               Where w = Where::current());
 
+// Empty where a signal from any process ends an event's pending state; otherwise why only the
+// process that made an event pending can end it (AdapterInfo::pending_event_note; cuda).
+std::string only_its_maker_ends_pending(Role& r);
+
 // What a call returned, as an observation value: "ok" or the errc name ("invalid").
 std::string outcome_word(const Outcome& o);
 

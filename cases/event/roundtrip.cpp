@@ -65,8 +65,7 @@ void producer(Role& r) {
   // Where only the process that made an event pending can end it (cuda), the producer ends the
   // new event's pending state and the consumer makes it pending again through its opened event
   // (consumer(), below), so that the consumer's signal is what the producer waits for.
-  const bool owner_ends = !r.adapter().info().any_process_ends_pending_event;
-  if (owner_ends) r.check_ok(r.adapter().event_signal(p.backward.get()), kClause, "event_signal of the new backward event by its creator");
+  if (!only_its_maker_ends_pending(r).empty()) r.check_ok(r.adapter().event_signal(p.backward.get()), kClause, "event_signal of the new backward event by its creator");
   p.backward_export = export_event(r, p.backward.get(), p.hb, kClause);
   r.step("after_export");
   r.send_handle("consumer", "forward", p.hf);
@@ -133,8 +132,8 @@ void consumer(Role& r) {
   }
   Owned forward = open_event(r, hf, kClause, "event_open");
   Owned backward = open_event(r, hb, kClause, "event_open");
-  if (!r.adapter().info().any_process_ends_pending_event) {
-    r.note("only the process that made an event pending can end it here (" + r.adapter().info().pending_event_note +
+  if (const std::string why = only_its_maker_ends_pending(r); !why.empty()) {
+    r.note("only the process that made an event pending can end it here (" + why +
            "): the producer signaled the new backward event and the consumer resets it through its opened event");
     r.check(query(r, backward.get(), kClause, "event_query"), kClause, "the opened backward event sees its creator's signal");
     r.check_ok(r.adapter().event_reset(backward.get()), kClause, "event_reset through the opened backward event");

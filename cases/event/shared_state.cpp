@@ -28,8 +28,8 @@ constexpr const char* kBidi = "ur.event.bidirectional";
 // any_process_ends_pending_event), the new backward event's pending state is the producer's:
 // the producer ends it, and the consumer makes it pending again through its opened event, so
 // that the consumer's signal can end it. The producer must see that reset.
-void make_backward_the_consumers(Role& r, ObjectId backward) {
-  r.note("only the process that made an event pending can end it here (" + r.adapter().info().pending_event_note +
+void make_backward_the_consumers(Role& r, ObjectId backward, const std::string& why) {
+  r.note("only the process that made an event pending can end it here (" + why +
          "): the producer signals the backward event and the consumer resets it through its opened event");
   r.check_ok(r.adapter().event_signal(backward), kBidi, "event_signal of the backward event by its creator");
   send_text(r, "consumer", "backward-signaled", "");
@@ -59,7 +59,7 @@ void bidi_producer(Role& r) {
   receive_text(r, "consumer-waiting");
   std::this_thread::sleep_for(std::chrono::milliseconds(30));  // let the waiter block
   r.check_ok(r.adapter().event_signal(forward.get()), kBidi, "event_signal by the producer");
-  if (!r.adapter().info().any_process_ends_pending_event) make_backward_the_consumers(r, backward.get());
+  if (const std::string why = only_its_maker_ends_pending(r); !why.empty()) make_backward_the_consumers(r, backward.get(), why);
   // The producer blocks and the signal through the consumer's opened event ends its wait.
   send_text(r, "consumer", "producer-waiting", "");
   const auto t0 = Clock::now();
@@ -90,7 +90,7 @@ void bidi_consumer(Role& r) {
                             : "the consumer's wait timed out after " + ms(Clock::now() - t0) +
                                   ": the producer's signal never reached it");
   r.check(query(r, forward.get(), kBidi, "event_query"), kBidi, "the consumer's query sees the producer's signal");
-  if (!r.adapter().info().any_process_ends_pending_event) reset_backward_here(r, backward.get());
+  if (!only_its_maker_ends_pending(r).empty()) reset_backward_here(r, backward.get());
   receive_text(r, "producer-waiting");
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   r.check_ok(r.adapter().event_signal(backward.get()), kBidi, "event_signal through the opened event");

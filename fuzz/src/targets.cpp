@@ -327,48 +327,22 @@ int find_own(const EventOracle& o, ObjectId ev, Executed& e) {
   return -1;
 }
 
-// judge_own_live where only the process that made an event pending can end it: the source's
-// pending state is ended by the source, a reset through the opened event must make the source
-// pending and a signal through it end that, and a reset of the source must reach it.
-void judge_own_live_owner_ends(const EventOracle& o, ObjectId ev, std::size_t k, Executed& e) {
-  Adapter& a = *o.adapter;
-  const std::string& name = o.own_table[k].name;
-  OwnCall call{&e, &name};
-  if (!call.ok(a.event_signal(o.own[k]), "event_signal")) return;
-  if (!call.ok(a.event_reset(ev), "event_reset through the opened event of")) return;
-  Result<bool> after_reset = a.event_query(o.own[k]);
-  if (!call.ok(after_reset.outcome, "event_query")) return;
-  if (!call.ok(a.event_signal(ev), "event_signal through the opened event of")) return;
-  Result<bool> after_signal = a.event_query(o.own[k]);
-  if (!call.ok(after_signal.outcome, "event_query")) return;
-  if (!call.ok(a.event_reset(o.own[k]), "event_reset")) return;
-  Result<bool> opened = a.event_query(ev);
-  if (!opened.ok()) {
-    e.verdict = Verdict::unreadable_mapping;
-    e.outcome = opened.outcome;
-    e.detail = "event_query of the opened event (" + name + ") failed after a reset of its source: " + opened.outcome.describe();
-  } else if (after_reset.value) {
-    e.verdict = Verdict::corrupt_mapping;
-    e.detail = "the opened event follows " + name + "'s signal, but a reset through it is not seen by " + name;
-  } else if (!after_signal.value) {
-    e.verdict = Verdict::corrupt_mapping;
-    e.detail = "the opened event follows " + name + "'s signal, but a signal through it does not end the pending "
-               "state its own reset gave " + name;
-  } else if (opened.value) {
-    e.verdict = Verdict::corrupt_mapping;
-    e.detail = "the opened event follows " + name + "'s signal, but still reads signaled after " + name + " was reset";
-  } else {
-    e.detail = "shares " + name + "'s state both ways";
-  }
-}
-
 // The opened event is own event k, a live export: a signal through it must reach the source,
-// and a reset of the source must reach it.
+// and a reset of the source must reach it. Where only the process that made an event pending
+// can end it (o.owner_ends), the source first ends its own pending state and a reset through
+// the opened event must make the source pending, which the signal through it then ends.
 void judge_own_live(const EventOracle& o, ObjectId ev, std::size_t k, Executed& e) {
-  if (o.owner_ends) return judge_own_live_owner_ends(o, ev, k, e);
   Adapter& a = *o.adapter;
   const std::string& name = o.own_table[k].name;
   OwnCall call{&e, &name};
+  bool reset_reached_source = true;
+  if (o.owner_ends) {
+    if (!call.ok(a.event_signal(o.own[k]), "event_signal")) return;
+    if (!call.ok(a.event_reset(ev), "event_reset through the opened event of")) return;
+    Result<bool> after_reset = a.event_query(o.own[k]);
+    if (!call.ok(after_reset.outcome, "event_query")) return;
+    reset_reached_source = !after_reset.value;
+  }
   if (!call.ok(a.event_signal(ev), "event_signal through the opened event of")) return;
   Result<bool> source = a.event_query(o.own[k]);
   if (!call.ok(source.outcome, "event_query")) return;
@@ -378,9 +352,14 @@ void judge_own_live(const EventOracle& o, ObjectId ev, std::size_t k, Executed& 
     e.verdict = Verdict::unreadable_mapping;
     e.outcome = opened.outcome;
     e.detail = "event_query of the opened event (" + name + ") failed after a reset of its source: " + opened.outcome.describe();
+  } else if (!reset_reached_source) {
+    e.verdict = Verdict::corrupt_mapping;
+    e.detail = "the opened event follows " + name + "'s signal, but a reset through it is not seen by " + name;
   } else if (!source.value) {
     e.verdict = Verdict::corrupt_mapping;
-    e.detail = "the opened event follows " + name + "'s signal, but a signal through it is not seen by " + name;
+    e.detail = o.owner_ends ? "the opened event follows " + name + "'s signal, but a signal through it does not end "
+                              "the pending state its own reset gave " + name
+                            : "the opened event follows " + name + "'s signal, but a signal through it is not seen by " + name;
   } else if (opened.value) {
     e.verdict = Verdict::corrupt_mapping;
     e.detail = "the opened event follows " + name + "'s signal, but still reads signaled after " + name + " was reset";

@@ -58,14 +58,17 @@ void stable_case(CaseResult& c) {
   for (auto& a : c.attempts) stable_case(a);
 }
 
+// "/some/where/cuda.txt" -> "cuda.txt".
+std::string file_name(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 // The expectations file's report ({file, lines: [{where, ...}], stale: ["file:line"]}) by
 // file name, as the cases' expectation fields are.
 void stable_expectations(nlohmann::json& e) {
   if (!e.is_object()) return;
-  if (auto f = e.find("file"); f != e.end() && f->is_string()) {
-    const std::string path = f->get<std::string>();
-    *f = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
-  }
+  if (auto f = e.find("file"); f != e.end() && f->is_string()) *f = file_name(f->get<std::string>());
   if (auto lines = e.find("lines"); lines != e.end() && lines->is_array())
     for (auto& line : *lines)
       if (auto w = line.find("where"); line.is_object() && w != line.end() && w->is_string())
@@ -82,8 +85,9 @@ void stable_bench(nlohmann::json& bench) {
   auto runs = bench["context"].find("fuzz_runs");
   if (runs == bench["context"].end() || !runs->is_array()) return;
   for (auto& run : *runs) {
+    if (!run.is_object()) continue;
     auto f = run.find("results");
-    if (!run.is_object() || f == run.end() || !f->is_string()) continue;
+    if (f == run.end() || !f->is_string()) continue;
     const std::string path = f->get<std::string>();
     const std::size_t last = path.find_last_of('/');
     const std::size_t before = last == std::string::npos || last == 0 ? std::string::npos : path.find_last_of('/', last - 1);
@@ -107,10 +111,8 @@ Results stable_copy(const Results& in) {
       for (auto& shard : (*m)["shards"])
         if (shard.is_object())
           for (const char* k : {"hostname", "start", "duration_s", "jobs", "runner"}) shard.erase(k);
-    if (auto e = r.run.options.find("expectations"); e != r.run.options.end() && e->is_string()) {
-      const std::string path = e->get<std::string>();
-      *e = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
-    }
+    if (auto e = r.run.options.find("expectations"); e != r.run.options.end() && e->is_string())
+      *e = file_name(e->get<std::string>());
   }
   stable_expectations(r.run.expectations);
   stable_bench(r.bench);

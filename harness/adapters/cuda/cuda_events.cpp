@@ -125,7 +125,7 @@ Outcome CudaAdapter::event_reset(ObjectId id) {
   Event* e = find_event(id);
   if (!e) return unknown("event", id);
   if (auto o = use(e->device, "event_reset"); !o.ok()) return o;
-  if (e->gate_closed) return Outcome::runtime_success("cuEventRecord");  // still pending behind this process's gate
+  if (e->gate_closed) return Outcome::success();  // still pending behind this process's gate: no call made
   ContextScope scope(*cu_, e->ctx);
   if (Outcome o = arm(*e); !o.ok()) return o;
   return Outcome::runtime_success("cuEventRecord");
