@@ -109,12 +109,15 @@ void CaseRun::begin_termination(const std::string& why, bool is_timeout, const R
   timed_out_ = is_timeout;
   termination_reason_ = why;
   for (auto& r : roles_)
-    if (r.started && !r.exit && &r != spare) r.proc.signal_group(SIGTERM);
+    if (r.started && !r.exit && &r != spare) {
+      r.cut_short = true;
+      r.proc.signal_group(SIGTERM);
+    }
   kill_at_ = Clock::now() + std::chrono::milliseconds(static_cast<int>(opt_.grace_s * 1000));
 }
 
 void CaseRun::reap(RoleState& r) {
-  if (r.exit || !r.proc.poll_exit()) return;
+  if (r.exit || !r.proc.has_exited()) return;
   // What the role sent before it exited is still queued: read it all first.
   try {
     while (r.channel)
@@ -127,13 +130,14 @@ void CaseRun::reap(RoleState& r) {
   r.channel = Channel();
   r.outbox.clear();  // messages (and descriptors) for a role that is gone go nowhere
   if (kill_when_blocked_ == &r) kill_when_blocked_ = nullptr;
-  r.exit = r.proc.status();
+  // Grandchildren left in the role's group are a leak of processes; they die here. The
+  // group is read while the role is unreaped, so its id is still the role's own.
+  r.survivors = r.proc.group_survivors();
+  if (!r.survivors.empty()) r.proc.signal_group(SIGKILL);
+  r.exit = r.proc.poll_exit();
   r.exit_time = Clock::now();
   r.duration_s = seconds_since(r.proc.started());
-  // Grandchildren left in the role's group are a leak of processes; they die here.
-  r.survivors = r.proc.group_survivors();
   if (!r.survivors.empty()) {
-    r.proc.signal_group(SIGKILL);
     // As the subreaper the runner inherited them: reap, so no zombie outlives the case.
     for (const auto& s : r.survivors) {
       const pid_t p = std::atoi(s.c_str());

@@ -65,6 +65,7 @@ struct RoleState {
   std::string done_message;
   bool skipped = false;
   bool expected_death = false;  // killed on request or by injection
+  bool cut_short = false;       // the runner signalled it to end before it ended by itself
   bool standby = false;         // an injection-only role: it takes part in no barrier it is not at
   std::optional<std::string> at_barrier;
   std::optional<ExitStatus> exit;

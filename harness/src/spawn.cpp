@@ -233,6 +233,16 @@ bool RoleProcess::read_output() {
   }
 }
 
+bool RoleProcess::has_exited() const noexcept {
+  if (status_) return true;
+  if (pid_ <= 0) return false;
+  siginfo_t info{};
+  int r;
+  do r = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
+  while (r < 0 && errno == EINTR);
+  return r == 0 && info.si_pid == pid_;
+}
+
 const std::optional<ExitStatus>& RoleProcess::poll_exit() {
   if (pid_ > 0 && !status_) {
     int status = 0;
@@ -281,6 +291,7 @@ void RoleProcess::signal_group(int sig) const noexcept {
 std::vector<std::string> RoleProcess::group_survivors() const {
   std::vector<std::string> out;
   if (pid_ <= 0 || ::kill(-pid_, 0) != 0) return out;  // no member left: no /proc scan
+  const pid_t self = ::getpid();
   procfs::for_each_pid([&](pid_t p) {
     if (p == pid_ && status_) return;
     const std::optional<std::string> fields = procfs::stat_after_comm(p);
@@ -288,8 +299,10 @@ std::vector<std::string> RoleProcess::group_survivors() const {
     std::istringstream rest(*fields);
     std::string state, ppid, pgrp;
     rest >> state >> ppid >> pgrp;
-    if (std::atoi(pgrp.c_str()) == pid_ && state != "Z")
-      out.push_back(std::to_string(p) + " (" + procfs::comm_of(p) + ")");
+    if (std::atoi(pgrp.c_str()) != pid_ || state == "Z") return;
+    // A reaped leader's group id may have gone to a group of another program.
+    if (status_ && !procfs::descends_from(p, self)) return;
+    out.push_back(std::to_string(p) + " (" + procfs::comm_of(p) + ")");
   });
   return out;
 }

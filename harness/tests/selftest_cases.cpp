@@ -133,6 +133,25 @@ IPCHECK_CASE(Case("selftest.skip", "The role skips: not supported here")
                  .role("producer", [](Role& r) { r.skip("deliberately not supported"); })
                  .role("consumer", [](Role& r) { r.receive("never sent"); }));
 
+IPCHECK_CASE(Case("selftest.skip.cut_short", "The producer skips while the consumer has a child that ignores SIGTERM")
+                 .hidden()
+                 .role("producer",
+                       [](Role& r) {
+                         r.barrier("forked");
+                         r.skip("deliberately not supported");
+                       })
+                 .role("consumer", [](Role& r) {
+                   const pid_t child = ::fork();
+                   if (child == 0) {
+                     ::signal(SIGTERM, SIG_IGN);  // outlives the consumer the runner ends
+                     ::sleep(60);
+                     ::_exit(0);
+                   }
+                   r.check(child > 0, "harness.selftest.must", "forked pid " + std::to_string(child));
+                   r.barrier("forked");
+                   r.receive("never sent");
+                 }));
+
 IPCHECK_CASE(Case("selftest.no_checks", "The role judges nothing")
                  .hidden()
                  .role("producer", [](Role&) {}));
