@@ -21,6 +21,7 @@ json case_json(const CaseDef& c) {
   for (const auto& r : c.roles) {
     json role = {{"name", r.name}, {"count", r.count}};
     if (r.injection_only) role["injection_only"] = true;
+    if (r.on_demand) role["on_demand"] = true;
     roles.push_back(role);
   }
   return {{"id", c.id},         {"description", c.description}, {"area", c.area()}, {"clauses", c.clauses},

@@ -157,6 +157,10 @@ Case& Case::roles(std::string name, int count, RoleBody body) {
   def.roles.push_back({std::move(name), count, std::move(body)});
   return *this;
 }
+Case& Case::on_demand_roles(std::string name, int count, RoleBody body) {
+  def.roles.push_back({std::move(name), count, std::move(body), false, true});
+  return *this;
+}
 Case& Case::timeout(double seconds) {
   def.timeout_s = seconds;
   return *this;

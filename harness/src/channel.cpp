@@ -32,6 +32,7 @@ const char* msg_type_name(MsgType t) noexcept {
     case MsgType::kill_peer: return "kill_peer";
     case MsgType::done: return "done";
     case MsgType::harness_error: return "harness_error";
+    case MsgType::peer_start: return "peer_start";
   }
   return "unknown";
 }

@@ -298,6 +298,14 @@ PeerExit decode<PeerExit>(Message& m) {
   return {f.text(0), f.text(1)};
 }
 
+Message encode(const PeerStart& m) { return make(MsgType::peer_start, {m.role, std::to_string(m.pid)}); }
+
+template <>
+PeerStart decode<PeerStart>(Message& m) {
+  const Fields f(m, MsgType::peer_start, {"role", "pid"});
+  return {f.text(0), static_cast<int>(f.number(1, 1, kMaxPid))};
+}
+
 Message encode(const KillPeer& m) { return make(MsgType::kill_peer, {m.role, std::to_string(m.signal)}); }
 
 template <>
@@ -329,6 +337,7 @@ Any decode_any(Message& m) {
     case MsgType::kill_peer: return decode<KillPeer>(m);
     case MsgType::done: return decode<Done>(m);
     case MsgType::harness_error: return decode<HarnessError>(m);
+    case MsgType::peer_start: return decode<PeerStart>(m);
   }
   throw ChannelError("channel: " + type_shown(m.type) + " is none of this protocol's (version " +
                      std::to_string(kProtocolVersion) + ")");

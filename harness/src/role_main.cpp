@@ -7,7 +7,9 @@
 
 #include <cstdio>
 #include <deque>
+#include <algorithm>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "ipcheck/audit.hpp"
@@ -50,12 +52,16 @@ class RoleImpl final : public Role {
     std::vector<std::string> out;
     for (const auto& [n, pid] : start_["peers"].items())
       if (n != name_) out.push_back(n);
+    for (const auto& [n, pid] : late_peers_)
+      if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
     return out;
   }
 
   int pid_of(const std::string& role) const override {
     const auto& p = start_["peers"];
-    return p.contains(role) ? p[role].get<int>() : 0;
+    if (p.contains(role)) return p[role].get<int>();
+    const auto it = late_peers_.find(role);
+    return it == late_peers_.end() ? 0 : it->second;
   }
 
   std::string param(const std::string& key, const std::string& fallback) const override {
@@ -64,6 +70,9 @@ class RoleImpl final : public Role {
   }
 
   void send(const std::string& to, const std::string& tag, std::span<const std::byte> bytes, int fd) override {
+    // A role not started with the others (an on-demand one) starts with this message: it
+    // is a peer to wait on from now, before the runner's peer_start arrives.
+    if (to != name_ && !start_["peers"].contains(to)) late_peers_.try_emplace(to, 0);
     if (!ch_.send(msg::Send{to, tag, {bytes.begin(), bytes.end()}, CarriedFd::lend(fd)}))
       throw RoleAbort{"the runner is gone"};
   }
@@ -189,6 +198,10 @@ class RoleImpl final : public Role {
       }
       if (!m) continue;
       msg::Any any = msg::decode_any(*m);
+      if (const auto* late = std::get_if<msg::PeerStart>(&any)) {
+        late_peers_[late->role] = late->pid;
+        continue;
+      }
       const auto* gone = std::get_if<msg::PeerExit>(&any);
       if (gone) exited_[gone->role] = gone->how;
       if (auto* x = std::get_if<T>(&any); x && want(*x)) return std::move(*x);
@@ -197,6 +210,7 @@ class RoleImpl final : public Role {
     }
   }
 
+  std::map<std::string, int> late_peers_;  // on-demand roles started after the start document
   Channel& ch_;
   TracingAdapter& adapter_;
   std::string name_, base_;

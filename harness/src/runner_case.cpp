@@ -34,7 +34,6 @@ bool CaseRun::all_exited() const {
 }
 
 void CaseRun::spawn_all() {
-  const std::string exe = opt_.role_executable.empty() ? self_executable() : opt_.role_executable;
   for (const auto& name : def_.instance_names()) {
     const RoleDef* rd = def_.role_for(name);
     if (rd && rd->injection_only && !inject_) continue;  // stands by for a fault this run does not inject
@@ -44,37 +43,45 @@ void CaseRun::spawn_all() {
     r.base = rd ? rd->name : name;
     // An expendable role's death is the case's to observe (wait_exit), not a crash.
     r.expected_death = std::find(def_.expendable.begin(), def_.expendable.end(), r.base) != def_.expendable.end();
-    unique_fd mine, theirs;
-    try {
-      std::tie(mine, theirs) = make_channel_pair();
-    } catch (const std::exception& e) {
-      r.spawn_error = std::string("no channel for it: ") + e.what();
-      continue;
-    }
-    SpawnSpec spec;
-    spec.executable = exe;
-    spec.args = role_args(opt_, def_.id, name);
-    spec.env = opt_.env;
-    spec.channel_fd = theirs.get();
-    try {
-      r.proc = RoleProcess::start(spec);
-      r.channel = Channel(std::move(mine));
-      r.started = true;
-      if (tracer_) tracer_->role_spawned(r.proc.pid(), def_.id, r.name);
-    } catch (const SpawnError& e) {
-      r.spawn_error = e.what();
-    }
+    r.deferred = rd && rd->on_demand;
+    if (!r.deferred) start_role(r);
   }
   // Every role forked first, then each exec confirmed: the execs run side by side.
-  for (auto& r : roles_) {
-    if (!r.started) continue;
-    try {
-      r.proc.confirm_exec();
-    } catch (const SpawnError& e) {
-      r.spawn_error = e.what();
-      r.started = false;
-      r.channel = Channel();
-    }
+  for (auto& r : roles_) confirm_role(r);
+}
+
+void CaseRun::start_role(RoleState& r) {
+  r.deferred = false;
+  unique_fd mine, theirs;
+  try {
+    std::tie(mine, theirs) = make_channel_pair();
+  } catch (const std::exception& e) {
+    r.spawn_error = std::string("no channel for it: ") + e.what();
+    return;
+  }
+  SpawnSpec spec;
+  spec.executable = opt_.role_executable.empty() ? self_executable() : opt_.role_executable;
+  spec.args = role_args(opt_, def_.id, r.name);
+  spec.env = opt_.env;
+  spec.channel_fd = theirs.get();
+  try {
+    r.proc = RoleProcess::start(spec);
+    r.channel = Channel(std::move(mine));
+    r.started = true;
+    if (tracer_) tracer_->role_spawned(r.proc.pid(), def_.id, r.name);
+  } catch (const SpawnError& e) {
+    r.spawn_error = e.what();
+  }
+}
+
+void CaseRun::confirm_role(RoleState& r) {
+  if (!r.started) return;
+  try {
+    r.proc.confirm_exec();
+  } catch (const SpawnError& e) {
+    r.spawn_error = e.what();
+    r.started = false;
+    r.channel = Channel();
   }
 }
 
@@ -172,14 +179,28 @@ void CaseRun::on_hello(RoleState& r, Message& m) {
   }
   r.hello = true;
   if (tracer_) tracer_->role_hello(r.proc.pid(), hello.verb_mark);
+  json peers = json::object();
+  for (const auto& x : roles_)
+    if (x.started) peers[x.name] = x.proc.pid();
+  if (start_sent_) {
+    // An on-demand role, started after the others: its peers are the roles started so far.
+    post_start(r, msg::Start{start_document(opt_, peers, inject_)});
+    return;
+  }
   if (std::all_of(roles_.begin(), roles_.end(), [](const RoleState& x) { return !x.started || x.hello; })) {
-    json peers = json::object();
-    for (const auto& x : roles_)
-      if (x.started) peers[x.name] = x.proc.pid();
+    start_sent_ = true;
     const msg::Start start{start_document(opt_, peers, inject_)};  // the same for every role
     for (auto& x : roles_)
-      if (x.started) x.post(start);
+      if (x.started) post_start(x, start);
   }
+}
+
+// A role reads nothing before its start: what was sent to it earlier follows the start.
+void CaseRun::post_start(RoleState& r, const msg::Start& start) {
+  r.post(start);
+  r.start_posted = true;
+  for (auto& d : r.held) r.post(d);
+  r.held.clear();
 }
 
 void CaseRun::on_send(RoleState& r, msg::Send s) {
@@ -188,7 +209,17 @@ void CaseRun::on_send(RoleState& r, msg::Send s) {
     result_.warnings.push_back(r.name + " sent '" + s.tag + "' to unknown role '" + s.to + "'");
     return;
   }
-  to->post(msg::Deliver{r.name, std::move(s.tag), std::move(s.bytes), CarriedFd::lend(s.fd.get())});
+  if (to->deferred) {
+    if (terminating_) return;  // the case is ending: no new process for it
+    start_role(*to);
+    confirm_role(*to);
+    // Its peers learn of it before anything it sends or its exit: none gives up waiting on it.
+    if (to->started) broadcast(msg::PeerStart{to->name, to->proc.pid()}, to);
+  }
+  if (to->start_posted)
+    to->post(msg::Deliver{r.name, std::move(s.tag), std::move(s.bytes), CarriedFd::lend(s.fd.get())});
+  else  // held with the descriptor itself: the sender's message ends here
+    to->held.push_back(msg::Deliver{r.name, std::move(s.tag), std::move(s.bytes), std::move(s.fd)});
 }
 
 void CaseRun::on_check(RoleState& r, const msg::Check& c) {

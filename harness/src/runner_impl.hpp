@@ -58,8 +58,11 @@ struct RoleState {
   RoleProcess proc;
   Channel channel;
   bool started = false;       // spawned
+  bool deferred = false;      // an on-demand role no message has reached yet: not started, no fault
   std::string spawn_error;    // why it could not be started: a harness error
   bool hello = false;
+  bool start_posted = false;          // the start document is on its way to it
+  std::vector<msg::Deliver> held;     // sent to it before its start: delivered after it
   bool done = false;
   bool aborted = false;
   std::string done_message;
@@ -124,6 +127,9 @@ class CaseRun {
 
  private:
   void spawn_all();
+  // Forks and execs one role (the exec unconfirmed); a failure is kept in spawn_error.
+  void start_role(RoleState& r);
+  void confirm_role(RoleState& r);
   void loop();
   // What the runner watches in one poll: each descriptor's role and kind (0 its channel,
   // 1 its output, 2 its pidfd).
@@ -138,6 +144,7 @@ class CaseRun {
   // Decodes a role's message and acts on it; throws ChannelError on one it cannot decode.
   void handle(RoleState& r, Message& m);
   void on_hello(RoleState& r, Message& m);
+  void post_start(RoleState& r, const msg::Start& start);
   void on_send(RoleState& r, msg::Send s);
   void on_check(RoleState& r, const msg::Check& c);
   void on_observe(RoleState& r, const msg::Observe& o);
@@ -177,6 +184,7 @@ class CaseRun {
   Clock::time_point last_activity_{};
   double timeout_s_ = 0;
   bool terminating_ = false;
+  bool start_sent_ = false;  // every role first started has said hello and been sent the start
   bool timed_out_ = false;
   bool interrupted_ = false;
   std::string termination_reason_;

@@ -93,6 +93,7 @@ std::string waiting_where(const std::deque<RoleState>& roles) {
 void CaseRun::classify() {
   auto& c = result_;
   for (const auto& r : roles_) {
+    if (r.deferred) continue;  // an on-demand role that was never needed
     reports::RoleExit x;
     x.name = r.name;
     x.pid = r.started ? r.proc.pid() : 0;
@@ -138,6 +139,7 @@ void CaseRun::classify() {
   f.injected = injected_;
   f.checks = checks_;
   for (const auto& r : roles_) {
+    if (r.deferred) continue;
     verdict::RoleFacts x;
     x.name = r.name;
     x.started = r.started;

@@ -74,6 +74,9 @@ TEST(Messages, HelloStartAndTheRunnersAnswersRoundTrip) {
   const auto exit = round_trip(msg::PeerExit{"producer", "signal SIGKILL"});
   EXPECT_EQ(exit.role, "producer");
   EXPECT_EQ(exit.how, "signal SIGKILL");
+  const auto late = round_trip(msg::PeerStart{"consumer7", 31337});
+  EXPECT_EQ(late.role, "consumer7");
+  EXPECT_EQ(late.pid, 31337);
 }
 
 TEST(Messages, WhatARoleReportsRoundTrips) {
@@ -183,7 +186,7 @@ TEST(Messages, AMissingFieldIsNamed) {
   EXPECT_TRUE(has(e, "release message")) << e;
   EXPECT_TRUE(has(e, "field 'broken' is missing")) << e;
   EXPECT_TRUE(has(e, "has 1 field(s), 2 expected (name, broken)")) << e;
-  const std::string hello = decode_error<msg::Hello>(packet(MsgType::hello, {"1", "producer", "42"}));
+  const std::string hello = decode_error<msg::Hello>(packet(MsgType::hello, {std::to_string(msg::kProtocolVersion), "producer", "42"}));
   EXPECT_TRUE(has(hello, "hello message")) << hello;
   EXPECT_TRUE(has(hello, "field 'verb_mark' is missing")) << hello;
 }
@@ -201,7 +204,7 @@ TEST(Messages, AMalformedFieldIsNamedWithItsValue) {
   EXPECT_TRUE(has(number, "kill_peer message: field 'signal' is 'nine': not a number")) << number;
   const std::string range = decode_error<msg::KillPeer>(packet(MsgType::kill_peer, {"consumer", "0"}));
   EXPECT_TRUE(has(range, "field 'signal' is '0': out of range")) << range;
-  const std::string pid = decode_error<msg::Hello>(packet(MsgType::hello, {"1", "producer", "12ab", ""}));
+  const std::string pid = decode_error<msg::Hello>(packet(MsgType::hello, {std::to_string(msg::kProtocolVersion), "producer", "12ab", ""}));
   EXPECT_TRUE(has(pid, "hello message: field 'pid' is '12ab': not a number")) << pid;
   const std::string json_field = decode_error<msg::Check>(packet(MsgType::check, {"{not json"}));
   EXPECT_TRUE(has(json_field, "check message: field 'report' is '{not json': not JSON")) << json_field;

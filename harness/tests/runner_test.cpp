@@ -201,6 +201,16 @@ TEST_F(RunnerTest, WhatARoleCutShortLeftIsKilledAndNotedNotALeak) {
   EXPECT_NE(::kill(child, 0), 0) << "the consumer's child " << child << " still exists";
 }
 
+TEST_F(RunnerTest, OnDemandRolesRunOnlyWhenSentTo) {
+  auto r = run("selftest.on_demand");
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  std::vector<std::string> ran;
+  for (const auto& x : r.roles) ran.push_back(x.name);
+  EXPECT_EQ(ran, (std::vector<std::string>{"boss", "worker0", "worker2"})) << "worker1 and worker3 were never sent to";
+  EXPECT_EQ(r.checks.size(), 6u) << "one by each worker that ran, two by the boss per worker";
+  for (const auto& c : r.checks) EXPECT_EQ(c.result, reports::CheckResult::pass) << c.message;
+}
+
 TEST_F(RunnerTest, SkipEndsTheCaseAsSkip) {
   auto r = run("selftest.skip");
   EXPECT_EQ(r.status, Status::skip);

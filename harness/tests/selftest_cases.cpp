@@ -152,6 +152,26 @@ IPCHECK_CASE(Case("selftest.skip.cut_short", "The producer skips while the consu
                    r.receive("never sent");
                  }));
 
+// Four on-demand workers: worker0 and worker2 are sent work one after the other (worker2
+// only once worker0 has ended), worker1 and worker3 never: they never run.
+IPCHECK_CASE(Case("selftest.on_demand", "Workers start when first sent a message, one after another")
+                 .hidden()
+                 .role("boss",
+                       [](Role& r) {
+                         for (const char* w : {"worker0", "worker2"}) {
+                           r.send(w, "work", bytes(w));
+                           const Received back = r.receive("result");
+                           r.check(back.from == w, "harness.selftest.must", std::string("result from ") + back.from);
+                           r.check(r.wait_exit(w) == "exit 0", "harness.selftest.must", std::string(w) + " ended by itself");
+                         }
+                       })
+                 .on_demand_roles("worker", 4, [](Role& r) {
+                   const Received work = r.receive("work");
+                   const std::string said(reinterpret_cast<const char*>(work.bytes.data()), work.bytes.size());
+                   r.check(said == r.name(), "harness.selftest.must", "work for " + said + " reached " + r.name());
+                   r.send("boss", "result", bytes("done"));
+                 }));
+
 IPCHECK_CASE(Case("selftest.no_checks", "The role judges nothing")
                  .hidden()
                  .role("producer", [](Role&) {}));

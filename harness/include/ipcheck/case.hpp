@@ -31,6 +31,7 @@ struct RoleDef {
   int count = 1;
   RoleBody body;
   bool injection_only = false;  // started only in runs that inject a fault into the case
+  bool on_demand = false;       // each instance started when a role first sends it a message
 };
 
 // A fault-injection point: the runner kills role `role` (a base name) with SIGKILL when it
@@ -69,6 +70,11 @@ class Case {
   Case& clauses(std::initializer_list<std::string> ids);
   Case& role(std::string name, RoleBody body);
   Case& roles(std::string name, int count, RoleBody body);
+  // Up to `count` instances (name0, name1, ...), none started with the case: each starts
+  // when another role first sends it a message, and one never sent to never runs. For work
+  // handed to fresh processes one after another (a variant that kills its process is judged,
+  // and the rest go to the next): as many processes as the work needs, no more.
+  Case& on_demand_roles(std::string name, int count, RoleBody body);
   Case& timeout(double seconds);
   Case& allow_leak(std::string item_substring);
   // Fault-injection points: the steps `role` announces with Role::step or Role::step_into.

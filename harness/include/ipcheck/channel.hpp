@@ -45,6 +45,7 @@ enum class MsgType : std::uint16_t {
   kill_peer,     // role -> runner: role name, signal number
   done,          // role -> parent: "ok" | "aborted", message
   harness_error, // role -> runner: cause (a limit of the machine, /proc unreadable): the case is `error`
+  peer_start,    // runner -> role: role name, pid (an on-demand role started after the others)
 };
 const char* msg_type_name(MsgType t) noexcept;
 

@@ -29,7 +29,7 @@ namespace ipcheck::msg {
 
 // The first field of every hello. Bump it whenever a message of this file, or of a protocol
 // in data messages, changes its fields.
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;  // 2: peer_start
 
 struct Hello {
   static constexpr MsgType type = MsgType::hello;
@@ -126,6 +126,13 @@ struct Data {
   CarriedFd fd;
 };
 
+// Before anything of a role started on demand reaches a peer: it runs now.
+struct PeerStart {
+  static constexpr MsgType type = MsgType::peer_start;
+  std::string role;
+  int pid = 0;
+};
+
 struct PeerExit {
   static constexpr MsgType type = MsgType::peer_exit;
   std::string role;
@@ -174,6 +181,7 @@ Message encode(const Audit& m);
 Message encode(const Info& m);
 Message encode(const Data& m);
 Message encode(const PeerExit& m);
+Message encode(const PeerStart& m);
 Message encode(const KillPeer& m);
 Message encode(const Done& m);
 Message encode(const HarnessError& m);
@@ -194,13 +202,14 @@ template <> Audit decode<Audit>(Message& m);
 template <> Info decode<Info>(Message& m);
 template <> Data decode<Data>(Message& m);
 template <> PeerExit decode<PeerExit>(Message& m);
+template <> PeerStart decode<PeerStart>(Message& m);
 template <> KillPeer decode<KillPeer>(Message& m);
 template <> Done decode<Done>(Message& m);
 template <> HarnessError decode<HarnessError>(Message& m);
 
 // Any message, decoded by its type (for readers that queue what they do not want yet).
 using Any = std::variant<Hello, Start, Send, Deliver, Barrier, Release, Check, Observe, NativeError, Skip, Step,
-                         Proceed, Audit, Info, Data, PeerExit, KillPeer, Done, HarnessError>;
+                         Proceed, Audit, Info, Data, PeerExit, KillPeer, Done, HarnessError, PeerStart>;
 Any decode_any(Message& m);
 
 // Reads a JSON document member by member; every error is a ChannelError naming where the
