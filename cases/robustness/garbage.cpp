@@ -326,7 +326,8 @@ void judge(Role& r, HandleKind kind, const std::vector<Variant>& variants, const
           untried == 0 ? "all " + std::to_string(variants.size()) + " variants judged by live consumers (" +
                              std::to_string(consumers_used) + " consumer processes)"
                        : std::to_string(untried) + " of " + std::to_string(variants.size()) +
-                             " variants never judged: every consumer process ended before them (kGarbageConsumers in garbage.cpp)");
+                             " variants never judged: " + std::to_string(consumers_used) +
+                             " consumer processes, the most a case starts (kMostConsumers in garbage.cpp), ended before them");
   char took[32];
   std::snprintf(took, sizeof took, "%.1f ms", slowest / 1000.0);
   r.check(slowest < std::chrono::duration_cast<std::chrono::microseconds>(kSlowOpen).count(), all, kClause,
@@ -353,10 +354,72 @@ void check_every_byte(Role& r, const std::vector<Variant>& variants, const Share
                           : "bytes never changed alone and judged: " + missing);
 }
 
-// Consumer processes started per case: the most variants that can break a context or kill
-// a process before the rest go unjudged (a check says so).
-constexpr int kGarbageConsumers = 6;
+// The most consumer processes a case may start, one after another: each variant that
+// breaks a context or kills a process costs one. Past it the rest go unjudged (a check says so).
+constexpr int kMostConsumers = 256;
 
+// Hands the variants out in order to consumer0, consumer1, ... (on-demand roles: only as
+// many start as the variants need). After the first lost process, the next consumer is
+// readied (started, its runtime initialised, the real handle opened) while the current one
+// works, so a lost context costs a hand-over, not a start.
+class Handout {
+ public:
+  Handout(Role& r, const Target& target, const Target& decoy, const SharedVerdicts& shared, std::size_t total)
+      : r_(r), target_(target), decoy_(decoy), shared_(shared), total_(total) {}
+
+  void run() {
+    ready(0);
+    bool overlap = false;
+    int c = 0;
+    for (; next_ < total_ && c < kMostConsumers; ++c) {
+      give(c, next_);
+      if (overlap && c + 1 < kMostConsumers) ready(c + 1);
+      const std::string how = r_.wait_exit(name(c));
+      settle(name(c), how);
+      overlap = overlap || next_ < total_;
+      if (next_ < total_ && c + 1 < kMostConsumers) ready(c + 1);
+    }
+    // One readied but not needed: it opens the real handle again and ends.
+    if (c < kMostConsumers && readied_ > c) {
+      give(c, total_);
+      r_.wait_exit(name(c));
+    }
+  }
+  int started() const { return readied_; }
+
+ private:
+  static std::string name(int c) { return "consumer" + std::to_string(c); }
+  void ready(int c) {
+    if (readied_ > c) return;
+    send_target(r_, name(c), "handle", target_);
+    send_target(r_, name(c), "decoy", decoy_);
+    readied_ = c + 1;
+  }
+  void give(int c, std::size_t from) {
+    const std::string text = std::to_string(from);
+    r_.send(name(c), "verdicts", std::as_bytes(std::span(text)), shared_.fd.get());
+  }
+  // Where the consumer stopped: the first variant it never finished. One it died inside is
+  // recorded as having killed it.
+  void settle(const std::string& who, const std::string& how) {
+    while (next_ < total_ && shared_.v[next_].state != State::untried && shared_.v[next_].state != State::in_flight) ++next_;
+    if (next_ < total_ && shared_.v[next_].state == State::in_flight) {
+      Verdict& v = shared_.v[next_];
+      put_text(v.detail, sizeof v.detail, who + " ended (" + how + ") inside this open");
+      v.state = State::killed;
+      ++next_;
+    }
+    r_.note(who + " judged up to variant " + std::to_string(next_) + " of " + std::to_string(total_) + ", then " + how);
+  }
+
+  Role& r_;
+  const Target& target_;
+  const Target& decoy_;
+  const SharedVerdicts& shared_;
+  std::size_t total_;
+  std::size_t next_ = 0;
+  int readied_ = 0;
+};
 
 void producer(Role& r, HandleKind kind) {
   Target target = export_target(r, kind, kTargetSeed, kClause);
@@ -370,33 +433,9 @@ void producer(Role& r, HandleKind kind) {
   if (!shared.fd || ::ftruncate(shared.fd.get(), static_cast<off_t>(std::max<std::size_t>(1, variants.size()) * sizeof(Verdict))) != 0 ||
       !shared.map(variants.size()))
     r.harness_error(std::string("the shared verdict page: memfd_create/ftruncate/mmap failed: ") + std::strerror(errno));
-  const int consumers = kGarbageConsumers;
-  std::size_t next = 0;
-  int used = 0;
-  for (int c = 0; c < consumers; ++c) {
-    const std::string name = "consumer" + std::to_string(c);
-    if (next >= variants.size()) {
-      send_text(r, name, "start", "done");
-      continue;
-    }
-    ++used;
-    send_text(r, name, "start", "go");
-    send_target(r, name, "handle", target);
-    send_target(r, name, "decoy", decoy);
-    const std::string from = std::to_string(next);
-    r.send(name, "verdicts", std::as_bytes(std::span(from)), shared.fd.get());
-    const std::string how = r.wait_exit(name);
-    // Where it stopped: the first variant it never finished.
-    while (next < variants.size() && shared.v[next].state != State::untried && shared.v[next].state != State::in_flight) ++next;
-    if (next < variants.size() && shared.v[next].state == State::in_flight) {
-      Verdict& v = shared.v[next];
-      put_text(v.detail, sizeof v.detail, name + " ended (" + how + ") inside this open");
-      v.state = State::killed;
-      ++next;
-    }
-    r.note(name + " judged up to variant " + std::to_string(next) + " of " + std::to_string(variants.size()) + ", then " + how);
-  }
-  judge(r, kind, variants, shared, used);
+  Handout handout(r, target, decoy, shared, variants.size());
+  handout.run();
+  judge(r, kind, variants, shared, handout.started());
   check_every_byte(r, variants, shared, target.handle.bytes);
 }
 
@@ -411,19 +450,11 @@ struct Probe {
 };
 
 void consumer(Role& r, HandleKind kind) {
-  // Each consumer ends on its own (the producer waits for its exit before starting the next).
-  if (receive_text(r, "start") == "done") return;
+  // Each consumer ends on its own (the producer waits for its exit before the next gets work).
   ReceivedTarget target = receive_target(r, "handle");
   ReceivedTarget decoy = receive_target(r, "decoy");
-  Received page = r.receive("verdicts");
-  const std::size_t from = std::strtoull(
-      std::string(reinterpret_cast<const char*>(page.bytes.data()), page.bytes.size()).c_str(), nullptr, 10);
   const std::vector<Variant> variants = all_variants(r, kind, target.handle.bytes, decoy.handle.bytes);
   const HandleLayout* layout = known_layout(r, kind_name(kind), target.handle.bytes.size());
-  SharedVerdicts shared;
-  shared.fd = std::move(page.fd);
-  if (!shared.fd || !shared.map(variants.size()))
-    r.harness_error(std::string("the shared verdict page did not map: ") + std::strerror(errno));
   Probe probe;
   {
     // The real bytes open (so every refusal below is about the garbage), and the probe works.
@@ -434,6 +465,14 @@ void consumer(Role& r, HandleKind kind) {
     probe.mem = alloc_filled(r, 64, kTargetSeed, kClause);
     r.require_ok(probe.check(r), kClause, "the probe read before the garbage");
   }
+  // Readied ahead of need: the work (where to start, and the verdict page) comes now.
+  Received page = r.receive("verdicts");
+  const std::size_t from = std::strtoull(
+      std::string(reinterpret_cast<const char*>(page.bytes.data()), page.bytes.size()).c_str(), nullptr, 10);
+  SharedVerdicts shared;
+  shared.fd = std::move(page.fd);
+  if (!shared.fd || !shared.map(variants.size()))
+    r.harness_error(std::string("the shared verdict page did not map: ") + std::strerror(errno));
   const ResourceCount before = count_resources();
   std::size_t i = from;
   bool lost = false;
@@ -500,8 +539,11 @@ void register_garbage() {
                            " handles: each refused cleanly or the export itself, judged in a live process")
                       .clause(kClause)
                       .role("producer", [kind](Role& r) { producer(r, kind); })
-                      .roles("consumer", kGarbageConsumers, [kind](Role& r) { consumer(r, kind); })
+                      .on_demand_roles("consumer", kMostConsumers, [kind](Role& r) { consumer(r, kind); })
                       .expendable("consumer")
+                      // A driver whose variants kill many processes needs many in turn; a
+                      // hang is still caught within the run's inactivity limit.
+                      .timeout(300)
                       .def);
   }
 }
