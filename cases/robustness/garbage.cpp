@@ -6,8 +6,15 @@
 // kills the process is one named killed, and the variants after it go to a fresh consumer
 // process: each verdict comes from a process whose context was alive. Every byte of the
 // handle changed alone is among them (checked); what the runtime answered is observed per
-// family (garbage.<kind>.<family>), so a new driver's changes show in the diff.
+// family (garbage.<kind>.<family>), so a new driver's changes show in the diff. A handle
+// that travels with a descriptor is also opened with the real bytes and descriptors that are
+// not the export's (closed, out of range, /dev/null, a pipe, a socket, an eventfd, a plain
+// memfd, another export's): they reach the runtime's import, not only ipcheck's record checks.
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -30,10 +37,16 @@ constexpr const char* kClause = "rb.open.garbage";
 constexpr std::uint64_t kTargetSeed = 0x6a7b, kDecoySeed = 0x6a7c;  // odd: a signaled event; even: clear
 constexpr auto kSlowOpen = std::chrono::seconds(2);                 // one open this slow is a hang
 
+// Where a variant's descriptor comes from, for handles that travel with one (the real
+// handle bytes, another descriptor): what the runtime's import does with a descriptor that
+// is not its export's.
+enum class Descriptor : std::uint8_t { real, closed, out_of_range, dev_null, pipe, socket, eventfd, plain_memfd, decoy };
+
 struct Variant {
   std::string family;
   std::string name;
   Bytes bytes;
+  Descriptor fd = Descriptor::real;
 };
 
 class Generator {
@@ -238,9 +251,26 @@ Evidence evidence_of(const Verdict& v) {
   return e;
 }
 
-std::vector<Variant> all_variants(Role& r, HandleKind kind, const Bytes& good, const Bytes& decoy) {
+// With a handle that travels with a descriptor: the real bytes beside descriptors that are
+// not the export's, so they reach the runtime's import (not only ipcheck's record checks).
+void add_descriptor_variants(std::vector<Variant>& out, const Bytes& good) {
+  const std::pair<Descriptor, const char*> kinds[] = {
+      {Descriptor::closed, "a descriptor number just closed"},
+      {Descriptor::out_of_range, "descriptor number 1048575 (none open)"},
+      {Descriptor::dev_null, "/dev/null"},
+      {Descriptor::pipe, "a pipe's read end"},
+      {Descriptor::socket, "a Unix socket"},
+      {Descriptor::eventfd, "an eventfd"},
+      {Descriptor::plain_memfd, "a zero-filled memfd of the export's size"},
+      {Descriptor::decoy, "the descriptor of another export (the decoy), with this handle's bytes"},
+  };
+  for (const auto& [d, name] : kinds) out.push_back({"descriptor", name, good, d});
+}
+
+std::vector<Variant> all_variants(Role& r, HandleKind kind, const Bytes& good, const Bytes& decoy, bool with_descriptor) {
   Generator gen(good, decoy);
   std::vector<Variant> variants = gen.blind();
+  if (with_descriptor) add_descriptor_variants(variants, good);
   if (const HandleLayout* layout = known_layout(r, kind_name(kind), good.size())) {
     auto more = gen.fields(*layout);
     variants.insert(variants.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
@@ -424,7 +454,8 @@ class Handout {
 void producer(Role& r, HandleKind kind) {
   Target target = export_target(r, kind, kTargetSeed, kClause);
   Target decoy = export_target(r, kind, kDecoySeed, kClause);
-  const std::vector<Variant> variants = all_variants(r, kind, target.handle.bytes, decoy.handle.bytes);
+  const std::vector<Variant> variants =
+      all_variants(r, kind, target.handle.bytes, decoy.handle.bytes, target.handle.fd >= 0 && decoy.handle.fd >= 0);
   if (!known_layout(r, kind_name(kind), target.handle.bytes.size()))
     r.note("handle layout '" + r.adapter().info().layout_of(kind_name(kind)) +
            "' is opaque to ipcheck: field-aware mutations skipped, blind ones only");
@@ -437,6 +468,44 @@ void producer(Role& r, HandleKind kind) {
   handout.run();
   judge(r, kind, variants, shared, handout.started());
   check_every_byte(r, variants, shared, target.handle.bytes);
+}
+
+// The descriptor a variant names, made in the consumer (kept in `made` until after the open).
+int descriptor(Role& r, Descriptor d, unique_fd& made, const ReceivedTarget& decoy, std::size_t bytes) {
+  switch (d) {
+    case Descriptor::real: break;
+    case Descriptor::closed: {
+      const int n = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (n >= 0) ::close(n);
+      return n;
+    }
+    case Descriptor::out_of_range: return 1048575;
+    case Descriptor::dev_null: made.reset(::open("/dev/null", O_RDWR | O_CLOEXEC)); break;
+    case Descriptor::pipe: {
+      int p[2];
+      if (::pipe2(p, O_CLOEXEC) == 0) {
+        made.reset(p[0]);
+        ::close(p[1]);
+      }
+      break;
+    }
+    case Descriptor::socket: {
+      int sv[2];
+      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+        made.reset(sv[0]);
+        ::close(sv[1]);
+      }
+      break;
+    }
+    case Descriptor::eventfd: made.reset(::eventfd(0, EFD_CLOEXEC)); break;
+    case Descriptor::plain_memfd:
+      made.reset(::memfd_create("ipcheck-garbage-plain", MFD_CLOEXEC));
+      if (made && ::ftruncate(made.get(), static_cast<off_t>(std::max<std::size_t>(bytes, 4096))) != 0) made.reset();
+      break;
+    case Descriptor::decoy: made.reset(::fcntl(decoy.handle.fd.get(), F_DUPFD_CLOEXEC, 0)); break;
+  }
+  if (!made) r.harness_error(std::string("a descriptor for a garbage variant could not be made: ") + std::strerror(errno));
+  return made.get();
 }
 
 // A probe of the consumer's own process after each open: a read of memory it allocated.
@@ -453,7 +522,8 @@ void consumer(Role& r, HandleKind kind) {
   // Each consumer ends on its own (the producer waits for its exit before the next gets work).
   ReceivedTarget target = receive_target(r, "handle");
   ReceivedTarget decoy = receive_target(r, "decoy");
-  const std::vector<Variant> variants = all_variants(r, kind, target.handle.bytes, decoy.handle.bytes);
+  const std::vector<Variant> variants = all_variants(r, kind, target.handle.bytes, decoy.handle.bytes,
+                                                    target.handle.fd.get() >= 0 && decoy.handle.fd.get() >= 0);
   const HandleLayout* layout = known_layout(r, kind_name(kind), target.handle.bytes.size());
   Probe probe;
   {
@@ -482,8 +552,10 @@ void consumer(Role& r, HandleKind kind) {
     __atomic_store_n(&v.state, State::in_flight, __ATOMIC_SEQ_CST);
     // Named first: if the open kills this process, the case's last output line says which variant.
     r.note("opening " + var.family + ": " + var.name);
+    unique_fd made;
+    const int fd = var.fd == Descriptor::real ? target.handle.fd.get() : descriptor(r, var.fd, made, decoy, target.bytes);
     const auto t0 = Clock::now();
-    Opened o = open_target(r, kind, var.bytes, target.handle.fd.get());
+    Opened o = open_target(r, kind, var.bytes, fd);
     v.micros = static_cast<std::uint32_t>(std::min<long long>(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(), 0xffffffffll));
     if (!o.outcome.ok()) {
