@@ -253,7 +253,7 @@ Evidence evidence_of(const Verdict& v) {
 
 // With a handle that travels with a descriptor: the real bytes beside descriptors that are
 // not the export's, so they reach the runtime's import (not only ipcheck's record checks).
-void add_descriptor_variants(std::vector<Variant>& out, const Bytes& good) {
+void add_descriptor_variants(std::vector<Variant>& out, const Bytes& good, bool with_decoy) {
   const std::pair<Descriptor, const char*> kinds[] = {
       {Descriptor::closed, "a descriptor number just closed"},
       {Descriptor::out_of_range, "descriptor number 1048575 (none open)"},
@@ -264,13 +264,20 @@ void add_descriptor_variants(std::vector<Variant>& out, const Bytes& good) {
       {Descriptor::plain_memfd, "a zero-filled memfd of the export's size"},
       {Descriptor::decoy, "the descriptor of another export (the decoy), with this handle's bytes"},
   };
-  for (const auto& [d, name] : kinds) out.push_back({"descriptor", name, good, d});
+  for (const auto& [d, name] : kinds)
+    if (d != Descriptor::decoy || with_decoy) out.push_back({"descriptor", name, good, d});
 }
 
-std::vector<Variant> all_variants(Role& r, HandleKind kind, const Bytes& good, const Bytes& decoy, bool with_descriptor) {
+// `target_fd`, `decoy_fd`: whether each handle came with a descriptor (the scm transport).
+// A handle whose layout names a descriptor (taken by pidfd_getfd on the other transport)
+// gets the descriptor variants too: an open given a descriptor uses it.
+std::vector<Variant> all_variants(Role& r, HandleKind kind, const Bytes& good, const Bytes& decoy, bool target_fd,
+                                  bool decoy_fd) {
   Generator gen(good, decoy);
   std::vector<Variant> variants = gen.blind();
-  if (with_descriptor) add_descriptor_variants(variants, good);
+  const HandleLayout* l = known_layout(r, kind_name(kind), good.size());
+  if (target_fd || (l && (l->find(FieldRole::descriptor) >= 0 || l->find(FieldRole::fd) >= 0)))
+    add_descriptor_variants(variants, good, decoy_fd);
   if (const HandleLayout* layout = known_layout(r, kind_name(kind), good.size())) {
     auto more = gen.fields(*layout);
     variants.insert(variants.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
@@ -455,7 +462,7 @@ void producer(Role& r, HandleKind kind) {
   Target target = export_target(r, kind, kTargetSeed, kClause);
   Target decoy = export_target(r, kind, kDecoySeed, kClause);
   const std::vector<Variant> variants =
-      all_variants(r, kind, target.handle.bytes, decoy.handle.bytes, target.handle.fd >= 0 && decoy.handle.fd >= 0);
+      all_variants(r, kind, target.handle.bytes, decoy.handle.bytes, target.handle.fd >= 0, decoy.handle.fd >= 0);
   if (!known_layout(r, kind_name(kind), target.handle.bytes.size()))
     r.note("handle layout '" + r.adapter().info().layout_of(kind_name(kind)) +
            "' is opaque to ipcheck: field-aware mutations skipped, blind ones only");
@@ -523,7 +530,7 @@ void consumer(Role& r, HandleKind kind) {
   ReceivedTarget target = receive_target(r, "handle");
   ReceivedTarget decoy = receive_target(r, "decoy");
   const std::vector<Variant> variants = all_variants(r, kind, target.handle.bytes, decoy.handle.bytes,
-                                                    target.handle.fd.get() >= 0 && decoy.handle.fd.get() >= 0);
+                                                    target.handle.fd.get() >= 0, decoy.handle.fd.get() >= 0);
   const HandleLayout* layout = known_layout(r, kind_name(kind), target.handle.bytes.size());
   Probe probe;
   {
