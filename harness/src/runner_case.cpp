@@ -124,7 +124,7 @@ void CaseRun::begin_termination(const std::string& why, bool is_timeout, const R
 }
 
 void CaseRun::reap(RoleState& r) {
-  if (r.exit || !r.proc.has_exited()) return;
+  if (r.exit || !r.proc.poll_exit()) return;
   // What the role sent before it exited is still queued: read it all first.
   try {
     while (r.channel)
@@ -137,14 +137,16 @@ void CaseRun::reap(RoleState& r) {
   r.channel = Channel();
   r.outbox.clear();  // messages (and descriptors) for a role that is gone go nowhere
   if (kill_when_blocked_ == &r) kill_when_blocked_ = nullptr;
-  // Grandchildren left in the role's group are a leak of processes; they die here. The
-  // group is read while the role is unreaped, so its id is still the role's own.
-  r.survivors = r.proc.group_survivors();
-  if (!r.survivors.empty()) r.proc.signal_group(SIGKILL);
-  r.exit = r.proc.poll_exit();
+  r.exit = r.proc.status();
   r.exit_time = Clock::now();
   r.duration_s = seconds_since(r.proc.started());
+  // Grandchildren left in the role's group are a leak of processes; they die here. The role
+  // is reaped, so its group's id may have gone to another program's group: only the
+  // runner's descendants count (the runner is their subreaper). While one of them is in the
+  // group its id cannot be reused, so the group signal reaches only them.
+  r.survivors = r.proc.group_survivors();
   if (!r.survivors.empty()) {
+    r.proc.signal_group(SIGKILL);
     // As the subreaper the runner inherited them: reap, so no zombie outlives the case.
     for (const auto& s : r.survivors) {
       const pid_t p = std::atoi(s.c_str());

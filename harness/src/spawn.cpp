@@ -233,16 +233,6 @@ bool RoleProcess::read_output() {
   }
 }
 
-bool RoleProcess::has_exited() const noexcept {
-  if (status_) return true;
-  if (pid_ <= 0) return false;
-  siginfo_t info{};
-  int r;
-  do r = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
-  while (r < 0 && errno == EINTR);
-  return r == 0 && info.si_pid == pid_;
-}
-
 const std::optional<ExitStatus>& RoleProcess::poll_exit() {
   if (pid_ > 0 && !status_) {
     int status = 0;

@@ -65,31 +65,24 @@ TEST(Leftovers, StateOfASleepingChild) {
   EXPECT_EQ(process_state(child), 0) << "a reaped process has no state";
 }
 
-// A role's group is read while the role is exited but unreaped: its pid, and so its group's
-// id, cannot be reused then. Once it is reaped the id may name another program's group,
-// so only this process's own descendants count (a test process is no subreaper: the
-// orphan went to another process, as a stranger's group member would be).
-TEST(Leftovers, AGroupIsTheRolesOwnOnlyUntilTheRoleIsReaped) {
+// Once a role is reaped its group's id may go to another program's group: only this
+// process's descendants count as the role's survivors. A test process is no subreaper, so
+// the shell's orphaned sleep went to another process, as a stranger's group member would.
+TEST(Leftovers, AReapedRolesGroupCountsOnlyThisProcesssDescendants) {
   SpawnSpec spec;
   spec.executable = "/bin/sh";
   spec.args = {"-c", "sleep 30 & exit 0"};
   RoleProcess role = RoleProcess::spawn(spec);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!role.has_exited() && std::chrono::steady_clock::now() < deadline)
+  while (!role.poll_exit() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ASSERT_TRUE(role.has_exited());
-  EXPECT_FALSE(role.status()) << "has_exited does not reap";
-  EXPECT_EQ(::kill(role.pid(), 0), 0) << "the exited role is still a zombie";
-  const auto unreaped = role.group_survivors();
-  ASSERT_EQ(unreaped.size(), 1u) << "the shell's sleep is left in its group";
-  EXPECT_NE(unreaped[0].find("(sleep)"), std::string::npos) << unreaped[0];
-
-  ASSERT_TRUE(role.poll_exit());
-  const auto reaped = role.group_survivors();
-  EXPECT_TRUE(reaped.empty()) << "after the reap, a group member that is not this process's descendant is no "
-                                 "survivor of the role: "
-                              << (reaped.empty() ? "" : reaped[0]);
-  role.signal_group(SIGKILL);  // the sleep, found above, is ours to end
+  ASSERT_TRUE(role.status());
+  ASSERT_EQ(::kill(-role.pid(), 0), 0) << "the sleep is still in the shell's group";
+  const auto survivors = role.group_survivors();
+  EXPECT_TRUE(survivors.empty()) << "a group member that is not this process's descendant is no survivor of the "
+                                    "role: "
+                                 << (survivors.empty() ? "" : survivors[0]);
+  role.signal_group(SIGKILL);  // the sleep is in the group, so the id is still the shell's: ours to end
 }
 
 }  // namespace

@@ -73,9 +73,6 @@ class RoleProcess {
   const std::string& output_tail() const noexcept { return tail_; }
   bool output_open() const noexcept { return static_cast<bool>(output_); }
 
-  // True once the child has exited, reaped or not. An exited child that is not yet
-  // reaped keeps its pid, and so its process group's id, from being reused.
-  bool has_exited() const noexcept;
   // Reaps the child if it has exited; the status once known.
   const std::optional<ExitStatus>& poll_exit();
   // Waits up to `limit` for the child to exit (reading its output pipe meanwhile) and
@@ -85,9 +82,9 @@ class RoleProcess {
 
   // Signals the role's process group (the role and whatever it forked).
   void signal_group(int sig) const noexcept;
-  // Processes other than the role still in its group, as "pid (comm)". Call it before the
-  // role is reaped (has_exited, not poll_exit): after that the group's id may belong to
-  // another process, so only descendants of this process are counted.
+  // Processes other than the role still in its group, as "pid (comm)". Once the role is
+  // reaped the group's id may belong to another program's group: then only descendants of
+  // this process count (a parent that is its children's subreaper finds all of them).
   std::vector<std::string> group_survivors() const;
 
  private:
