@@ -134,26 +134,44 @@ Outcome CudaAdapter::phys_close(ObjectId pm) {
   return release_phys(pm, "phys_close");
 }
 
+// CUDA retains an allocation handle only through an address it is mapped at
+// (cuMemRetainAllocationHandle): an existing mapping of the object, or else a temporary one
+// made for the call and unmapped after it (the retained reference outlives the mapping).
 Outcome CudaAdapter::phys_retain(ObjectId pm) {
   if (auto o = need_vmm("phys_retain"); !o.ok()) return o;
   Phys* p = find_phys(pm);
   if (!p) return unknown("physical memory object", pm);
-  for (const auto& [addr, m] : vm_maps_) {
-    if (m.pm != pm) continue;
-    CUmemGenericAllocationHandle h = 0;
-    if (const CUresult r = cu_->cuMemRetainAllocationHandle(&h, reinterpret_cast<void*>(addr)); r != CUDA_SUCCESS)
-      return fail(r, "cuMemRetainAllocationHandle(" + hex(addr) + ")");
-    if (h != p->handle) {
-      cu_->cuMemRelease(h);
-      return Outcome::failure(Errc::other, "cuda: cuMemRetainAllocationHandle(" + hex(addr) + ") gave handle " +
-                                               hex(h) + ", the mapping was made from " + hex(p->handle));
+  CUdeviceptr addr = 0, temporary = 0;
+  for (const auto& [at, m] : vm_maps_)
+    if (m.pm == pm) {
+      addr = at;
+      break;
     }
-    ++p->refs;
-    return Outcome::runtime_success("cuMemRetainAllocationHandle");
+  if (!addr) {
+    if (const CUresult r = cu_->cuMemAddressReserve(&temporary, p->size, 0, 0, 0); r != CUDA_SUCCESS)
+      return fail(r, "cuMemAddressReserve(" + std::to_string(p->size) + " bytes) for a mapping to retain through");
+    if (const CUresult r = cu_->cuMemMap(temporary, p->size, 0, p->handle, 0); r != CUDA_SUCCESS) {
+      cu_->cuMemAddressFree(temporary, p->size);
+      return fail(r, "cuMemMap of physical memory object " + std::to_string(pm) + " to retain it through the mapping");
+    }
+    addr = temporary;
   }
-  return Outcome::failure(Errc::not_implemented,
-                          "cuda: CUDA retains an allocation handle only through a mapped address "
-                          "(cuMemRetainAllocationHandle); object " + std::to_string(pm) + " is not mapped");
+  CUmemGenericAllocationHandle h = 0;
+  const CUresult r = cu_->cuMemRetainAllocationHandle(&h, reinterpret_cast<void*>(addr));
+  if (temporary) {
+    cu_->cuMemUnmap(temporary, p->size);
+    cu_->cuMemAddressFree(temporary, p->size);
+  }
+  const std::string call = std::string("cuMemRetainAllocationHandle(") + (temporary ? "a temporary mapping at " : "") +
+                           hex(addr) + ")";
+  if (r != CUDA_SUCCESS) return fail(r, call);
+  if (h != p->handle) {
+    cu_->cuMemRelease(h);
+    return Outcome::failure(Errc::other, "cuda: " + call + " gave handle " + hex(h) + ", the mapping was made from " +
+                                             hex(p->handle));
+  }
+  ++p->refs;
+  return Outcome::runtime_success("cuMemRetainAllocationHandle");
 }
 
 Outcome CudaAdapter::phys_release(ObjectId pm) {
