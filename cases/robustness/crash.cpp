@@ -1,6 +1,7 @@
 // Processes that die holding IPC objects: a consumer killed with mappings open must not
 // disturb the producer (rb.consumer.crash); what a mapping sees when the producer is
-// killed is observed, and new opens then fail cleanly (rb.producer.crash).
+// killed is observed, and new opens then fail cleanly (rb.producer.crash); so is a mapping
+// of an opened physical object after its exporter is killed.
 #include "kinds.hpp"
 
 namespace ipcheck::catalog::robustness_crash {
@@ -125,6 +126,59 @@ IPCHECK_CASE(Case("robustness.producer.crash",
                  .role("producer", doomed)
                  .role("holder", holder)
                  .role("witness", witness));
+
+// --- rb.producer.crash for physical memory: a mapping of an opened physical object (a
+// virtual range the consumer reserved and mapped) when its exporter is killed. The import
+// holds its own reference to the allocation, so the mapping may outlive the exporter; what
+// it shows, and whether writing and unmapping still work, is observed.
+
+constexpr const char* kRoundtrip = "sycl.phys.roundtrip";
+
+void doomed_physical(Role& r) {
+  Target t = export_target(r, HandleKind::physical, kSeed, kProducerCrash, kBytes);
+  send_target(r, "holder", "handle", t);
+  // Killed here, export live. A holder that could not map ends first: the barrier then
+  // opens (no other role waits at it) and the producer ends cleanly.
+  r.barrier("killed");
+}
+
+void physical_holder(Role& r) {
+  ReceivedTarget t = receive_target(r, "handle");
+  Opened o = open_target(r, HandleKind::physical, t.handle.bytes, t.handle.fd.get());
+  r.skip_if_unsupported(o.outcome, "physical open");
+  // Before the kill it is a plain round trip, judged as one.
+  r.require_ok(o.outcome, kRoundtrip, "phys_open before the producer's death");
+  PhysicalView view = map_physical(r, o.object.get(), t.bytes, kRoundtrip);
+  r.require(verify(r, view.ptr(), t.bytes, kSeed, kRoundtrip, "the mapping before the producer's death"), kRoundtrip,
+            "the mapping shows the producer's bytes before its death");
+  r.kill("producer");
+  r.note("producer ended: " + r.wait_exit("producer"));
+  std::vector<std::byte> got(t.bytes);
+  const Outcome read = r.adapter().read(view.ptr(), got);
+  std::string value = "read_" + outcome_word(read);
+  if (read.ok()) value = first_mismatch(got, kSeed) == static_cast<std::size_t>(-1) ? "readable_same" : "readable_changed";
+  r.observe("robustness.producer.crash.physical.mapping", value, kProducerCrash);
+  r.observe("robustness.producer.crash.physical.write",
+            outcome_word(r.adapter().write(view.ptr(), pattern(kAfterSeed, kPage))), kProducerCrash);
+  r.check_ok(view.mapping.reset(), kProducerCrash, "vm_unmap of the mapping after the producer's death");
+  r.check_ok(o.object.reset(), kProducerCrash, "phys_close of the object after the producer's death");
+}
+
+void physical_witness(Role& r) {
+  const std::string how = r.wait_exit("holder");
+  if (how.rfind("signal", 0) == 0) {
+    r.note("the holder died using its physical mapping after the producer's death: " + how);
+    r.observe("robustness.producer.crash.physical.mapping", "crash", kProducerCrash);
+  }
+}
+
+IPCHECK_CASE(Case("robustness.producer.crash.physical",
+                  "Observes a mapping of an opened physical object after its exporter is killed; unmap and close still work")
+                 .clauses({kProducerCrash, kRoundtrip})
+                 .expendable("holder")
+                 .role("producer", doomed_physical)
+                 .role("holder", physical_holder)
+                 .role("witness", physical_witness));
 
 }  // namespace
 }  // namespace ipcheck::catalog::robustness_crash

@@ -54,7 +54,7 @@ const std::vector<std::string> kOpenPhysical = {
     "physical.*", "robustness.close.no_leak.physical", "robustness.open.garbage.physical",
     "robustness.put.revokes.physical", "robustness.close.double.physical", "robustness.open.cross_device.physical",
     "robustness.open.forged_range.physical", "robustness.put.one_export.physical", "robustness.open.cross_kind",
-    "robustness.revoke.tamper.physical"};
+    "robustness.revoke.tamper.physical", "robustness.producer.crash.physical"};
 
 const std::map<std::string, Collateral>& collateral() {
   static const std::map<std::string, Collateral> c = {
