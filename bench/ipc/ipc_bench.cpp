@@ -18,100 +18,25 @@
 //   phys_open_map             physical open + reserve + map + unmap + free + close
 // and "<adapter>/event_signal_wake": a ping-pong across the processes, per round trip.
 // Each has "<adapter>/floor/<verb>/<size>" beside it; the label names the floor.
-#include <benchmark/benchmark.h>
+//
+// This file holds the command line, the producer and main; the consumer is
+// ipc_bench_consumer.cpp's, and ipc_bench.hpp what both share.
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <functional>
 #include <optional>
 
-#include "floor.hpp"
+#include "ipc_bench.hpp"
 #include "peer_messages.hpp"
 #include "ipcheck/adapter.hpp"
-#include "ipcheck/bench/summary.hpp"
 #include "ipcheck/channel.hpp"
 #include "ipcheck/owned.hpp"
 
 namespace ipcheck::bench {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-using ipcref::unique_fd;
-
-constexpr int kPeerFd = 3;
-constexpr std::size_t kSizes[] = {4096, 2u << 20, 64u << 20};
-constexpr auto kEchoWait = std::chrono::seconds(30);
-
-std::string size_name(std::size_t bytes) {
-  if (bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
-  return std::to_string(bytes >> 10) + "KiB";
-}
-
-double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-struct Args {
-  std::string role;
-  std::string adapter = "ref";
-  std::string transport = "auto";
-  std::map<std::string, std::string> options;
-  std::vector<char*> rest;  // for Google Benchmark, argv[0] first
-};
-
-Args parse_args(int argc, char** argv) {
-  Args a;
-  a.rest.push_back(argv[0]);
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (k == "--role" && has_value) a.role = argv[++i];
-    else if (k == "--adapter" && has_value) a.adapter = argv[++i];
-    else if (k == "--transport" && has_value) a.transport = argv[++i];
-    else if (k == "--adapter-opt" && has_value) {
-      const std::string kv = argv[++i];
-      const auto eq = kv.find('=');
-      a.options[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
-    } else {
-      a.rest.push_back(argv[i]);
-    }
-  }
-  return a;
-}
-
-// The page both processes map: the raw futex words of the event floor and the flag that
-// ends an echo loop.
-struct Control {
-  std::atomic<std::uint32_t> ping;
-  std::atomic<std::uint32_t> pong;
-  std::atomic<std::uint32_t> stop;
-};
-
-long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const timespec* timeout = nullptr) {
-  return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op, value, timeout, nullptr, 0);
-}
-
-// Waits until *word is non-zero; false after `limit` without it.
-bool futex_wait_set(std::atomic<std::uint32_t>* word, std::chrono::seconds limit) {
-  const auto deadline = Clock::now() + limit;
-  const timespec slice{1, 0};
-  while (word->load(std::memory_order_acquire) == 0) {
-    futex(word, FUTEX_WAIT, 0, &slice);
-    if (Clock::now() > deadline) return false;
-  }
-  return true;
-}
-
-void futex_set_wake(std::atomic<std::uint32_t>* word) {
-  word->store(1, std::memory_order_release);
-  futex(word, FUTEX_WAKE, 1);
-}
 
 std::unique_ptr<Adapter> start_adapter(const Args& args, std::string& why) {
   const AdapterDesc* d = find_adapter(args.adapter);
@@ -131,9 +56,30 @@ std::unique_ptr<Adapter> start_adapter(const Args& args, std::string& why) {
   return a;
 }
 
-template <class T>
-void send(Channel& ch, const T& m) {
-  if (!ch.send(m)) throw ChannelError("the peer process is gone");
+namespace {
+
+using ipcref::unique_fd;
+
+constexpr auto kEchoWait = std::chrono::seconds(30);
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  a.rest.push_back(argv[0]);
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (k == "--role" && has_value) a.role = argv[++i];
+    else if (k == "--adapter" && has_value) a.adapter = argv[++i];
+    else if (k == "--transport" && has_value) a.transport = argv[++i];
+    else if (k == "--adapter-opt" && has_value) {
+      const std::string kv = argv[++i];
+      const auto eq = kv.find('=');
+      a.options[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    } else {
+      a.rest.push_back(argv[i]);
+    }
+  }
+  return a;
 }
 
 std::vector<std::byte> fill_pattern(std::size_t bytes) { return std::vector<std::byte>(bytes, std::byte{0xa5}); }
@@ -276,392 +222,6 @@ int run_producer(const Args& args) {
     return 1;
   }
   return 0;
-}
-
-// ---------------------------------------------------------------- consumer
-
-struct Peer {
-  std::map<std::size_t, ExportMsg> mem, phys;
-  std::optional<ExportMsg> ping, pong;
-  unique_fd control_fd;
-  std::vector<std::pair<std::string, std::string>> skips;  // benchmark, why
-};
-
-Peer receive_exports(Channel& ch) {
-  Peer p;
-  for (;;) {
-    auto m = ch.receive(60'000);
-    if (!m) throw ChannelError("the producer sent nothing for 60 s");
-    if (m->type != MsgType::data) continue;
-    wire::Any said = wire::decode(*m);
-    if (std::holds_alternative<wire::Ready>(said)) return p;
-    if (const auto* e = std::get_if<wire::Error>(&said)) throw ChannelError(e->why);
-    if (auto* skip = std::get_if<wire::Skip>(&said)) {
-      p.skips.emplace_back(std::move(skip->benchmark), std::move(skip->why));
-    } else if (auto* mem = std::get_if<wire::MemExport>(&said)) {
-      p.mem[mem->size] = ExportMsg{mem->size, std::move(mem->bytes), mem->fd.take()};
-    } else if (auto* phys = std::get_if<wire::PhysExport>(&said)) {
-      p.phys[phys->size] = ExportMsg{phys->size, std::move(phys->bytes), phys->fd.take()};
-    } else if (auto* event = std::get_if<wire::EventExport>(&said)) {
-      (event->ping ? p.ping : p.pong) = ExportMsg{0, std::move(event->bytes), event->fd.take()};
-    } else if (auto* control = std::get_if<wire::Control>(&said)) {
-      p.control_fd = control->fd.take();
-    }
-  }
-}
-
-class Consumer {
- public:
-  Consumer(Channel& ch, Adapter& a, Floor& floor, Peer& peer, std::string adapter)
-      : ch_(ch), a_(a), floor_(floor), peer_(peer), name_(std::move(adapter)) {}
-
-  ~Consumer() {
-    while (!owned_.empty()) owned_.pop_back();
-    if (control_) ::munmap(control_, 4096);
-  }
-
-  // Registers every benchmark this adapter and floor can run; the others are skipped with why.
-  void register_all() {
-    void* page = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, peer_.control_fd.get(), 0);
-    if (page == MAP_FAILED) throw ChannelError(std::string("mmap of the control page: ") + std::strerror(errno));
-    control_ = static_cast<Control*>(page);
-    const auto floors = floor_.describe();
-    for (const auto& [kind, what] : floors) benchmark::AddCustomContext("floor:" + name_ + "/floor/" + kind, what);
-
-    for (std::size_t size : kSizes) {
-      const std::string sz = size_name(size);
-      auto own = a_.alloc(0, size, MemKind::device);
-      if (!own.ok()) throw ChannelError("alloc(" + sz + "): " + own.outcome.describe());
-      owned_.push_back(Owned::allocation(a_, own.value));
-      const DevPtr mine = own.value;
-      add("mem_get/" + sz, true, [this, mine](benchmark::State& st) { bench_get(st, mine); });
-      add_floor("mem_get/" + sz, true, [this, mine, size](benchmark::State& st) {
-        for (auto _ : st) {
-          const auto t0 = Clock::now();
-          floor_.get(mine, size);
-          st.SetIterationTime(seconds(t0, Clock::now()));
-        }
-      });
-      // CUDA has no put: the benchmark exists only where put does.
-      if (auto e = a_.mem_get(mine); e.ok()) {
-        const Outcome put = a_.mem_put(e.value.id);
-        if (put.ok())
-          add("mem_put/" + sz, true, [this, mine](benchmark::State& st) { bench_put(st, mine); }, false);
-        else
-          skip("mem_put/" + sz, put.describe());
-      }
-
-      auto it = peer_.mem.find(size);
-      if (it == peer_.mem.end()) throw ChannelError("the producer sent no " + sz + " memory export");
-      const ExportMsg* e = &it->second;
-      add("mem_open/" + sz, true, [this, e](benchmark::State& st) { bench_open(st, *e); });
-      add_floor("mem_open/" + sz, true, [this, e](benchmark::State& st) {
-        for (auto _ : st) {
-          const auto t0 = Clock::now();
-          const std::uint64_t p = floor_.open(*e);
-          const auto t1 = Clock::now();
-          floor_.close(p, *e);
-          st.SetIterationTime(seconds(t0, t1));
-        }
-      });
-      add("mem_close/" + sz, true, [this, e](benchmark::State& st) { bench_close(st, *e); });
-      add_floor("mem_close/" + sz, true, [this, e](benchmark::State& st) {
-        for (auto _ : st) {
-          const std::uint64_t p = floor_.open(*e);
-          const auto t0 = Clock::now();
-          floor_.close(p, *e);
-          st.SetIterationTime(seconds(t0, Clock::now()));
-        }
-      });
-      LabelInfo target;
-      if (name_ == "ref") target.target_ratio = 1.25;
-      add("mem_open_close/" + sz, false, [this, e](benchmark::State& st) { bench_open_close(st, *e); }, true, target);
-      add_floor("mem_open_close/" + sz, false, [this, e](benchmark::State& st) {
-        for (auto _ : st) floor_.close(floor_.open(*e), *e);
-      });
-      if (floor_.has_checked_open()) {
-        // Not a floor of a verb: what ipcref's clause checks cost over the bare syscalls.
-        LabelInfo l;
-        l.floor = name_ + "/floor/mem_open_close/" + sz;
-        l.note = "the floor plus the syscalls of ipcref's checks (pid-reuse guard, export proof)";
-        add_raw(name_ + "/floor/mem_open_close_checked/" + sz, false, l, [this, e](benchmark::State& st) {
-          for (auto _ : st) floor_.close(floor_.open_checked(*e), *e);
-        });
-      }
-      add("mem_first_touch/" + sz, true, [this, e](benchmark::State& st) { bench_touch(st, *e); });
-      add_floor("mem_first_touch/" + sz, true, [this, e, size](benchmark::State& st) {
-        for (auto _ : st) {
-          const std::uint64_t p = floor_.open(*e);
-          const auto t0 = Clock::now();
-          floor_.touch(p, size);
-          const auto t1 = Clock::now();
-          floor_.close(p, *e);
-          st.SetIterationTime(seconds(t0, t1));
-        }
-      });
-    }
-    for (std::size_t size : kSizes) {
-      auto it = peer_.phys.find(size);
-      if (it == peer_.phys.end()) continue;  // the producer said why (a skip)
-      const ExportMsg* e = &it->second;
-      add("phys_open_map/" + size_name(size), false, [this, e](benchmark::State& st) { bench_phys(st, *e); });
-      add_floor("phys_open_map/" + size_name(size), false, [this, e](benchmark::State& st) {
-        for (auto _ : st) floor_.phys_open_map(*e);
-      });
-    }
-    register_events();
-    for (const auto& [what, why] : peer_.skips) skip(what, why);
-  }
-
-  const std::vector<std::pair<std::string, std::string>>& skipped() const { return skipped_; }
-
- private:
-  using Body = std::function<void(benchmark::State&)>;
-
-  void skip(const std::string& what, const std::string& why) {
-    skipped_.emplace_back(name_ + "/" + what, why);
-    benchmark::AddCustomContext("skipped:" + name_ + "/" + what, why);
-  }
-
-  void add_raw(const std::string& name, bool manual, const LabelInfo& label, Body body) {
-    const std::string text = make_label(label);
-    auto* b = benchmark::RegisterBenchmark(name.c_str(), [body, text](benchmark::State& st) {
-      try {
-        body(st);
-      } catch (const std::exception& e) {
-        st.SkipWithError(e.what());
-      }
-      st.SetLabel(text);
-    });
-    b->Unit(benchmark::kNanosecond);
-    if (manual) b->UseManualTime();
-  }
-
-  // "<adapter>/<what>" held against "<adapter>/floor/<what>" (or no floor).
-  void add(const std::string& what, bool manual, Body body, bool with_floor = true, LabelInfo label = {}) {
-    if (with_floor) label.floor = name_ + "/floor/" + what;
-    add_raw(name_ + "/" + what, manual, label, std::move(body));
-  }
-  void add_floor(const std::string& what, bool manual, Body body) {
-    add_raw(name_ + "/floor/" + what, manual, {}, std::move(body));
-  }
-
-  static bool failed(benchmark::State& st, const Outcome& o, const char* verb) {
-    if (o.ok()) return false;
-    st.SkipWithError((std::string(verb) + ": " + o.describe()).c_str());
-    return true;
-  }
-
-  void bench_get(benchmark::State& st, DevPtr mine) {
-    for (auto _ : st) {
-      const auto t0 = Clock::now();
-      auto e = a_.mem_get(mine);
-      const auto t1 = Clock::now();
-      if (failed(st, e.outcome, "mem_get")) break;
-      (void)a_.mem_put(e.value.id);  // where put exists; CUDA's handles hold nothing
-      st.SetIterationTime(seconds(t0, t1));
-    }
-  }
-
-  void bench_put(benchmark::State& st, DevPtr mine) {
-    for (auto _ : st) {
-      auto e = a_.mem_get(mine);
-      if (failed(st, e.outcome, "mem_get")) break;
-      const auto t0 = Clock::now();
-      const Outcome o = a_.mem_put(e.value.id);
-      const auto t1 = Clock::now();
-      if (failed(st, o, "mem_put")) break;
-      st.SetIterationTime(seconds(t0, t1));
-    }
-  }
-
-  void bench_open(benchmark::State& st, const ExportMsg& e) {
-    for (auto _ : st) {
-      const auto t0 = Clock::now();
-      auto p = a_.mem_open(e.bytes, e.fd.get(), 0);
-      const auto t1 = Clock::now();
-      if (failed(st, p.outcome, "mem_open") || failed(st, a_.mem_close(p.value), "mem_close")) break;
-      st.SetIterationTime(seconds(t0, t1));
-    }
-  }
-
-  void bench_close(benchmark::State& st, const ExportMsg& e) {
-    for (auto _ : st) {
-      auto p = a_.mem_open(e.bytes, e.fd.get(), 0);
-      if (failed(st, p.outcome, "mem_open")) break;
-      const auto t0 = Clock::now();
-      const Outcome o = a_.mem_close(p.value);
-      const auto t1 = Clock::now();
-      if (failed(st, o, "mem_close")) break;
-      st.SetIterationTime(seconds(t0, t1));
-    }
-  }
-
-  void bench_open_close(benchmark::State& st, const ExportMsg& e) {
-    for (auto _ : st) {
-      auto p = a_.mem_open(e.bytes, e.fd.get(), 0);
-      if (failed(st, p.outcome, "mem_open") || failed(st, a_.mem_close(p.value), "mem_close")) break;
-    }
-  }
-
-  void bench_touch(benchmark::State& st, const ExportMsg& e) {
-    for (auto _ : st) {
-      auto p = a_.mem_open(e.bytes, e.fd.get(), 0);
-      if (failed(st, p.outcome, "mem_open")) break;
-      const auto t0 = Clock::now();
-      const Outcome touched = floor_.adapter_touch(a_, p.value, e.size);
-      const auto t1 = Clock::now();
-      const Outcome closed = a_.mem_close(p.value);
-      if (failed(st, touched, "first touch") || failed(st, closed, "mem_close")) break;
-      st.SetIterationTime(seconds(t0, t1));
-    }
-  }
-
-  void bench_phys(benchmark::State& st, const ExportMsg& e) {
-    for (auto _ : st) {
-      auto pm = a_.phys_open(e.bytes, e.fd.get(), 0);
-      if (failed(st, pm.outcome, "phys_open")) break;
-      Owned opened = Owned::opened_physical(a_, pm.value);
-      auto va = a_.vm_reserve(0, e.size);
-      if (failed(st, va.outcome, "vm_reserve")) break;
-      Owned range = Owned::reservation(a_, va.value, e.size);
-      if (failed(st, a_.vm_map(va.value, e.size, pm.value, 0), "vm_map")) break;
-      if (failed(st, a_.vm_unmap(va.value, e.size), "vm_unmap")) break;
-      if (failed(st, range.reset(), "vm_free") || failed(st, opened.reset(), "phys_close")) break;
-    }
-  }
-
-  void register_events() {
-    if (!peer_.ping || !peer_.pong) return;  // the producer said why
-    if (const AdapterInfo info = a_.info(); !info.any_process_ends_pending_event)
-      return skip("event_signal_wake", "a round trip re-arms each event in its waiter and ends it by the other "
-                                       "process's signal, and here only the process that made an event pending can "
-                                       "end it (" + info.pending_event_note + ")");
-    auto ping = a_.event_open(peer_.ping->bytes, peer_.ping->fd.get(), 0);
-    if (!ping.ok()) return skip("event_signal_wake", "event_open: " + ping.outcome.describe());
-    owned_.push_back(Owned::event(a_, ping.value));
-    auto pong = a_.event_open(peer_.pong->bytes, peer_.pong->fd.get(), 0);
-    if (!pong.ok()) return skip("event_signal_wake", "event_open: " + pong.outcome.describe());
-    owned_.push_back(Owned::event(a_, pong.value));
-    // A ping-pong needs the waiter to re-arm its event; without reset there is no second round.
-    if (Outcome o = a_.event_reset(pong.value); !o.ok())
-      return skip("event_signal_wake", "a round trip re-arms the event with event_reset, which answers " + o.describe());
-    ping_ = ping.value;
-    pong_ = pong.value;
-    LabelInfo label;
-    if (name_ == "ref") label.target_ratio = 1.25;
-    label.note = "per round trip: two signal-to-wake latencies across the processes";
-    add("event_signal_wake", false, [this](benchmark::State& st) { bench_events(st, false); }, true, label);
-    LabelInfo floor_label;
-    floor_label.note = "per round trip: FUTEX_WAKE / FUTEX_WAIT on a shared page, no FUTEX_PRIVATE_FLAG";
-    add_raw(name_ + "/floor/event_signal_wake", false, floor_label,
-            [this](benchmark::State& st) { bench_events(st, true); });
-    benchmark::AddCustomContext("floor:" + name_ + "/floor/event_signal_wake",
-                                "a raw shared-futex ping-pong: store + FUTEX_WAKE, FUTEX_WAIT until set");
-  }
-
-  void bench_events(benchmark::State& st, bool raw) {
-    send(ch_, wire::Echo{raw});
-    std::string error;
-    for (auto _ : st) {
-      if (raw) {
-        futex_set_wake(&control_->ping);
-        if (!futex_wait_set(&control_->pong, std::chrono::seconds(10))) {
-          error = "no pong within 10 s";
-          break;
-        }
-        control_->pong.store(0, std::memory_order_relaxed);
-        continue;
-      }
-      if (Outcome o = a_.event_signal(ping_); !o.ok()) {
-        error = "event_signal: " + o.describe();
-        break;
-      }
-      auto w = a_.event_wait(pong_, std::chrono::seconds(10));
-      if (!w.ok() || !w.value) {
-        error = w.ok() ? "no pong within 10 s" : "event_wait: " + w.outcome.describe();
-        break;
-      }
-      if (Outcome o = a_.event_reset(pong_); !o.ok()) {
-        error = "event_reset: " + o.describe();
-        break;
-      }
-    }
-    // Ends the producer's echo loop: the stop flag, then one more ping.
-    control_->stop.store(1, std::memory_order_release);
-    if (raw) futex_set_wake(&control_->ping);
-    else (void)a_.event_signal(ping_);
-    std::string echoed_error;
-    for (;;) {
-      auto m = ch_.receive(60'000);
-      if (!m) {
-        echoed_error = "the producer did not end its echo loop within 60 s";
-        break;
-      }
-      if (m->type != MsgType::data) continue;
-      if (const wire::Any said = wire::decode(*m); const auto* echoed = std::get_if<wire::Echoed>(&said)) {
-        echoed_error = echoed->error;
-        break;
-      }
-    }
-    control_->stop.store(0, std::memory_order_release);
-    control_->pong.store(0, std::memory_order_relaxed);
-    if (!raw) (void)a_.event_reset(pong_);
-    if (error.empty()) error = echoed_error;
-    if (!error.empty()) st.SkipWithError(error.c_str());
-  }
-
-  Channel& ch_;
-  Adapter& a_;
-  Floor& floor_;
-  Peer& peer_;
-  std::string name_;
-  std::deque<Owned> owned_;
-  ObjectId ping_ = 0, pong_ = 0;
-  Control* control_ = nullptr;
-  std::vector<std::pair<std::string, std::string>> skipped_;
-};
-
-// Exit status 77: the adapter (or its floor) cannot run here; the reason is on stderr.
-constexpr int kSkipped = 77;
-
-int run_consumer(Args& args) {
-  Channel ch{unique_fd(kPeerFd)};
-  std::string why;
-  auto a = start_adapter(args, why);
-  if (!a) {
-    std::fprintf(stderr, "ipcheck-bench-ipc: skipped: %s\n", why.c_str());
-    ch.send(wire::Quit{});
-    return kSkipped;
-  }
-  auto floor = make_floor(args.adapter, args.options, why);
-  if (!floor) {
-    std::fprintf(stderr, "ipcheck-bench-ipc: skipped: no floor for %s: %s\n", args.adapter.c_str(), why.c_str());
-    ch.send(wire::Quit{});
-    return kSkipped;
-  }
-  int argc = static_cast<int>(args.rest.size());
-  args.rest.push_back(nullptr);
-  benchmark::Initialize(&argc, args.rest.data());
-  if (benchmark::ReportUnrecognizedArguments(argc, args.rest.data())) return 2;
-  const AdapterInfo info = a->info();
-  benchmark::AddCustomContext("ipcheck.adapter", args.adapter);
-  benchmark::AddCustomContext("ipcheck.driver", info.driver_name + " " + info.driver_version);
-  benchmark::AddCustomContext("ipcheck.transport", info.transport);
-  int status = 0;
-  try {
-    Peer peer = receive_exports(ch);
-    Consumer c(ch, *a, *floor, peer, args.adapter);
-    c.register_all();
-    for (const auto& [what, reason] : c.skipped()) std::fprintf(stderr, "skipped %s: %s\n", what.c_str(), reason.c_str());
-    benchmark::RunSpecifiedBenchmarks();
-    ch.send(wire::Quit{});
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ipcheck-bench-ipc consumer: %s\n", e.what());
-    status = 1;
-  }
-  benchmark::Shutdown();
-  return status;
 }
 
 }  // namespace

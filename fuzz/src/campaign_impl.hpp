@@ -1,5 +1,6 @@
-// The parent side of a fuzz campaign, shared by its three files: campaign.cpp (the process
-// loop: spawn the roles, watch them, hand a lost worker's slot to a standby, stop),
+// The parent side of a fuzz campaign, shared by its four files: campaign.cpp (the process
+// loop: spawn the roles, watch them, stop; the replay worker), campaign_workers.cpp (what a
+// worker says, how its end is judged, the standbys that take a lost worker's slot over),
 // campaign_findings.cpp (grouping, minimising and writing findings; the corpus) and
 // campaign_results.cpp (the results section, run_campaign, --replay). Private to fuzz/src.
 #pragma once

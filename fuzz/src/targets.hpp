@@ -1,10 +1,11 @@
 // What a campaign fuzzes (`ipcheck fuzz --target`): the roles' per-target parts. roles.cpp
-// runs the producer and the consumers; this file holds what differs by target: the
-// physical-memory set-up (objects filled with canaries through a mapping, exported, decoys,
-// a stale export) and a consumer's execution of one physical input (open, map at the
-// input's offset and size, judge, unmap, close); the event set-up (events in a known state,
-// exported, decoys, a stale export) and a consumer's execution of one event input (open,
-// find which event it is by its state, check that state travels both ways, release).
+// runs the producer and roles_consumer.cpp the consumers; this file holds what differs by
+// target: the physical-memory set-up (objects filled with canaries through a mapping,
+// exported, decoys, a stale export) and a consumer's execution of one physical input (open,
+// map at the input's offset and size, judge, unmap, close); the event set-up (events in a
+// known state, exported, decoys, a stale export) and a consumer's execution of one event
+// input (open, find which event it is by its state, check that state travels both ways,
+// release).
 #pragma once
 
 #include <time.h>
