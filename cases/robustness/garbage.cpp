@@ -364,7 +364,7 @@ void judge(Role& r, HandleKind kind, const std::vector<Variant>& variants, const
                              std::to_string(consumers_used) + " consumer processes)"
                        : std::to_string(untried) + " of " + std::to_string(variants.size()) +
                              " variants never judged: " + std::to_string(consumers_used) +
-                             " consumer processes, the most a case starts (kMostConsumers in garbage.cpp), ended before them");
+                             " consumer processes, the most this run starts (--param consumers, at most kMostConsumers in garbage.cpp), ended before them");
   char took[32];
   std::snprintf(took, sizeof took, "%.1f ms", slowest / 1000.0);
   r.check(slowest < std::chrono::duration_cast<std::chrono::microseconds>(kSlowOpen).count(), all, kClause,
@@ -392,8 +392,22 @@ void check_every_byte(Role& r, const std::vector<Variant>& variants, const Share
 }
 
 // The most consumer processes a case may start, one after another: each variant that
-// breaks a context or kills a process costs one. Past it the rest go unjudged (a check says so).
+// breaks a context or kills a process costs one. Past it the rest go unjudged (a check says
+// so). `--param consumers=N` lowers it (a quick run against a driver that loses many).
 constexpr int kMostConsumers = 256;
+
+int most_consumers(Role& r) {
+  const std::string text = r.param("consumers", std::to_string(kMostConsumers));
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < 1 || v > kMostConsumers) {
+    const std::string why = "--param consumers=" + text + " is not a count from 1 to " + std::to_string(kMostConsumers) +
+                            "; give one such as consumers=" + std::to_string(kMostConsumers);
+    r.check(false, "harness.param", why);
+    throw RoleAbort{why};
+  }
+  return static_cast<int>(v);
+}
 
 // Hands the variants out in order to consumer0, consumer1, ... (on-demand roles: only as
 // many start as the variants need). After the first lost process, the next consumer is
@@ -402,22 +416,22 @@ constexpr int kMostConsumers = 256;
 class Handout {
  public:
   Handout(Role& r, const Target& target, const Target& decoy, const SharedVerdicts& shared, std::size_t total)
-      : r_(r), target_(target), decoy_(decoy), shared_(shared), total_(total) {}
+      : r_(r), target_(target), decoy_(decoy), shared_(shared), total_(total), most_(most_consumers(r)) {}
 
   void run() {
     ready(0);
     bool overlap = false;
     int c = 0;
-    for (; next_ < total_ && c < kMostConsumers; ++c) {
+    for (; next_ < total_ && c < most_; ++c) {
       give(c, next_);
-      if (overlap && c + 1 < kMostConsumers) ready(c + 1);
+      if (overlap && c + 1 < most_) ready(c + 1);
       const std::string how = r_.wait_exit(name(c));
       settle(name(c), how);
       overlap = overlap || next_ < total_;
-      if (next_ < total_ && c + 1 < kMostConsumers) ready(c + 1);
+      if (next_ < total_ && c + 1 < most_) ready(c + 1);
     }
     // One readied but not needed: it opens the real handle again and ends.
-    if (c < kMostConsumers && readied_ > c) {
+    if (c < most_ && readied_ > c) {
       give(c, total_);
       r_.wait_exit(name(c));
     }
@@ -454,6 +468,7 @@ class Handout {
   const Target& decoy_;
   const SharedVerdicts& shared_;
   std::size_t total_;
+  int most_;
   std::size_t next_ = 0;
   int readied_ = 0;
 };
@@ -620,6 +635,7 @@ void register_garbage() {
                       .role("producer", [kind](Role& r) { producer(r, kind); })
                       .on_demand_roles("consumer", kMostConsumers, [kind](Role& r) { consumer(r, kind); })
                       .expendable("consumer")
+                      .param("consumers")
                       // A driver whose variants kill many processes needs many in turn; a
                       // hang is still caught within the run's inactivity limit.
                       .timeout(300)

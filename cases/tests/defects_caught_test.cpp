@@ -54,6 +54,12 @@ TEST_P(DefectCaught, ByTheCasesOfItsClause) {
   for (const auto& c : cases())
     if (!c.hidden && std::find(c.clauses.begin(), c.clauses.end(), d.clause) != c.clauses.end()) o.filters.push_back(c.id);
   ASSERT_FALSE(o.filters.empty()) << "no case checks clause " << d.clause << ", which defect " << d.name << " breaks";
+  // A defect that kills every garbage consumer is caught by the first few; 256 processes in
+  // turn, each a sanitizer's start, would cost minutes.
+  for (const auto& c : cases())
+    if (std::find(o.filters.begin(), o.filters.end(), c.id) != o.filters.end() &&
+        std::find(c.params.begin(), c.params.end(), "consumers") != c.params.end())
+      o.params["consumers"] = "8";
   const auto results = run_suite(o);
   std::string caught, passed;
   for (const auto& c : results.cases)
