@@ -1,6 +1,7 @@
 #include "common.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 
 
 namespace ipcheck::catalog {
@@ -272,6 +273,19 @@ std::string ms(std::chrono::steady_clock::duration d) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1f ms", std::chrono::duration<double, std::milli>(d).count());
   return b;
+}
+
+long count_param(Role& r, const std::string& key, long fallback) {
+  const std::string text = r.param(key, std::to_string(fallback));
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v <= 0) {
+    const std::string why = "--param " + key + "=" + text + " is not a positive count; give a number such as " + key +
+                            "=" + std::to_string(fallback);
+    r.check(false, "harness.param", why);
+    throw RoleAbort{why};
+  }
+  return v;
 }
 
 }  // namespace ipcheck::catalog

@@ -176,4 +176,8 @@ using toolkit::hex;  // "0x1f"
 std::string size_name(std::size_t bytes);  // "4 KiB", "12411 B", "64 MiB"
 std::string ms(std::chrono::steady_clock::duration d);  // "12.3 ms"
 
+// A positive count from --param `key` (for example cycles=1000); ends the role, naming the
+// parameter, the value and the fix, when it is not one.
+long count_param(Role& r, const std::string& key, long fallback);
+
 }  // namespace ipcheck::catalog

@@ -88,6 +88,17 @@ void open_after_death(Role& r, const Received& h, const std::string& who) {
   r.check(took < kPromptAfterDeath, Evidence::of(res.outcome), kExporterGone, who + ": the open returned after " + ms(took));
 }
 
+// What a mapping shows and takes after its producer's death: <name>.mapping (readable_same,
+// readable_changed, read_<error>) and <name>.write.
+void observe_after_death(Role& r, const std::string& name, DevPtr p, std::size_t bytes) {
+  std::vector<std::byte> got(bytes);
+  const Outcome read = r.adapter().read(p, got);
+  std::string value = "read_" + outcome_word(read);
+  if (read.ok()) value = first_mismatch(got, kSeed) == static_cast<std::size_t>(-1) ? "readable_same" : "readable_changed";
+  r.observe(name + ".mapping", value, kProducerCrash);
+  r.observe(name + ".write", outcome_word(r.adapter().write(p, pattern(kAfterSeed, kPage))), kProducerCrash);
+}
+
 // The holder may die reading its mapping: the witness records that.
 void holder(Role& r) {
   Received h = r.receive("handle");
@@ -96,13 +107,7 @@ void holder(Role& r) {
   receive_text(r, "witness-ready");  // the witness holds the handle too before the kill
   r.kill("producer");
   r.note("producer ended: " + r.wait_exit("producer"));
-  std::vector<std::byte> got(kBytes);
-  const Outcome read = r.adapter().read(mapped.get(), got);
-  std::string value = "read_" + outcome_word(read);
-  if (read.ok()) value = first_mismatch(got, kSeed) == static_cast<std::size_t>(-1) ? "readable_same" : "readable_changed";
-  r.observe("robustness.producer.crash.mapping", value, kProducerCrash);
-  r.observe("robustness.producer.crash.write", outcome_word(r.adapter().write(mapped.get(), pattern(kAfterSeed, kPage))),
-            kProducerCrash);
+  observe_after_death(r, "robustness.producer.crash", mapped.get(), kBytes);
   open_after_death(r, h, "holder");
   r.check_ok(mapped.reset(), kProducerCrash, "mem_close of the mapping after the producer's death");
 }
@@ -153,13 +158,7 @@ void physical_holder(Role& r) {
             "the mapping shows the producer's bytes before its death");
   r.kill("producer");
   r.note("producer ended: " + r.wait_exit("producer"));
-  std::vector<std::byte> got(t.bytes);
-  const Outcome read = r.adapter().read(view.ptr(), got);
-  std::string value = "read_" + outcome_word(read);
-  if (read.ok()) value = first_mismatch(got, kSeed) == static_cast<std::size_t>(-1) ? "readable_same" : "readable_changed";
-  r.observe("robustness.producer.crash.physical.mapping", value, kProducerCrash);
-  r.observe("robustness.producer.crash.physical.write",
-            outcome_word(r.adapter().write(view.ptr(), pattern(kAfterSeed, kPage))), kProducerCrash);
+  observe_after_death(r, "robustness.producer.crash.physical", view.ptr(), t.bytes);
   r.check_ok(view.mapping.reset(), kProducerCrash, "vm_unmap of the mapping after the producer's death");
   r.check_ok(o.object.reset(), kProducerCrash, "phys_close of the object after the producer's death");
 }

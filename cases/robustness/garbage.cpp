@@ -275,10 +275,10 @@ std::vector<Variant> all_variants(Role& r, HandleKind kind, const Bytes& good, c
                                   bool decoy_fd) {
   Generator gen(good, decoy);
   std::vector<Variant> variants = gen.blind();
-  const HandleLayout* l = known_layout(r, kind_name(kind), good.size());
-  if (target_fd || (l && (l->find(FieldRole::descriptor) >= 0 || l->find(FieldRole::fd) >= 0)))
+  const HandleLayout* layout = known_layout(r, kind_name(kind), good.size());
+  if (target_fd || (layout && (layout->find(FieldRole::descriptor) >= 0 || layout->find(FieldRole::fd) >= 0)))
     add_descriptor_variants(variants, good, decoy_fd);
-  if (const HandleLayout* layout = known_layout(r, kind_name(kind), good.size())) {
+  if (layout) {
     auto more = gen.fields(*layout);
     variants.insert(variants.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   }
@@ -397,12 +397,10 @@ void check_every_byte(Role& r, const std::vector<Variant>& variants, const Share
 constexpr int kMostConsumers = 256;
 
 int most_consumers(Role& r) {
-  const std::string text = r.param("consumers", std::to_string(kMostConsumers));
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 1 || v > kMostConsumers) {
-    const std::string why = "--param consumers=" + text + " is not a count from 1 to " + std::to_string(kMostConsumers) +
-                            "; give one such as consumers=" + std::to_string(kMostConsumers);
+  const long v = count_param(r, "consumers", kMostConsumers);
+  if (v > kMostConsumers) {
+    const std::string why = "--param consumers=" + std::to_string(v) + " is more than the case can start; give at most consumers=" +
+                            std::to_string(kMostConsumers);
     r.check(false, "harness.param", why);
     throw RoleAbort{why};
   }

@@ -39,7 +39,7 @@ struct Tally {
 };
 
 void producer(Role& r) {
-  const long cycles = stress_param(r, "cycles", 100000);
+  const long cycles = count_param(r, "cycles", 100000);
   Adapter& a = r.adapter();
   if (const std::string why = only_its_maker_ends_pending(r); !why.empty())
     r.skip("round trips reset an event in the waiting process and end it by the other process's signal, and here "
@@ -92,7 +92,7 @@ void producer(Role& r) {
 }
 
 void consumer(Role& r) {
-  const long cycles = stress_param(r, "cycles", 100000);
+  const long cycles = count_param(r, "cycles", 100000);
   Adapter& a = r.adapter();
   Received hf = r.receive("forward");
   Received hb = r.receive("backward");

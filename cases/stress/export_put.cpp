@@ -28,7 +28,7 @@ std::size_t page_of(long i, long every) { return static_cast<std::size_t>(i / ev
 long crossings(long cycles, long every) { return (cycles + every - 1) / every; }
 
 void producer(Role& r) {
-  const long cycles = stress_param(r, "cycles", 10000), every = stress_param(r, "every", 10);
+  const long cycles = count_param(r, "cycles", 10000), every = count_param(r, "every", 10);
   Owned mem = alloc_filled(r, kPages * kPage, kSeed, kClause);
   GrowthWatch watch;
   long failures = 0, opened = 0, refused = 0;
@@ -77,7 +77,7 @@ void producer(Role& r) {
 }
 
 void consumer(Role& r) {
-  const long cycles = stress_param(r, "cycles", 10000), every = stress_param(r, "every", 10);
+  const long cycles = count_param(r, "cycles", 10000), every = count_param(r, "every", 10);
   const long crossed = crossings(cycles, every);
   GrowthWatch watch;
   for (long j = 0; j < crossed; ++j) {

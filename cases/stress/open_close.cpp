@@ -17,7 +17,7 @@ constexpr std::uint64_t kSeed = 0x5c00, kConsumerSeed = 0x5d00;
 std::uint64_t seed_of(int me, long k) { return kConsumerSeed + static_cast<std::uint64_t>(me) * 1'000'003u + k; }
 
 void producer(Role& r) {
-  const long cycles = stress_param(r, "cycles", 1000);
+  const long cycles = count_param(r, "cycles", 1000);
   Owned mem = alloc_filled(r, kBytes, kSeed, kClause);
   Exported h;
   Owned exported = export_memory(r, mem.get(), h, kClause);
@@ -39,7 +39,7 @@ void producer(Role& r) {
 }
 
 void consumer(Role& r) {
-  const long cycles = stress_param(r, "cycles", 1000);
+  const long cycles = count_param(r, "cycles", 1000);
   const int me = r.index();
   const DevPtr mine = static_cast<DevPtr>(me) * kPage;
   Received h = r.receive("handle");

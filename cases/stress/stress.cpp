@@ -1,21 +1,6 @@
 #include "stress.hpp"
 
-#include <cstdlib>
-
 namespace ipcheck::catalog {
-
-long stress_param(Role& r, const std::string& key, long fallback) {
-  const std::string text = r.param(key, std::to_string(fallback));
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v <= 0) {
-    const std::string why = "--param " + key + "=" + text + " is not a positive count; give a number such as " + key +
-                            "=" + std::to_string(fallback);
-    r.check(false, "harness.param", why);
-    throw RoleAbort{why};
-  }
-  return v;
-}
 
 void GrowthWatch::sample(const std::string& when) {
   ++samples_;

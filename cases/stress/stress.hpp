@@ -7,10 +7,6 @@
 
 namespace ipcheck::catalog {
 
-// A positive count from --param `key` (for example cycles=1000); ends the role, naming the
-// parameter, the value and the fix, when it is not one.
-long stress_param(Role& r, const std::string& key, long fallback);
-
 // Samples this process's descriptors and tracked mappings while a loop runs: every sample
 // must equal the count at construction (each cycle closes what it opened).
 class GrowthWatch {

@@ -37,11 +37,11 @@ std::string stat_field_after_comm(pid_t pid, int index) {
   return v;
 }
 
-bool descends_from(pid_t pid, pid_t ancestor) {
+bool is_or_descends_from(pid_t pid, pid_t ancestor) {
   // Bounded: a chain read while processes come and go could, in theory, loop.
   for (int depth = 0; depth < 64 && pid > 1; ++depth) {
-    pid = static_cast<pid_t>(std::atoi(stat_field_after_comm(pid, 1).c_str()));
     if (pid == ancestor) return true;
+    pid = static_cast<pid_t>(std::atoi(stat_field_after_comm(pid, 1).c_str()));
   }
   return false;
 }

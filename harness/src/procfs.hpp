@@ -27,8 +27,8 @@ void for_each_pid(Fn fn) {
 std::optional<std::string> stat_after_comm(pid_t pid);
 // Field `index` of those (0: state, 1: ppid, 2: pgrp, ...); "" when the process is gone.
 std::string stat_field_after_comm(pid_t pid, int index);
-// True when `ancestor` is `pid`'s parent, or its parent's parent, and so on.
-bool descends_from(pid_t pid, pid_t ancestor);
+// True when `pid` is `ancestor`, or `ancestor` is its parent, its parent's parent, and so on.
+bool is_or_descends_from(pid_t pid, pid_t ancestor);
 // The process's command name (/proc/<pid>/comm); "" when it is gone.
 std::string comm_of(pid_t pid);
 

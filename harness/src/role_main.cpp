@@ -5,9 +5,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <deque>
-#include <algorithm>
 #include <iostream>
 #include <map>
 #include <optional>

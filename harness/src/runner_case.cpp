@@ -181,19 +181,20 @@ void CaseRun::on_hello(RoleState& r, Message& m) {
   }
   r.hello = true;
   if (tracer_) tracer_->role_hello(r.proc.pid(), hello.verb_mark);
-  json peers = json::object();
-  for (const auto& x : roles_)
-    if (x.started) peers[x.name] = x.proc.pid();
+  // The peers are the roles started so far (an on-demand role's start comes later).
+  auto start = [&] {
+    json peers = json::object();
+    for (const auto& x : roles_)
+      if (x.started) peers[x.name] = x.proc.pid();
+    return msg::Start{start_document(opt_, peers, inject_)};
+  };
   if (start_sent_) {
-    // An on-demand role, started after the others: its peers are the roles started so far.
-    post_start(r, msg::Start{start_document(opt_, peers, inject_)});
-    return;
-  }
-  if (std::all_of(roles_.begin(), roles_.end(), [](const RoleState& x) { return !x.started || x.hello; })) {
+    post_start(r, start());  // an on-demand role, started after the others
+  } else if (std::all_of(roles_.begin(), roles_.end(), [](const RoleState& x) { return !x.started || x.hello; })) {
     start_sent_ = true;
-    const msg::Start start{start_document(opt_, peers, inject_)};  // the same for every role
+    const msg::Start first = start();  // the same for every role
     for (auto& x : roles_)
-      if (x.started) post_start(x, start);
+      if (x.started) post_start(x, first);
   }
 }
 

@@ -291,7 +291,7 @@ std::vector<std::string> RoleProcess::group_survivors() const {
     rest >> state >> ppid >> pgrp;
     if (std::atoi(pgrp.c_str()) != pid_ || state == "Z") return;
     // A reaped leader's group id may have gone to a group of another program.
-    if (status_ && !procfs::descends_from(p, self)) return;
+    if (status_ && !procfs::is_or_descends_from(std::atoi(ppid.c_str()), self)) return;
     out.push_back(std::to_string(p) + " (" + procfs::comm_of(p) + ")");
   });
   return out;
