@@ -1,14 +1,26 @@
 /* ipcheck-bench-cuda-floor: the floor of CUDA IPC opens when several processes open at once.
  *
- *   ipcheck-bench-cuda-floor [--procs N] [--seconds S] [--library PATH]
+ *   ipcheck-bench-cuda-floor [--procs N] [--seconds S] [--read BYTES] [--exports N] [--churn N]
+ *                            [--probe none|read|sync|closed] [--library PATH]
  *
  * A producer allocates a 4-KiB buffer (cuMemAlloc) and exports it (cuIpcGetMemHandle); N
  * consumer processes each open and close that handle (cuIpcOpenMemHandle with
  * CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, cuIpcCloseMemHandle) in a loop for S seconds, with
  * nothing else: no oracle, no checks. Prints one JSON line: the processes, the pairs done in
- * all and per process, the rate in all and per process, and the median time of one pair.
+ * all and per process, the rate in all and per process, and the median time of one pair
+ * and of each step in it.
  * This is what `ipcheck fuzz -j N` on cuda is held against: the driver's own cost of N
  * processes opening at once. libcuda is loaded with dlopen; no CUDA headers are needed.
+ *
+ * What a fuzz oracle must add to a pair, measured the same way: --read BYTES copies the first
+ * BYTES of each mapping to the host (cuMemcpyDtoH) between open and close (at most 4096);
+ * --probe read then copies 8 bytes of the consumer's own allocation after the close (the
+ * campaign's context check), --probe sync calls cuCtxSynchronize there instead, --probe closed
+ * copies 1 byte of the mapping just closed (the campaign's leak check; it must fail).
+ * --exports N: the producer exports N allocations and each consumer opens them in turn, as a
+ * campaign's inputs do, rather than one handle again and again. --churn N: N more processes
+ * meanwhile start a CUDA context, allocate and exit, again and again (what a campaign's
+ * standby and retired workers do), to show what that costs the pair.
  * Exit status: 0 measured, 1 a CUDA call failed (named on stderr), 2 usage, 77 no GPU.
  */
 #define _GNU_SOURCE
@@ -41,17 +53,26 @@ static struct {
   CUresult (*cuIpcGetMemHandle)(CUipcMemHandle *, CUdeviceptr);
   CUresult (*cuIpcOpenMemHandle_v2)(CUdeviceptr *, CUipcMemHandle, unsigned);
   CUresult (*cuIpcCloseMemHandle)(CUdeviceptr);
+  CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
+  CUresult (*cuCtxSynchronize)(void);
 } cu;
+
+enum Probe { kProbeNone, kProbeRead, kProbeSync, kProbeClosed };
+static size_t g_read;        /* --read */
+static int g_exports = 1;    /* --exports: allocations exported, opened in turn */
+static int g_churn;          /* --churn: processes starting and ending CUDA contexts meanwhile */
+static enum Probe g_probe;   /* --probe */
 
 /* Shared between the processes (MAP_SHARED | MAP_ANONYMOUS before fork). */
 struct Shared {
-  CUipcMemHandle handle;
+  CUipcMemHandle handle[64];
   volatile int exported; /* 1 exported, -1 the producer failed */
   volatile int ready;    /* consumers set up */
   volatile int go;       /* 1: start, 2: stop */
   struct {
     unsigned long long pairs;
     double median_us;
+    double median_step_us[4]; /* open, read, close, probe */
     int failed;
   } worker[256];
 };
@@ -84,7 +105,7 @@ static int load(const char *library) {
   } while (0)
   LOAD(cuInit); LOAD(cuDeviceGetCount); LOAD(cuDeviceGet); LOAD(cuDevicePrimaryCtxRetain);
   LOAD(cuCtxSetCurrent); LOAD(cuMemAlloc_v2); LOAD(cuIpcGetMemHandle); LOAD(cuIpcOpenMemHandle_v2);
-  LOAD(cuIpcCloseMemHandle);
+  LOAD(cuIpcCloseMemHandle); LOAD(cuMemcpyDtoH_v2); LOAD(cuCtxSynchronize);
 #undef LOAD
   return 1;
 }
@@ -101,8 +122,36 @@ static int by_value(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+static double median_of(double *v, size_t n) {
+  if (n == 0) return 0;
+  qsort(v, n, sizeof v[0], by_value);
+  return v[n / 2];
+}
+
+/* One pair and what --read and --probe add; each step's time in step[]. */
+static int one_pair(struct Shared *s, CUdeviceptr own, unsigned long long n, double step[4]) {
+  static unsigned char host[4096];
+  CUdeviceptr p = 0;
+  double t = now_s(), u;
+  if (!ok("cuIpcOpenMemHandle", cu.cuIpcOpenMemHandle_v2(&p, s->handle[n % (unsigned)g_exports], 1))) return 0;
+  u = now_s(), step[0] = (u - t) * 1e6, t = u;
+  if (g_read && !ok("cuMemcpyDtoH of the mapping", cu.cuMemcpyDtoH_v2(host, p, g_read))) return 0;
+  u = now_s(), step[1] = (u - t) * 1e6, t = u;
+  if (!ok("cuIpcCloseMemHandle", cu.cuIpcCloseMemHandle(p))) return 0;
+  u = now_s(), step[2] = (u - t) * 1e6, t = u;
+  if (g_probe == kProbeRead && !ok("cuMemcpyDtoH of the own allocation", cu.cuMemcpyDtoH_v2(host, own, 8))) return 0;
+  if (g_probe == kProbeSync && !ok("cuCtxSynchronize", cu.cuCtxSynchronize())) return 0;
+  if (g_probe == kProbeClosed && cu.cuMemcpyDtoH_v2(host, p, 1) == 0) {
+    fprintf(stderr, "ipcheck-bench-cuda-floor: a read of the closed mapping succeeded\n");
+    return 0;
+  }
+  step[3] = (now_s() - t) * 1e6;
+  return 1;
+}
+
 static void consumer(struct Shared *s, int k) {
-  if (!context()) {
+  CUdeviceptr own = 0;
+  if (!context() || !ok("cuMemAlloc", cu.cuMemAlloc_v2(&own, 4096))) {
     s->worker[k].failed = 1;
     __sync_fetch_and_add(&s->ready, 1);
     _exit(1);
@@ -110,24 +159,38 @@ static void consumer(struct Shared *s, int k) {
   __sync_fetch_and_add(&s->ready, 1);
   while (s->go == 0) usleep(100);
   enum { kSamples = 4096 };
-  static double sample[kSamples];
+  static double sample[kSamples], steps[4][kSamples];
   unsigned long long n = 0;
   while (s->go == 1) {
-    CUdeviceptr p = 0;
+    double step[4];
     const double t = now_s();
-    if (!ok("cuIpcOpenMemHandle", cu.cuIpcOpenMemHandle_v2(&p, s->handle, 1)) ||
-        !ok("cuIpcCloseMemHandle", cu.cuIpcCloseMemHandle(p))) {
+    if (!one_pair(s, own, n, step)) {
       s->worker[k].failed = 1;
       break;
     }
     sample[n % kSamples] = (now_s() - t) * 1e6;
+    for (int i = 0; i < 4; ++i) steps[i][n % kSamples] = step[i];
     ++n;
   }
   const size_t m = n < kSamples ? (size_t)n : kSamples;
-  qsort(sample, m, sizeof sample[0], by_value);
   s->worker[k].pairs = n;
-  s->worker[k].median_us = m ? sample[m / 2] : 0;
+  s->worker[k].median_us = median_of(sample, m);
+  for (int i = 0; i < 4; ++i) s->worker[k].median_step_us[i] = median_of(steps[i], m);
   _exit(s->worker[k].failed);
+}
+
+/* --churn: what a campaign's standby and retired workers do beside the one that fuzzes: a
+ * process sets up a CUDA context, allocates, and exits, again and again. */
+static void churner(struct Shared *s) {
+  while (s->go != 2) {
+    const pid_t c = fork();
+    if (c == 0) {
+      CUdeviceptr p = 0;
+      _exit(context() && ok("cuMemAlloc", cu.cuMemAlloc_v2(&p, 4096)) ? 0 : 1);
+    }
+    if (c > 0) waitpid(c, NULL, 0);
+  }
+  _exit(0);
 }
 
 int main(int argc, char **argv) {
@@ -138,10 +201,36 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--procs") && i + 1 < argc) procs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
     else if (!strcmp(argv[i], "--library") && i + 1 < argc) library = argv[++i];
-    else {
-      fprintf(stderr, "usage: ipcheck-bench-cuda-floor [--procs N (1-256)] [--seconds S] [--library PATH]; '%s' is not one of them\n", argv[i]);
+    else if (!strcmp(argv[i], "--exports") && i + 1 < argc) g_exports = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--churn") && i + 1 < argc) g_churn = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--read") && i + 1 < argc) g_read = (size_t)strtoul(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--probe") && i + 1 < argc) {
+      const char *v = argv[++i];
+      if (!strcmp(v, "none")) g_probe = kProbeNone;
+      else if (!strcmp(v, "read")) g_probe = kProbeRead;
+      else if (!strcmp(v, "sync")) g_probe = kProbeSync;
+      else if (!strcmp(v, "closed")) g_probe = kProbeClosed;
+      else {
+        fprintf(stderr, "ipcheck-bench-cuda-floor: --probe is '%s'; give none, read (8 bytes of the own allocation), sync (cuCtxSynchronize) or closed (1 byte of the closed mapping, which must fail)\n", v);
+        return 2;
+      }
+    } else {
+      fprintf(stderr, "usage: ipcheck-bench-cuda-floor [--procs N (1-256)] [--seconds S] [--read BYTES (0-4096)] "
+                      "[--exports N (1-64)] [--churn N (0-16)] [--probe none|read|sync|closed] [--library PATH]; '%s' is not one of them\n", argv[i]);
       return 2;
     }
+  }
+  if (g_churn < 0 || g_churn > 16) {
+    fprintf(stderr, "ipcheck-bench-cuda-floor: --churn is %d; give 0 to 16 processes that start and end contexts\n", g_churn);
+    return 2;
+  }
+  if (g_exports < 1 || g_exports > 64) {
+    fprintf(stderr, "ipcheck-bench-cuda-floor: --exports is %d; give 1 to 64 allocations to open in turn\n", g_exports);
+    return 2;
+  }
+  if (g_read > 4096) {
+    fprintf(stderr, "ipcheck-bench-cuda-floor: --read is %zu bytes; the export is 4096, give 0 to 4096\n", g_read);
+    return 2;
   }
   if (procs < 1 || procs > 256 || !(seconds > 0)) {
     fprintf(stderr, "ipcheck-bench-cuda-floor: --procs is %d and --seconds %g; give 1 to 256 processes and seconds above 0\n", procs, seconds);
@@ -160,7 +249,10 @@ int main(int argc, char **argv) {
       s->exported = -77;
       _exit(77);
     }
-    if (!context() || !ok("cuMemAlloc", cu.cuMemAlloc_v2(&p, 4096)) || !ok("cuIpcGetMemHandle", cu.cuIpcGetMemHandle(&s->handle, p))) {
+    int made = context();
+    for (int k = 0; made && k < g_exports; ++k)
+      made = ok("cuMemAlloc", cu.cuMemAlloc_v2(&p, 4096)) && ok("cuIpcGetMemHandle", cu.cuIpcGetMemHandle(&s->handle[k], p));
+    if (!made) {
       s->exported = -1;
       _exit(1);
     }
@@ -174,14 +266,17 @@ int main(int argc, char **argv) {
     if (s->exported == -77) fprintf(stderr, "ipcheck-bench-cuda-floor: no GPU here\n");
     return s->exported == -77 ? 77 : 1;
   }
-  pid_t pids[256];
+  pid_t pids[256], churn[16];
   for (int k = 0; k < procs; ++k)
     if ((pids[k] = fork()) == 0) consumer(s, k);
   while (s->ready < procs) usleep(1000);
+  for (int k = 0; k < g_churn; ++k)
+    if ((churn[k] = fork()) == 0) churner(s);
   const double t0 = now_s();
   s->go = 1;
   usleep((useconds_t)(seconds * 1e6));
   s->go = 2;
+  for (int k = 0; k < g_churn; ++k) waitpid(churn[k], NULL, 0);
   int failed = 0;
   for (int k = 0; k < procs; ++k) {
     int st = 0;
@@ -191,14 +286,18 @@ int main(int argc, char **argv) {
   const double elapsed = now_s() - t0;
   waitpid(producer, NULL, 0);
   unsigned long long total = 0;
-  double medians[256];
+  double medians[256], step[4][256];
   for (int k = 0; k < procs; ++k) {
     total += s->worker[k].pairs;
     medians[k] = s->worker[k].median_us;
+    for (int i = 0; i < 4; ++i) step[i][k] = s->worker[k].median_step_us[i];
   }
-  qsort(medians, (size_t)procs, sizeof medians[0], by_value);
-  printf("{\"procs\": %d, \"seconds\": %.3f, \"pairs\": %llu, \"pairs_per_s\": %.1f, \"pairs_per_s_per_proc\": %.1f, "
-         "\"median_pair_us\": %.2f, \"failed\": %s}\n",
-         procs, elapsed, total, total / elapsed, total / elapsed / procs, medians[procs / 2], failed ? "true" : "false");
+  static const char *const probe_name[] = {"none", "read", "sync", "closed"};
+  printf("{\"procs\": %d, \"seconds\": %.3f, \"exports\": %d, \"churn\": %d, \"read\": %zu, \"probe\": \"%s\", \"pairs\": %llu, \"pairs_per_s\": %.1f, "
+         "\"pairs_per_s_per_proc\": %.1f, \"median_pair_us\": %.2f, \"median_open_us\": %.2f, \"median_read_us\": %.2f, "
+         "\"median_close_us\": %.2f, \"median_probe_us\": %.2f, \"failed\": %s}\n",
+         procs, elapsed, g_exports, g_churn, g_read, probe_name[g_probe], total, total / elapsed, total / elapsed / procs,
+         median_of(medians, (size_t)procs), median_of(step[0], (size_t)procs), median_of(step[1], (size_t)procs),
+         median_of(step[2], (size_t)procs), median_of(step[3], (size_t)procs), failed ? "true" : "false");
   return failed ? 1 : 0;
 }
