@@ -4,7 +4,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "ipcheck/fuzz/layout.hpp"
 #include "ipcheck/fuzz/symbolic.hpp"
@@ -17,6 +19,14 @@ constexpr const char* kNames[kVerdictCount] = {
     "mapping_leak",    "confused_deputy", "stale_export", "wrong_offset", "wrong_size",
     "unknown_mapping", "corrupt_mapping", "unreadable_mapping", "close_failed",
     "context_lost",    "map_refused"};
+
+// The largest live export of the set-up: no correct mapping is longer.
+std::uint64_t largest_live_export(std::span<const CanaryAlloc> table) {
+  std::uint64_t n = 0;
+  for (const auto& a : table)
+    for (const auto& r : a.live) n = std::max<std::uint64_t>(n, r.size);
+  return n;
+}
 
 std::string list_offsets(const std::vector<Range>& rs) {
   std::string s;
@@ -86,7 +96,18 @@ Judgement judge_mapping(std::span<const CanaryAlloc> table, std::uint64_t addres
                         std::vector<std::byte>& scratch) {
   Judgement j;
   std::byte head[32];
-  if (!reader.read(address, head)) {
+  // A handle that states its size (within the exports') is read whole at once: a correct
+  // mapping then costs one read, not two. When that read fails, the judgement goes on as if
+  // it had not been tried (the first 32 bytes, then the export's own size), so no verdict
+  // depends on it.
+  std::size_t fetched = 0;
+  if (claimed_size && *claimed_size >= sizeof head && *claimed_size <= largest_live_export(table)) {
+    scratch.resize(static_cast<std::size_t>(*claimed_size));
+    if (reader.read(address, scratch)) fetched = scratch.size();
+  }
+  if (fetched) {
+    std::memcpy(head, scratch.data(), sizeof head);
+  } else if (!reader.read(address, head)) {
     j.verdict = Verdict::unreadable_mapping;
     j.detail = "open succeeded and returned " + hexnum(address) + ", but its first " + std::to_string(sizeof head) +
                " bytes cannot be read";
@@ -128,8 +149,9 @@ Judgement judge_mapping(std::span<const CanaryAlloc> table, std::uint64_t addres
                std::to_string(*claimed_size) + " bytes";
     return j;
   }
-  scratch.resize(e->size);
-  if (!reader.read(address, scratch)) {
+  // Here a stated size equals the export's (else wrong_size above), so what was fetched is it.
+  if (fetched != e->size) scratch.resize(e->size);
+  if (fetched != e->size && !reader.read(address, scratch)) {
     j.verdict = Verdict::wrong_size;
     j.detail = "open mapped " + where + ", but fewer than the export's " + std::to_string(e->size) + " bytes are readable";
     return j;

@@ -172,6 +172,54 @@ TEST(Oracle, JudgesWhatAMappingHolds) {
   EXPECT_FALSE(host_mapped(at(3)));
 }
 
+// Counts reads, and fails those longer than `readable` (a mapping shorter than it claims).
+class CountingReader final : public MemoryReader {
+ public:
+  explicit CountingReader(std::size_t readable) : readable_(readable) {}
+  bool read(std::uint64_t address, std::span<std::byte> out) override {
+    ++reads;
+    if (out.size() > readable_) return false;
+    std::memcpy(out.data(), reinterpret_cast<const void*>(address), out.size());
+    return true;
+  }
+  int reads = 0;
+
+ private:
+  std::size_t readable_;
+};
+
+TEST(Oracle, AStatedSizeIsReadOnceAndNeverChangesTheVerdict) {
+  constexpr std::size_t kSize = 6000;
+  std::vector<std::byte> mem(kSize);
+  std::vector<CanaryAlloc> table = {{"exported", 0xabc000, kSize, false, {{0, kSize}}, {}},
+                                    {"small", 0x123000, 64, false, {{0, 64}}, {}}};
+  fill_canary(table[0].salt, 0, mem);
+  const auto at = reinterpret_cast<std::uint64_t>(mem.data());
+  std::vector<std::byte> scratch;
+
+  // A correct mapping with its size stated: one read; without: the head, then the whole.
+  CountingReader whole(kSize);
+  EXPECT_EQ(judge_mapping(table, at, kSize, whole, scratch).verdict, Verdict::mapped);
+  EXPECT_EQ(whole.reads, 1);
+  whole.reads = 0;
+  EXPECT_EQ(judge_mapping(table, at, std::nullopt, whole, scratch).verdict, Verdict::mapped);
+  EXPECT_EQ(whole.reads, 2);
+
+  // Only the first 100 bytes readable: with or without the stated size, the same verdict.
+  CountingReader part(100);
+  const Judgement stated = judge_mapping(table, at, kSize, part, scratch);
+  const Judgement unstated = judge_mapping(table, at, std::nullopt, part, scratch);
+  EXPECT_EQ(stated.verdict, Verdict::wrong_size);
+  EXPECT_EQ(stated.verdict, unstated.verdict);
+  EXPECT_EQ(stated.detail, unstated.detail);
+
+  // A stated size above every export, or below the head, is not read whole.
+  whole.reads = 0;
+  EXPECT_EQ(judge_mapping(table, at, kSize + 1, whole, scratch).verdict, Verdict::wrong_size);
+  EXPECT_EQ(judge_mapping(table, at, 16, whole, scratch).verdict, Verdict::wrong_size);
+  EXPECT_EQ(whole.reads, 2);  // the head of each
+}
+
 TEST(Oracle, LowestFreeDescriptorRisesWithALeak) {
   const int before = lowest_free_fd();
   const int leaked = ::dup(0);
