@@ -126,7 +126,7 @@ void Campaign::go(Slot& s, Proc p, std::shared_ptr<const MutatorContext> ctx, st
   s.proc = std::move(p);
   s.ctx = std::move(ctx);
   s.page->get().in_flight.store(0);
-  s.proc.ch.send(wire::Go{s.index < 0, s.seed, first, quota, schedule_names(), CarriedFd::lend(s.page->fd())});
+  s.proc.ch.send(wire::Go{s.index < 0, s.seed, first, quota, schedule_demotions(), CarriedFd::lend(s.page->fd())});
   s.vacant = false;
   s.hung = false;
   s.gen_first = first;

@@ -180,12 +180,14 @@ struct Spare {
 };
 
 // An input class that poisoned a worker (context_lost, crash, hang): later draws that repeat
-// it run once in detail::kDemotedKeepOneIn.
+// it run once in keep_one_in (detail::kDemotedKeepOneIn, doubled after each later poisoning).
 struct Demoted {
   std::uint64_t mask = 0;  // changed_fields of the finding's input
   std::string cls;      // changed_fields_name of the finding's input
   std::string verdict;  // the finding that put it here
   double since_s = 0;
+  std::uint64_t poisonings = 1;  // findings of the class that cost a worker, the first included
+  std::uint64_t keep_one_in = detail::kDemotedKeepOneIn;  // halved rate after each later one
 };
 
 // The reports of one kind of finding with one set of changed fields, after the campaign;
@@ -244,7 +246,8 @@ class Campaign {
   void note_poison(const RawFinding& f);
   json schedule_json() const;
   json time_json() const;
-  std::vector<std::string> schedule_names() const;
+  json time_by_verdict_json() const;
+  std::vector<wire::Demotion> schedule_demotions() const;
   std::shared_ptr<const MutatorContext> wait_ready(Proc& p, const std::string& who);
   void handle(Slot& s, Message& m);
   void on_finding(Slot& s, wire::Finding w);

@@ -24,6 +24,24 @@ const MutatorContext& need_context(const msg::Data& d, const MutatorContext* ctx
   return *ctx;
 }
 
+json schedule_to_json(const std::vector<Demotion>& classes) {
+  json j = json::array();
+  for (const auto& c : classes) j.push_back({{"class", c.cls}, {"keep_one_in", c.keep_one_in}});
+  return j;
+}
+
+std::vector<Demotion> schedule_of(const msg::DocReader& r, const char* member) {
+  return r.with(member, [](const json& j) {
+    std::vector<Demotion> out;
+    for (const auto& c : j.at("classes")) {
+      const auto keep = c.at("keep_one_in").get<std::uint64_t>();
+      if (keep == 0) throw std::invalid_argument("keep_one_in is 0");
+      out.push_back({c.at("class").get<std::string>(), keep});
+    }
+    return out;
+  });
+}
+
 Input input_of(const msg::DocReader& r, const MutatorContext& ctx) {
   return r.with("input", [&](const json& j) { return detail::input_from_json(ctx, j); });
 }
@@ -37,7 +55,7 @@ Go decode_go(const msg::DocReader& r, msg::Data& d) {
   const std::string mode = r.text("mode");
   if (mode != "campaign" && mode != "replay") r.fail("mode", mode, "neither \"campaign\" nor \"replay\"");
   if (!d.fd) throw ChannelError("campaign: data message 'go' came without its descriptor (the worker page)");
-  return {mode == "replay", r.count("seed"), r.count("first_exec"), r.count("quota"), r.texts("schedule"),
+  return {mode == "replay", r.count("seed"), r.count("first_exec"), r.count("quota"), schedule_of(r, "schedule"),
           std::move(d.fd)};
 }
 
@@ -62,7 +80,7 @@ Message encode(const Ready& m) {
 
 Message encode(const Go& m) {
   const json doc = {{"mode", m.replay ? "replay" : "campaign"}, {"seed", m.seed}, {"first_exec", m.first_exec},
-                    {"quota", m.quota}, {"schedule", m.schedule}};
+                    {"quota", m.quota}, {"schedule", {{"classes", schedule_to_json(m.schedule)}}}};
   return as_data(Go::key, doc, m.page);
 }
 
@@ -91,8 +109,7 @@ Message encode(const Error& m) { return as_data(Error::key, {{"stage", m.stage},
 
 Message encode(const Retire& m) { return as_data(Retire::key, {{"next_exec", m.next_exec}}); }
 
-// The document is the list itself.
-Message encode(const Schedule& m) { return as_data(Schedule::key, json(m.classes)); }
+Message encode(const Schedule& m) { return as_data(Schedule::key, {{"classes", schedule_to_json(m.classes)}}); }
 
 Message encode(const Exec& m, const MutatorContext& ctx) {
   return as_data(Exec::key, {{"id", m.id}, {"input", detail::input_to_json(ctx, m.input)}});
@@ -113,7 +130,7 @@ Any decode(Message& m, const MutatorContext* ctx) {
   if (d.key == Final::key) return decode_final(r);
   if (d.key == Error::key) return Error{r.text("stage"), r.text("what"), r.text("errc")};
   if (d.key == Retire::key) return Retire{r.count("next_exec")};
-  if (d.key == Schedule::key) return Schedule{r.texts(nullptr)};
+  if (d.key == Schedule::key) return Schedule{schedule_of(r, nullptr)};
   if (d.key == Exec::key) return Exec{static_cast<int>(r.integer("id")), input_of(r, need_context(d, ctx))};
   throw ChannelError("campaign: data message '" + d.key + "' is none of the campaign's messages");
 }

@@ -49,13 +49,19 @@ struct Ready {
   std::vector<std::string> calibration;  // what the unchanged handles taught it
 };
 
+// A demoted input class (changed-field names) and how rarely its inputs still run.
+struct Demotion {
+  std::string cls;
+  std::uint64_t keep_one_in = 0;
+};
+
 struct Go {
   static constexpr const char* key = "go";
   bool replay = false;  // "replay" | "campaign" on the wire
   std::uint64_t seed = 0;
   std::uint64_t first_exec = 0;
   std::uint64_t quota = 0;  // 0: until told to stop
-  std::vector<std::string> schedule;  // demoted classes (changed-field names), the parent's order
+  std::vector<Demotion> schedule;  // demoted classes, the parent's order
   CarriedFd page;                     // the slot's worker page (required)
 };
 
@@ -106,7 +112,7 @@ struct Retire {
 
 struct Schedule {
   static constexpr const char* key = "schedule";
-  std::vector<std::string> classes;
+  std::vector<Demotion> classes;
 };
 
 struct Exec {

@@ -47,6 +47,7 @@ json Campaign::section() const {
   }
   j["per_worker"] = per;
   j["time_s"] = time_json();
+  j["time_by_verdict"] = time_by_verdict_json();
   j["recovery"] = recovery_json();
   j["schedule"] = schedule_json();
   add_counts(j);
@@ -114,11 +115,30 @@ json Campaign::time_json() const {
           {"startup", fuzzed_ ? std::chrono::duration<double>(t0_ - launch_t0_).count() : 0.0}};
 }
 
-// The demoted classes' names, in order: what "go" and "schedule" tell the workers.
-std::vector<std::string> Campaign::schedule_names() const {
-  std::vector<std::string> names;
-  for (const auto& d : schedule_) names.push_back(d.cls);
-  return names;
+// Worker-seconds of whole executions by the oracle's verdict, and the mean per execution:
+// which kinds of input the campaign's time goes to (a crash or hang, which ends its worker
+// mid-execution, is not timed).
+json Campaign::time_by_verdict_json() const {
+  std::uint64_t ns[kVerdictCount] = {}, n[kVerdictCount] = {};
+  for (const auto& s : slots_) {
+    const WorkerPage& p = s->page->get();
+    for (int i = 0; i < kVerdictCount; ++i) {
+      ns[i] += p.verdict_ns[i].load();
+      n[i] += p.verdicts[i].load();
+    }
+  }
+  json j = json::object();
+  for (int i = 0; i < kVerdictCount; ++i)
+    if (n[i] != 0 && ns[i] != 0)
+      j[verdict_name(static_cast<Verdict>(i))] = {{"time_s", ns[i] / 1e9}, {"mean_us", ns[i] / 1e3 / static_cast<double>(n[i])}};
+  return j;
+}
+
+// The demoted classes and their rates, in order: what "go" and "schedule" tell the workers.
+std::vector<wire::Demotion> Campaign::schedule_demotions() const {
+  std::vector<wire::Demotion> out;
+  for (const auto& d : schedule_) out.push_back({d.cls, d.keep_one_in});
+  return out;
 }
 
 json Campaign::schedule_json() const {
@@ -127,9 +147,10 @@ json Campaign::schedule_json() const {
     std::uint64_t n = 0;
     for (const auto& s : slots_) n += s->page->get().demoted[k].load();
     classes.push_back({{"class", schedule_[k].cls}, {"verdict", schedule_[k].verdict}, {"since_s", schedule_[k].since_s},
-                       {"demoted", n}});
+                       {"demoted", n}, {"poisonings", schedule_[k].poisonings}, {"keep_one_in", schedule_[k].keep_one_in}});
   }
-  return {{"demote", o_.demote}, {"keep_one_in", detail::kDemotedKeepOneIn}, {"classes", classes}};
+  return {{"demote", o_.demote}, {"keep_one_in", detail::kDemotedKeepOneIn},
+          {"keep_one_in_most", detail::kDemotedKeepOneInMost}, {"classes", classes}};
 }
 
 namespace {

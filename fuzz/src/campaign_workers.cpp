@@ -271,18 +271,30 @@ void Campaign::fill_vacancies() {
 }
 
 // A finding that cost its worker (context lost, crash, hang) demotes its input class, in
-// every worker from now on.
+// every worker from now on; another such finding by an input of a demoted class (one of its
+// draws that still ran) halves that class's rate.
 void Campaign::note_poison(const RawFinding& f) {
   if (!o_.demote || !f.input || !f.ctx) return;
   if (f.verdict != Verdict::context_lost && f.verdict != Verdict::crash && f.verdict != Verdict::hang) return;
   const std::uint64_t mask = changed_fields(*f.ctx, *f.input);
-  if (mask == 0 || schedule_.size() >= static_cast<std::size_t>(detail::kMaxSchedule)) return;
-  // A class that changes every field of a demoted one is demoted with it already (a draw that
-  // still ran: one in kDemotedKeepOneIn).
-  for (const auto& d : schedule_)
-    if ((mask & d.mask) == d.mask) return;
-  schedule_.push_back({mask, changed_fields_name(*f.ctx->layout, mask), verdict_name(f.verdict), fuzzed_ ? since(t0_) : 0.0});
-  const wire::Schedule schedule{schedule_names()};
+  if (mask == 0) return;
+  // A class that changes every field of a demoted one is demoted with it already: the first
+  // such class (the one the workers' draw checks first) pays.
+  Demoted* again = nullptr;
+  for (auto& d : schedule_)
+    if ((mask & d.mask) == d.mask) {
+      again = &d;
+      break;
+    }
+  if (again) {
+    ++again->poisonings;
+    if (again->keep_one_in >= detail::kDemotedKeepOneInMost) return;
+    again->keep_one_in *= 2;
+  } else {
+    if (schedule_.size() >= static_cast<std::size_t>(detail::kMaxSchedule)) return;
+    schedule_.push_back({mask, changed_fields_name(*f.ctx->layout, mask), verdict_name(f.verdict), fuzzed_ ? since(t0_) : 0.0});
+  }
+  const wire::Schedule schedule{schedule_demotions()};
   for (auto& s : slots_)
     if (s->proc && s->proc.ch && !s->proc.stopping) s->proc.ch.send(schedule);
 }

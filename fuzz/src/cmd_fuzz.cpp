@@ -85,7 +85,8 @@ cli::Options fuzz_command_options() {
       .value("--standby", "N", "consumers kept set up ahead of need, so that a worker whose context was lost is "
                                "replaced at once (default: as many as --jobs, 2 to 8; 0: replace in place)")
       .value("--schedule", "demote|flat", "demote: an input class (fields changed) that lost a worker's context, "
-                                           "crashed or hung it runs once in 32 draws afterwards; flat: no schedule", "demote")
+                                           "crashed or hung it runs once in 32 draws afterwards, half as often after each "
+                                           "further poisoning (down to 1 in 4096); flat: no schedule", "demote")
       .value("--seed", "K", "campaign seed, decimal or 0x hex (with the exports' live values and the corpus the campaign grows, it decides the inputs)", "1")
       .value("--corpus", "DIR", "an existing folder: read seeds (*.repro) from it and add new interesting inputs to it")
       .value("--out", "DIR", "where results go", "ipcheck-results/fuzz-<adapter>")

@@ -70,8 +70,12 @@ struct NativeSlot {
 
 // At most this many demoted input classes (Schedule); later poisoning classes are not demoted.
 inline constexpr int kMaxSchedule = 16;
-// A demoted class's inputs run once in this many draws; the others are redrawn.
+// A demoted class's inputs run once in this many draws; the others are redrawn. Each time an
+// input of the class that still ran poisons a worker again, the rate halves, down to once in
+// kDemotedKeepOneInMost: a class that keeps killing workers teaches nothing new, and on CUDA
+// each lost worker stalls the others (a context's set-up and teardown hold the driver).
 inline constexpr std::uint64_t kDemotedKeepOneIn = 32;
+inline constexpr std::uint64_t kDemotedKeepOneInMost = 4096;
 
 // Where a slot's time goes, in nanoseconds summed over its workers (Consumer::run_one).
 struct TimeSpent {
@@ -102,6 +106,7 @@ struct WorkerPage {
   std::atomic<std::uint64_t> demoted[kMaxSchedule];  // draws redrawn, per schedule entry
   std::uint64_t map_offset;  // the input in flight's map range (--target physical)
   std::uint64_t map_size;
+  std::atomic<std::uint64_t> verdict_ns[16];  // time of whole executions (open to oracle), by fuzz::Verdict
 };
 static_assert(sizeof(WorkerPage) <= 4096);
 

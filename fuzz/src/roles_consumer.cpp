@@ -132,8 +132,15 @@ void Consumer::setup_physical() {
 
 // After an open that succeeded (its mapping read, closed): can this process still use the
 // runtime? A read of the worker's own allocation answers; a poisoned context fails it.
+// Where the adapter has a cheaper check (native "context_check"), it answers instead.
 std::optional<Outcome> Consumer::context_health() {
   if (own_.allocations.empty() || target_ != "memory") return std::nullopt;
+  if (context_check_) {
+    Outcome o = adapter_->native("context_check", {});
+    if (o.ok()) return std::nullopt;
+    if (o.code != Errc::not_implemented) return o;
+    context_check_ = false;
+  }
   std::array<std::byte, 8> b{};
   Outcome o = adapter_->read(own_.allocations.front().get(), b);
   if (o.ok()) return std::nullopt;
@@ -214,7 +221,8 @@ Consumer::Executed Consumer::execute_memory(const Input& in, int fd) {
       const std::string before = is_finding(e.verdict) ? std::string(verdict_name(e.verdict)) + ": " + e.detail
                                                        : std::string("a clean open and close");
       e.verdict = Verdict::context_lost;
-      e.detail = "after this input (" + before + "), a read of the worker's own allocation answered " +
+      e.detail = "after this input (" + before + "), " +
+                 (context_check_ ? "the context check" : "a read of the worker's own allocation") + " answered " +
                  lost->describe() + ": the process's context is lost; the worker is replaced";
       e.outcome = *lost;
       retire_ = true;
@@ -233,7 +241,9 @@ Consumer::Executed Consumer::run_one(const Input& in, std::uint64_t flight) {
   page_->map_size = in.map_size;
   std::memcpy(page_->bytes, in.bytes.data(), kMaxInput);
   page_->in_flight.store(flight, std::memory_order_release);
+  const std::uint64_t t = now_ns();
   Executed e = execute(in);
+  page_->verdict_ns[static_cast<int>(e.verdict) & 15].fetch_add(now_ns() - t, std::memory_order_relaxed);
   count(e);
   page_->in_flight.store(0, std::memory_order_release);
   page_->executions.fetch_add(1, std::memory_order_release);
@@ -289,23 +299,25 @@ wire::Final Consumer::final_audit() {
   return {diff_snapshots(before_, take_proc_snapshot()), page_->executions.load()};
 }
 
-// The parent's list of demoted classes (changed-field names), whole, in its order.
-void Consumer::take_schedule(const std::vector<std::string>& classes) {
+// The parent's list of demoted classes (changed-field names and rates), whole, in its order.
+void Consumer::take_schedule(const std::vector<wire::Demotion>& classes) {
   schedule_.clear();
+  keep_.clear();
   for (const auto& c : classes) {
     if (schedule_.size() >= static_cast<std::size_t>(detail::kMaxSchedule)) break;
-    schedule_.push_back(changed_fields_mask(*ctx_.layout, c));
+    schedule_.push_back(changed_fields_mask(*ctx_.layout, c.cls));
+    keep_.push_back(c.keep_one_in);
   }
 }
 
 // True when `in` repeats a demoted class (changes at least its fields) and is not the one draw
-// in kDemotedKeepOneIn that still runs; counted per class on the page.
+// in the class's keep_one_in that still runs; counted per class on the page.
 bool Consumer::demoted(const Input& in, Rng& rng) {
   if (schedule_.empty()) return false;
   const std::uint64_t mask = changed_fields(ctx_, in);
   for (std::size_t k = 0; k < schedule_.size(); ++k)
     if (schedule_[k] != 0 && (mask & schedule_[k]) == schedule_[k]) {
-      if (rng.below(detail::kDemotedKeepOneIn) == 0) return false;
+      if (rng.below(keep_[k]) == 0) return false;
       page_->demoted[k].fetch_add(1, std::memory_order_relaxed);
       return true;
     }

@@ -75,7 +75,7 @@ class Consumer {
   bool wait_for_go();
   enum class Parent { go_on, stop, gone };
   Parent read_parent();
-  void take_schedule(const std::vector<std::string>& classes);
+  void take_schedule(const std::vector<wire::Demotion>& classes);
   bool demoted(const Input& in, Rng& rng);
   wire::Final final_audit();
   std::optional<Outcome> context_health();
@@ -97,6 +97,7 @@ class Consumer {
   int claimed_size_field_ = -1;
   bool host_mappings_ = true;  // AdapterInfo::opened_memory_is_host_mapping
   bool retire_ = false;        // the context is lost: report, then exit to be replaced
+  bool context_check_ = true;  // the adapter answers native("context_check"); else a read checks
   std::string target_ = "memory";  // --target: memory | physical | event
   detail::PhysicalOracle phys_;    // --target physical
   detail::EventOracle events_;     // --target event
@@ -108,6 +109,7 @@ class Consumer {
   int findings_sent_ = 0;
   ProcSnapshot before_;
   std::vector<std::uint64_t> schedule_;  // demoted input classes (changed_fields masks), the parent's order
+  std::vector<std::uint64_t> keep_;      // and how rarely each still runs (once in keep_[k] draws)
 };
 
 }  // namespace ipcheck::fuzz::detail

@@ -91,12 +91,14 @@ TEST(CampaignMessages, SetUpMessagesRoundTrip) {
 TEST(CampaignMessages, GoCarriesTheWorkerPage) {
   unique_fd page(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(page);
-  auto go = std::get<wire::Go>(round_trip(wire::encode(wire::Go{true, 11, 256, 1000, {"pid"}, CarriedFd::lend(page.get())}), nullptr));
+  auto go = std::get<wire::Go>(round_trip(wire::encode(wire::Go{true, 11, 256, 1000, {{"pid", 64}}, CarriedFd::lend(page.get())}), nullptr));
   EXPECT_TRUE(go.replay);
   EXPECT_EQ(go.seed, 11u);
   EXPECT_EQ(go.first_exec, 256u);
   EXPECT_EQ(go.quota, 1000u);
-  EXPECT_EQ(go.schedule, std::vector<std::string>{"pid"});
+  ASSERT_EQ(go.schedule.size(), 1u);
+  EXPECT_EQ(go.schedule[0].cls, "pid");
+  EXPECT_EQ(go.schedule[0].keep_one_in, 64u);
   ASSERT_TRUE(go.page.owned());
   struct stat sent{}, received{};
   ASSERT_EQ(::fstat(page.get(), &sent), 0);
@@ -105,6 +107,18 @@ TEST(CampaignMessages, GoCarriesTheWorkerPage) {
   // Without its page a go cannot be taken.
   Message bare = wire::encode(wire::Go{false, 1, 0, 0, {}, {}});
   EXPECT_TRUE(has(decode_error(std::move(bare), nullptr), "'go' came without its descriptor"));
+}
+
+TEST(CampaignMessages, ScheduleCarriesEachClassesRate) {
+  const auto s = std::get<wire::Schedule>(round_trip(wire::encode(wire::Schedule{{{"offset", 32}, {"pid+size", 4096}}}), nullptr));
+  ASSERT_EQ(s.classes.size(), 2u);
+  EXPECT_EQ(s.classes[0].cls, "offset");
+  EXPECT_EQ(s.classes[0].keep_one_in, 32u);
+  EXPECT_EQ(s.classes[1].cls, "pid+size");
+  EXPECT_EQ(s.classes[1].keep_one_in, 4096u);
+  // A rate of 0 would divide by zero in the worker's draw: refused, named.
+  Message zero = wire::encode(wire::Schedule{{{"offset", 0}}});
+  EXPECT_TRUE(has(decode_error(std::move(zero), nullptr), "keep_one_in is 0"));
 }
 
 TEST(CampaignMessages, InputsTravelRelativeToTheWorkersContext) {
@@ -149,8 +163,7 @@ TEST(CampaignMessages, ReportsAndOrdersRoundTrip) {
   EXPECT_EQ(final.leaks[0].item, "/dev/null");
 
   EXPECT_EQ(std::get<wire::Retire>(round_trip(wire::encode(wire::Retire{513}), nullptr)).next_exec, 513u);
-  const std::vector<std::string> classes = {"pid", "offset+size"};
-  EXPECT_EQ(std::get<wire::Schedule>(round_trip(wire::encode(wire::Schedule{classes}), nullptr)).classes, classes);
+  // Schedule: ScheduleCarriesEachClassesRate.
 }
 
 TEST(CampaignMessages, ABadMessageNamesItsKeyAndMember) {

@@ -121,6 +121,8 @@ class CudaAdapter final : public Adapter {
   // CUDA's IPC calls take no context (they act on the current one): those combinations do
   // not exist here. native("event_unrecorded"): cuEventQuery on an IPC event never recorded
   // (not armed), CUDA's answer in the outcome's native code (cuda.event.unrecorded).
+  // native("context_check"): cuCtxSynchronize on device 0's context (a lost context answers
+  // its sticky error).
   Outcome native(const std::string& what, const std::map<std::string, std::string>& args) override;
 
  private:

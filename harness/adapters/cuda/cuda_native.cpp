@@ -17,6 +17,13 @@ Result<std::uint64_t> CudaAdapter::native_identity(ObjectId id) {
 Outcome CudaAdapter::native(const std::string& what, const std::map<std::string, std::string>& args) {
   const auto arg = [&](const char* k) { return args.count(k) ? args.at(k) : std::string(); };
   if (what == "null_argument") return null_argument(arg("verb"), arg("argument"));
+  if (what == "context_check") {
+    // A lost context's error is sticky: every call answers it, the cheapest (0.6 us against
+    // 9 us for an 8-byte copy on an H100) being a synchronize with nothing pending.
+    if (auto o = use(0, "context_check"); !o.ok()) return o;
+    if (const CUresult r = cu_->cuCtxSynchronize(); r != CUDA_SUCCESS) return fail(r, "cuCtxSynchronize");
+    return Outcome::runtime_success("cuCtxSynchronize");
+  }
   if (what == "event_unrecorded") {
     if (auto o = use(0, "event_unrecorded"); !o.ok()) return o;
     CUevent ev = nullptr;

@@ -213,6 +213,9 @@ class Adapter {
   //       context | pointer | handle | out): the verb with that argument null; answers
   //       the runtime's code (Level Zero with parameter validation:
   //       ZE_RESULT_ERROR_INVALID_NULL_HANDLE / _NULL_POINTER, mapped to invalid).
+  //   "context_check": whether the process's runtime context is still usable, as cheaply as
+  //       the API allows (CUDA: cuCtxSynchronize, whose sticky error shows a lost context);
+  //       a fuzz worker asks after each successful open.
   // Open flags travel in mem_open's `flags`: native bits exactly as given (0 is 0), or
   // kDefaultOpenFlags for what the API's plain open passes.
   virtual Outcome native(const std::string& what, const std::map<std::string, std::string>& args);

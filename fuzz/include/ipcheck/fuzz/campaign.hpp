@@ -36,17 +36,21 @@
 //                                          // check, context probe, descriptor check), messages,
 //                                          // slots without a worker after a loss, and the
 //                                          // set-up before the first worker ran
+//     "time_by_verdict": {"mapped": {"time_s": 12.1, "mean_us": 150.2}, "rejected": {...}},
+//                                          // worker-seconds of whole executions (open, oracle,
+//                                          // close, checks) by verdict, and the mean of one
 //     "recovery": {"standby": 1, "hand_overs": 3, "from_standby": 3, "median_wait_ms": 0.4,
 //                  "max_wait_ms": 1.1, "init_median_s": 0.31, "consumers_started": 5},
 //                                          // replacing workers: standby consumers kept ready,
 //                                          // hand-overs after a loss, how many found a standby
 //                                          // ready, the wait per hand-over, and what setting up
 //                                          // a consumer costs
-//     "schedule": {"demote": true, "keep_one_in": 32,
+//     "schedule": {"demote": true, "keep_one_in": 32, "keep_one_in_most": 4096,
 //                  "classes": [{"class": "offset", "verdict": "context_lost", "since_s": 1.2,
-//                               "demoted": 3456}]},
+//                               "demoted": 3456, "poisonings": 3, "keep_one_in": 128}]},
 //                                          // input classes (fields changed) that poisoned a
-//                                          // worker, and how many later draws were redrawn
+//                                          // worker, how often they did, the rate each runs at
+//                                          // now, and how many later draws were redrawn
 //     "outcomes": {"success": 31000, "invalid": 1200000, "exporter_gone": 12, ...},
 //                                          // what open returned, by ipcheck Errc name (every
 //                                          // execution once; a crash or hang is in "verdicts")
@@ -103,7 +107,7 @@ struct CampaignOptions {
   std::uint64_t runs = 0;    // 0: bounded by time only
   int jobs = 1;
   int standby = -1;          // consumers set up ahead of need; -1: as many as jobs, 2 to 8
-  bool demote = true;        // an input class that poisoned a worker runs once in 32 draws afterwards
+  bool demote = true;        // an input class that poisoned a worker runs once in 32 draws afterwards (then 64...)
   std::uint64_t seed = 1;
   std::string corpus_dir;    // read *.repro seeds from it, add new interesting inputs to it
   std::string transport = "auto";
