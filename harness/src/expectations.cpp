@@ -2,10 +2,12 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "ipcheck/reports/files.hpp"
 #include "ipcheck/reports/version.hpp"
@@ -40,7 +42,7 @@ std::string Expectation::explain() const {
 namespace {
 
 struct Bound {
-  std::string op;  // >=, >, <=, <, =
+  std::string op;  // >=, >, <=, <, =; empty: `version` is a product word the version starts with
   std::string version;
 };
 
@@ -49,6 +51,12 @@ std::vector<Bound> parse_range(const std::string& range) {
   std::istringstream words(range);
   for (std::string w; words >> w;) {
     Bound b;
+    // A leading word (lavapipe's "Mesa 22.3.6 (LLVM 15.0.6)"): the version must start with it.
+    if (out.empty() && std::isalpha(static_cast<unsigned char>(w[0]))) {
+      b.version = w;
+      out.push_back(b);
+      continue;
+    }
     for (const char* op : {">=", "<=", ">", "<", "="})
       if (w.rfind(op, 0) == 0) {
         b.op = op;
@@ -58,7 +66,8 @@ std::vector<Bound> parse_range(const std::string& range) {
     if (b.op.empty()) b.op = "=";
     if (b.version.empty() || !std::isdigit(static_cast<unsigned char>(b.version[0])))
       throw std::invalid_argument("driver range bound '" + w + "' is not an operator (>=, >, <=, <, =) and a version "
-                                  "starting with a digit; write for example \">=580 <590\"");
+                                  "starting with a digit, nor a leading word the version starts with; write for "
+                                  "example \">=580 <590\" or \"Mesa >=22\"");
     out.push_back(b);
   }
   return out;
@@ -69,8 +78,16 @@ std::vector<Bound> parse_range(const std::string& range) {
 void check_version_range(const std::string& range) { (void)parse_range(range); }
 
 bool version_in_range(const std::string& version, const std::string& range) {
+  std::string_view v = version;
   for (const auto& b : parse_range(range)) {
-    const int c = reports::compare_versions(version, b.version);
+    if (b.op.empty()) {
+      if (v.substr(0, b.version.size()) != b.version ||
+          (v.size() > b.version.size() && v[b.version.size()] != ' '))
+        return false;
+      v.remove_prefix(std::min(v.size(), b.version.size() + 1));
+      continue;
+    }
+    const int c = reports::compare_versions(v, b.version);
     const bool ok = b.op == ">=" ? c >= 0 : b.op == ">" ? c > 0 : b.op == "<=" ? c <= 0 : b.op == "<" ? c < 0 : c == 0;
     if (!ok) return false;
   }

@@ -157,6 +157,14 @@ TEST(Expectations, BlocksMatchersAndRanges) {
   EXPECT_FALSE(version_in_range("590.1", ">=580 <590"));
   EXPECT_FALSE(version_in_range("575.2", ">=580"));
   EXPECT_TRUE(version_in_range("anything", ""));
+  // A leading word: the product the version starts with (lavapipe against NVIDIA).
+  EXPECT_TRUE(version_in_range("Mesa 22.3.6 (LLVM 15.0.6)", "Mesa"));
+  EXPECT_TRUE(version_in_range("Mesa 25.0.7 (LLVM 15.0.6)", "Mesa >=25"));
+  EXPECT_FALSE(version_in_range("Mesa 22.3.6 (LLVM 15.0.6)", "Mesa >=25"));
+  EXPECT_FALSE(version_in_range("580.159.04", "Mesa"));
+  EXPECT_FALSE(version_in_range("Mesa 22.3.6", ">=580 <590"));
+  EXPECT_FALSE(version_in_range("Mesabarn 1", "Mesa"));
+  EXPECT_THROW(check_version_range(">=Mesa"), std::invalid_argument);
 }
 
 TEST(Expectations, BadLinesNameFileLineAndFix) {
@@ -177,7 +185,8 @@ TEST(Expectations, BadLinesNameFileLineAndFix) {
   refused("a.case fail leak=x why\n", "leak= goes with status leak");
   refused("@block b\n@reason r\na.case fail\n", "never closed");
   refused("@reason why\n", "outside a block");
-  refused("@block b\n@driver banana\n@end\n", "driver range bound");
+  refused("@block b\n@driver >=banana\n@end\n", "driver range bound");
+  refused("@block b\n@driver >=580 Mesa\n@end\n", "driver range bound");
 }
 
 CaseResult failing(std::vector<Check> checks) {

@@ -18,7 +18,8 @@
 //   role=    the role of a failed check, a crashed role or a leak
 //   leak=    the item of each leak finding          signal=  the signal of a crash (SIGSEGV)
 //   reason=  the case's one-line reason (a crash's last output line, a timeout's wait)
-//   driver=  a driver version range (">=580.0 <600"), as @driver for one line
+//   driver=  a driver version range (">=580.0 <600"), as @driver for one line; a leading
+//            word names the product the version starts with ("Mesa", "Mesa >=25")
 // A line covers failures, not cases: a case is xfail only when every failed check, every
 // leak, or its crash or timeout is covered; a new, different failure keeps its status.
 // A line that matched nothing while a case it names ran is reported as stale.
@@ -77,7 +78,9 @@ class Expectations {
 bool glob_match(const std::string& pattern, const std::string& text);
 
 // Whether `version` lies in `range`: space-separated bounds (">=580", "<590.1", "=580.159.04",
-// "580.159.04"); dotted numbers compare part by part as numbers. An empty range holds all.
+// "580.159.04"); dotted numbers compare part by part as numbers. An empty range holds all. A
+// leading word is a product the version must start with ("Mesa >=22" holds "Mesa 22.3.6 (LLVM
+// 15.0.6)", lavapipe's, and not NVIDIA's "580.159.04"); the bounds after it compare the rest.
 bool version_in_range(const std::string& version, const std::string& range);
 // Throws std::invalid_argument naming the bound when `range` is malformed.
 void check_version_range(const std::string& range);
