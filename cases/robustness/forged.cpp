@@ -78,34 +78,22 @@ void deputy_by_offset(Role& r, const ReceivedTarget& target, const HandleLayout&
               std::to_string(wrong) + " reached another object");
 }
 
-void deputy_consumer(Role& r) {
-  ReceivedTarget target = receive_target(r, "handle");
-  ReceivedTarget decoy = receive_target(r, "decoy");
-  const std::string deltas = receive_text(r, "deltas");
-  if (!forgeable(r)) {
-    const HandleLayout* l = known_layout(r, "memory", target.handle.bytes.size());
-    if (!l || l->find(FieldRole::offset) < 0)
-      r.skip("handle layout '" + r.adapter().info().handle_layout +
-             "' is neither an ipcref record nor a layout with a known offset field: cannot forge");
-    const auto space = deltas.find(' ');
-    deputy_by_offset(r, target, *l, std::stoll(deltas.substr(0, space)), std::stoll(deltas.substr(space + 1)));
-    r.barrier("consumer-done");
-    return;
-  }
-  const Record a = decode_record(r, target.handle.bytes, kDeputy);
-  const Record d = decode_record(r, decoy.handle.bytes, kDeputy);
-  // Both real handles open what they name: the objects the forgeries aim at are live.
-  {
-    SetupSteps setup(r);
-    for (auto* t : {&target, &decoy}) {
+// Both real handles open what they name: the objects the forgeries aim at are live.
+void check_real_handles(Role& r, const ReceivedTarget& target, const ReceivedTarget& decoy) {
+  SetupSteps setup(r);
+  for (auto* t : {&target, &decoy}) {
     Opened o = open_target(r, HandleKind::memory, t->handle.bytes, t->handle.fd.get());
     r.require_ok(o.outcome, kDeputy, "open of a real handle");
     const std::uint64_t seed = t == &target ? kTargetSeed : kDecoySeed;
     r.require(is_target(r, HandleKind::memory, o.object.get(), t->bytes, seed), kDeputy,
               "a real handle maps the memory exported under it");
-    }
   }
+}
 
+// The export's record `a` resealed with parts of the decoy's record `d` and with every other
+// descriptor number of the exporter, and the export's bytes with the decoy's passed descriptor.
+std::vector<Forgery> deputy_forgeries(const ReceivedTarget& target, const ReceivedTarget& decoy, const Record& a,
+                                      const Record& d) {
   std::vector<Forgery> forgeries;
   // An fd-first handle needs a descriptor with it: the export's own, so that only the
   // forged record can lead the driver astray. A record handle names its descriptor.
@@ -138,8 +126,11 @@ void deputy_consumer(Role& r) {
   // With descriptors passed by SCM_RIGHTS: the export's bytes with the decoy's descriptor.
   if (decoy.handle.fd) forgeries.push_back({"the export's bytes with the decoy's passed descriptor", target.handle.bytes,
                                             decoy.handle.fd.get()});
+  return forgeries;
+}
 
-  const ResourceCount before = count_resources();
+// Opens every forgery: each must be refused or open the export its token names.
+void open_forgeries(Role& r, const std::vector<Forgery>& forgeries) {
   std::size_t refused = 0, identified = 0, deputies = 0;
   std::map<std::string, std::size_t> codes;
   Evidence by = Evidence::tally();
@@ -173,6 +164,28 @@ void deputy_consumer(Role& r) {
           std::to_string(forgeries.size()) + " forged handles: " + std::to_string(refused) + " refused (" + tally + "), " +
               std::to_string(identified) + " opened the export their token names, " + std::to_string(deputies) +
               " opened another object");
+}
+
+void deputy_consumer(Role& r) {
+  ReceivedTarget target = receive_target(r, "handle");
+  ReceivedTarget decoy = receive_target(r, "decoy");
+  const std::string deltas = receive_text(r, "deltas");
+  if (!forgeable(r)) {
+    const HandleLayout* l = known_layout(r, "memory", target.handle.bytes.size());
+    if (!l || l->find(FieldRole::offset) < 0)
+      r.skip("handle layout '" + r.adapter().info().handle_layout +
+             "' is neither an ipcref record nor a layout with a known offset field: cannot forge");
+    const auto space = deltas.find(' ');
+    deputy_by_offset(r, target, *l, std::stoll(deltas.substr(0, space)), std::stoll(deltas.substr(space + 1)));
+    r.barrier("consumer-done");
+    return;
+  }
+  const Record a = decode_record(r, target.handle.bytes, kDeputy);
+  const Record d = decode_record(r, decoy.handle.bytes, kDeputy);
+  check_real_handles(r, target, decoy);
+  const std::vector<Forgery> forgeries = deputy_forgeries(target, decoy, a, d);
+  const ResourceCount before = count_resources();
+  open_forgeries(r, forgeries);
   check_no_growth(r, before, count_resources(), kDeputy, "after the forged opens");
   r.barrier("consumer-done");
 }

@@ -133,6 +133,60 @@ void expect_refused(Role& r, HandleKind kind, const ReceivedTarget& t, const std
   r.check_error(o.outcome, Errc::invalid, kTamper, what);
 }
 
+// Snapshots every page of the mapping at `ptr` into `h`: the kernel's whole extent where it
+// is a host mapping of this process (read and written directly, as a hostile importer would),
+// else the export's pages through the adapter. A mapping wider than the export is recorded;
+// what decides is whether any of it is the producer's other memory (the decoy) and whether
+// writing it back revives the export. Adds what it took to `handed`.
+void snapshot_mapping(Role& r, const ReceivedTarget& t, DevPtr ptr, const Evidence& handed_by, Handed& h,
+                      std::string& handed) {
+  std::uintptr_t lo = page_down(ptr), hi = page_up(ptr + t.bytes);
+  const HostMapping around = shared_mapping_around(ptr);
+  if (around) {
+    r.observe("mapping_extent",
+              size_name(around.end - around.start) + " for a " + size_name(t.bytes) + " export" +
+                  (around.start >= lo && around.end <= hi ? " (its pages only)" : " (wider than the export)"),
+              kTamper);
+    h.host = true;
+    h.writable = around.writable;
+    lo = around.start;
+    hi = around.end;
+  }
+  h.region = lo;
+  h.region_copy.resize(hi - lo);
+  Outcome read = Outcome::success();
+  if (h.host) {
+    std::memcpy(h.region_copy.data(), reinterpret_cast<const void*>(lo), hi - lo);
+  } else {
+    read = r.adapter().read(h.region, h.region_copy);
+    SetupSteps setup(r);
+    r.require_ok(read, kTamper, "snapshot the mapping (" + size_name(hi - lo) + ")");
+  }
+  r.check(!holds_decoy(h.region_copy), h.host ? handed_by : Evidence::of(read), kTamper,
+          "the mapping (" + size_name(hi - lo) + ") holds no byte of the producer's unexported decoy");
+  handed += "mapping " + size_name(hi - lo);
+}
+
+// Snapshots the whole content of the descriptor `fd` that came with the handle into `h` (up to
+// kLargestDescriptor); adds what it took to `handed`.
+void snapshot_descriptor(Role& r, HandleKind kind, const ReceivedTarget& t, int fd, const Evidence& handed_by,
+                         Handed& h, std::string& handed) {
+  struct stat st{};
+  {
+    SetupSteps setup(r);
+    r.require(::fstat(fd, &st) == 0, kTamper, "fstat of the descriptor that came with the handle");
+  }
+  const std::size_t size = static_cast<std::size_t>(st.st_size);
+  if (kind != HandleKind::event)
+    r.observe("descriptor_size", size_name(size) + " for a " + size_name(t.bytes) + " export", kTamper);
+  h.descriptor_copy.resize(std::min(size, kLargestDescriptor));
+  const ssize_t n = ::pread(fd, h.descriptor_copy.data(), h.descriptor_copy.size(), 0);
+  h.descriptor_copy.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  r.check(!holds_decoy(h.descriptor_copy), handed_by, kTamper,
+          "the descriptor holds no byte of the producer's unexported decoy");
+  handed += std::string(handed.empty() ? "" : ", ") + "descriptor " + size_name(h.descriptor_copy.size());
+}
+
 void tamper_consumer(Role& r, HandleKind kind) {
   ReceivedTarget t = receive_target(r, "handle");
   Opened opened = open_target(r, kind, t.handle.bytes, t.handle.fd.get());
@@ -156,55 +210,10 @@ void tamper_consumer(Role& r, HandleKind kind) {
 
   Handed h;
   std::string handed;
-  if (ptr) {
-    // Every page of the mapping: the kernel's whole extent where it is a host mapping of
-    // this process (read and written directly, as a hostile importer would), else the
-    // export's pages through the adapter. A mapping wider than the export is recorded; what
-    // decides is whether any of it is the producer's other memory (the decoy) and whether
-    // writing it back revives the export.
-    std::uintptr_t lo = page_down(ptr), hi = page_up(ptr + t.bytes);
-    const HostMapping around = shared_mapping_around(ptr);
-    if (around) {
-      r.observe("mapping_extent",
-                size_name(around.end - around.start) + " for a " + size_name(t.bytes) + " export" +
-                    (around.start >= lo && around.end <= hi ? " (its pages only)" : " (wider than the export)"),
-                kTamper);
-      h.host = true;
-      h.writable = around.writable;
-      lo = around.start;
-      hi = around.end;
-    }
-    h.region = lo;
-    h.region_copy.resize(hi - lo);
-    Outcome read = Outcome::success();
-    if (h.host) {
-      std::memcpy(h.region_copy.data(), reinterpret_cast<const void*>(lo), hi - lo);
-    } else {
-      read = r.adapter().read(h.region, h.region_copy);
-      SetupSteps setup(r);
-      r.require_ok(read, kTamper, "snapshot the mapping (" + size_name(hi - lo) + ")");
-    }
-    r.check(!holds_decoy(h.region_copy), h.host ? handed_by : Evidence::of(read), kTamper,
-            "the mapping (" + size_name(hi - lo) + ") holds no byte of the producer's unexported decoy");
-    handed += "mapping " + size_name(hi - lo);
-  }
+  // Every page of the mapping, the whole content of the descriptor, the event's state.
+  if (ptr) snapshot_mapping(r, t, ptr, handed_by, h, handed);
   const int fd = t.handle.fd.get();
-  if (fd >= 0) {
-    struct stat st{};
-    {
-      SetupSteps setup(r);
-      r.require(::fstat(fd, &st) == 0, kTamper, "fstat of the descriptor that came with the handle");
-    }
-    const std::size_t size = static_cast<std::size_t>(st.st_size);
-    if (kind != HandleKind::event)
-      r.observe("descriptor_size", size_name(size) + " for a " + size_name(t.bytes) + " export", kTamper);
-    h.descriptor_copy.resize(std::min(size, kLargestDescriptor));
-    const ssize_t n = ::pread(fd, h.descriptor_copy.data(), h.descriptor_copy.size(), 0);
-    h.descriptor_copy.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-    r.check(!holds_decoy(h.descriptor_copy), handed_by, kTamper,
-            "the descriptor holds no byte of the producer's unexported decoy");
-    handed += std::string(handed.empty() ? "" : ", ") + "descriptor " + size_name(h.descriptor_copy.size());
-  }
+  if (fd >= 0) snapshot_descriptor(r, kind, t, fd, handed_by, h, handed);
   if (event) {
     h.event_signaled = static_cast<bool>(query(r, event, kTamper, "query the opened event"));
     handed += std::string(handed.empty() ? "" : ", ") + "event state";
