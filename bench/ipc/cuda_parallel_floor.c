@@ -193,111 +193,126 @@ static void churner(struct Shared *s) {
   _exit(0);
 }
 
-int main(int argc, char **argv) {
-  int procs = 1;
-  double seconds = 5;
-  const char *library = NULL;
+static int g_procs = 1;         /* --procs */
+static double g_seconds = 5;   /* --seconds */
+static const char *g_library;  /* --library */
+
+static int usage_error(const char *fmt, const char *a, long long n, double x) {
+  fputs("ipcheck-bench-cuda-floor: ", stderr);
+  fprintf(stderr, fmt, a ? a : "", n, x);
+  fputc('\n', stderr);
+  return 2;
+}
+
+/* The command line into the g_ options: 0, or 2 with the bad one named on stderr. */
+static int parse_args(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--procs") && i + 1 < argc) procs = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--library") && i + 1 < argc) library = argv[++i];
-    else if (!strcmp(argv[i], "--exports") && i + 1 < argc) g_exports = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--churn") && i + 1 < argc) g_churn = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--read") && i + 1 < argc) g_read = (size_t)strtoul(argv[++i], NULL, 10);
-    else if (!strcmp(argv[i], "--probe") && i + 1 < argc) {
-      const char *v = argv[++i];
-      if (!strcmp(v, "none")) g_probe = kProbeNone;
-      else if (!strcmp(v, "read")) g_probe = kProbeRead;
-      else if (!strcmp(v, "sync")) g_probe = kProbeSync;
-      else if (!strcmp(v, "closed")) g_probe = kProbeClosed;
-      else {
-        fprintf(stderr, "ipcheck-bench-cuda-floor: --probe is '%s'; give none, read (8 bytes of the own allocation), sync (cuCtxSynchronize) or closed (1 byte of the closed mapping, which must fail)\n", v);
-        return 2;
-      }
-    } else {
-      fprintf(stderr, "usage: ipcheck-bench-cuda-floor [--procs N (1-256)] [--seconds S] [--read BYTES (0-4096)] "
-                      "[--exports N (1-64)] [--churn N (0-16)] [--probe none|read|sync|closed] [--library PATH]; '%s' is not one of them\n", argv[i]);
-      return 2;
-    }
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v) return usage_error("'%s' is not an option or lacks its value; options: --procs N (1-256), --seconds S, "
+                               "--read BYTES (0-4096), --exports N (1-64), --churn N (0-16), "
+                               "--probe none|read|sync|closed, --library PATH", a, 0, 0);
+    ++i;
+    if (!strcmp(a, "--procs")) g_procs = atoi(v);
+    else if (!strcmp(a, "--seconds")) g_seconds = atof(v);
+    else if (!strcmp(a, "--library")) g_library = v;
+    else if (!strcmp(a, "--exports")) g_exports = atoi(v);
+    else if (!strcmp(a, "--churn")) g_churn = atoi(v);
+    else if (!strcmp(a, "--read")) g_read = (size_t)strtoul(v, NULL, 10);
+    else if (!strcmp(a, "--probe") && !strcmp(v, "none")) g_probe = kProbeNone;
+    else if (!strcmp(a, "--probe") && !strcmp(v, "read")) g_probe = kProbeRead;
+    else if (!strcmp(a, "--probe") && !strcmp(v, "sync")) g_probe = kProbeSync;
+    else if (!strcmp(a, "--probe") && !strcmp(v, "closed")) g_probe = kProbeClosed;
+    else if (!strcmp(a, "--probe"))
+      return usage_error("--probe is '%s'; give none, read (8 bytes of the own allocation), sync (cuCtxSynchronize) "
+                         "or closed (1 byte of the closed mapping, which must fail)", v, 0, 0);
+    else
+      return usage_error("'%s' is not an option; options: --procs N (1-256), --seconds S, --read BYTES (0-4096), "
+                         "--exports N (1-64), --churn N (0-16), --probe none|read|sync|closed, --library PATH", a, 0, 0);
   }
-  if (g_churn < 0 || g_churn > 16) {
-    fprintf(stderr, "ipcheck-bench-cuda-floor: --churn is %d; give 0 to 16 processes that start and end contexts\n", g_churn);
-    return 2;
+  if (g_churn < 0 || g_churn > 16)
+    return usage_error("--churn is %s%lld; give 0 to 16 processes that start and end contexts", "", g_churn, 0);
+  if (g_exports < 1 || g_exports > 64)
+    return usage_error("--exports is %s%lld; give 1 to 64 allocations to open in turn", "", g_exports, 0);
+  if (g_read > 4096)
+    return usage_error("--read is %s%lld bytes; the export is 4096, give 0 to 4096", "", (long long)g_read, 0);
+  if (g_procs < 1 || g_procs > 256 || !(g_seconds > 0))
+    return usage_error("--procs is %s%lld and --seconds %g; give 1 to 256 processes and seconds above 0", "", g_procs,
+                       g_seconds);
+  return 0;
+}
+
+/* The producer: its own process, so that no consumer shares its context. */
+static void producer(struct Shared *s) {
+  int count = 0;
+  CUdeviceptr p = 0;
+  if (!ok("cuInit", cu.cuInit(0)) || !ok("cuDeviceGetCount", cu.cuDeviceGetCount(&count)) || count < 1) {
+    s->exported = -77;
+    _exit(77);
   }
-  if (g_exports < 1 || g_exports > 64) {
-    fprintf(stderr, "ipcheck-bench-cuda-floor: --exports is %d; give 1 to 64 allocations to open in turn\n", g_exports);
-    return 2;
+  int made = context();
+  for (int k = 0; made && k < g_exports; ++k)
+    made = ok("cuMemAlloc", cu.cuMemAlloc_v2(&p, 4096)) && ok("cuIpcGetMemHandle", cu.cuIpcGetMemHandle(&s->handle[k], p));
+  if (!made) {
+    s->exported = -1;
+    _exit(1);
   }
-  if (g_read > 4096) {
-    fprintf(stderr, "ipcheck-bench-cuda-floor: --read is %zu bytes; the export is 4096, give 0 to 4096\n", g_read);
-    return 2;
-  }
-  if (procs < 1 || procs > 256 || !(seconds > 0)) {
-    fprintf(stderr, "ipcheck-bench-cuda-floor: --procs is %d and --seconds %g; give 1 to 256 processes and seconds above 0\n", procs, seconds);
-    return 2;
-  }
-  if (!load(library)) return 77;
-  struct Shared *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (s == MAP_FAILED) return 1;
-  memset(s, 0, sizeof *s);
-  /* The producer: its own process, so that no consumer shares its context. */
-  pid_t producer = fork();
-  if (producer == 0) {
-    int count = 0;
-    CUdeviceptr p = 0;
-    if (!ok("cuInit", cu.cuInit(0)) || !ok("cuDeviceGetCount", cu.cuDeviceGetCount(&count)) || count < 1) {
-      s->exported = -77;
-      _exit(77);
-    }
-    int made = context();
-    for (int k = 0; made && k < g_exports; ++k)
-      made = ok("cuMemAlloc", cu.cuMemAlloc_v2(&p, 4096)) && ok("cuIpcGetMemHandle", cu.cuIpcGetMemHandle(&s->handle[k], p));
-    if (!made) {
-      s->exported = -1;
-      _exit(1);
-    }
-    s->exported = 1;
-    while (s->go != 2) usleep(1000);
-    _exit(0);
-  }
-  while (s->exported == 0) usleep(1000);
-  if (s->exported < 0) {
-    waitpid(producer, NULL, 0);
-    if (s->exported == -77) fprintf(stderr, "ipcheck-bench-cuda-floor: no GPU here\n");
-    return s->exported == -77 ? 77 : 1;
-  }
-  pid_t pids[256], churn[16];
-  for (int k = 0; k < procs; ++k)
-    if ((pids[k] = fork()) == 0) consumer(s, k);
-  while (s->ready < procs) usleep(1000);
-  for (int k = 0; k < g_churn; ++k)
-    if ((churn[k] = fork()) == 0) churner(s);
-  const double t0 = now_s();
-  s->go = 1;
-  usleep((useconds_t)(seconds * 1e6));
-  s->go = 2;
-  for (int k = 0; k < g_churn; ++k) waitpid(churn[k], NULL, 0);
-  int failed = 0;
-  for (int k = 0; k < procs; ++k) {
-    int st = 0;
-    waitpid(pids[k], &st, 0);
-    failed |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
-  }
-  const double elapsed = now_s() - t0;
-  waitpid(producer, NULL, 0);
+  s->exported = 1;
+  while (s->go != 2) usleep(1000);
+  _exit(0);
+}
+
+/* One JSON line: the totals and the medians over the consumers' medians. */
+static void report(const struct Shared *s, double elapsed, int failed) {
   unsigned long long total = 0;
   double medians[256], step[4][256];
-  for (int k = 0; k < procs; ++k) {
+  for (int k = 0; k < g_procs; ++k) {
     total += s->worker[k].pairs;
     medians[k] = s->worker[k].median_us;
     for (int i = 0; i < 4; ++i) step[i][k] = s->worker[k].median_step_us[i];
   }
   static const char *const probe_name[] = {"none", "read", "sync", "closed"};
+  const size_t n = (size_t)g_procs;
   printf("{\"procs\": %d, \"seconds\": %.3f, \"exports\": %d, \"churn\": %d, \"read\": %zu, \"probe\": \"%s\", \"pairs\": %llu, \"pairs_per_s\": %.1f, "
          "\"pairs_per_s_per_proc\": %.1f, \"median_pair_us\": %.2f, \"median_open_us\": %.2f, \"median_read_us\": %.2f, "
          "\"median_close_us\": %.2f, \"median_probe_us\": %.2f, \"failed\": %s}\n",
-         procs, elapsed, g_exports, g_churn, g_read, probe_name[g_probe], total, total / elapsed, total / elapsed / procs,
-         median_of(medians, (size_t)procs), median_of(step[0], (size_t)procs), median_of(step[1], (size_t)procs),
-         median_of(step[2], (size_t)procs), median_of(step[3], (size_t)procs), failed ? "true" : "false");
+         g_procs, elapsed, g_exports, g_churn, g_read, probe_name[g_probe], total, total / elapsed, total / elapsed / g_procs,
+         median_of(medians, n), median_of(step[0], n), median_of(step[1], n), median_of(step[2], n), median_of(step[3], n),
+         failed ? "true" : "false");
+}
+
+int main(int argc, char **argv) {
+  if (parse_args(argc, argv)) return 2;
+  if (!load(g_library)) return 77;
+  struct Shared *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (s == MAP_FAILED) return 1;
+  memset(s, 0, sizeof *s);
+  const pid_t made = fork();
+  if (made == 0) producer(s);
+  while (s->exported == 0) usleep(1000);
+  if (s->exported < 0) {
+    waitpid(made, NULL, 0);
+    if (s->exported == -77) fprintf(stderr, "ipcheck-bench-cuda-floor: no GPU here\n");
+    return s->exported == -77 ? 77 : 1;
+  }
+  pid_t pids[256], churn[16];
+  for (int k = 0; k < g_procs; ++k)
+    if ((pids[k] = fork()) == 0) consumer(s, k);
+  while (s->ready < g_procs) usleep(1000);
+  for (int k = 0; k < g_churn; ++k)
+    if ((churn[k] = fork()) == 0) churner(s);
+  const double t0 = now_s();
+  s->go = 1;
+  usleep((useconds_t)(g_seconds * 1e6));
+  s->go = 2;
+  for (int k = 0; k < g_churn; ++k) waitpid(churn[k], NULL, 0);
+  int failed = 0;
+  for (int k = 0; k < g_procs; ++k) {
+    int st = 0;
+    waitpid(pids[k], &st, 0);
+    failed |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+  }
+  const double elapsed = now_s() - t0;
+  waitpid(made, NULL, 0);
+  report(s, elapsed, failed);
   return failed ? 1 : 0;
 }
