@@ -40,22 +40,7 @@ std::vector<std::byte> FdRecord::encode() const {
 }
 
 std::optional<FdRecord> FdRecord::decode(std::span<const std::byte> bytes, std::string& why) {
-  if (bytes.size() != kSize) {
-    why = "handle is " + std::to_string(bytes.size()) + " bytes, a vk record is " + std::to_string(kSize);
-    return std::nullopt;
-  }
-  if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
-    why = "handle does not start with the record's magic 'IPCKVKFD'";
-    return std::nullopt;
-  }
-  if (const auto v = get<std::uint32_t>(bytes, 8); v != kVersion) {
-    why = "record version is " + std::to_string(v) + ", this adapter reads version " + std::to_string(kVersion);
-    return std::nullopt;
-  }
-  if (get<std::uint64_t>(bytes, kChecksumAt) != fnv1a(bytes.first(kChecksumAt))) {
-    why = "record checksum does not match its fields (corrupted or edited bytes)";
-    return std::nullopt;
-  }
+  if (!toolkit::record::framed(bytes, kSize, kMagic, kVersion, kChecksumAt, "a vk record", why)) return std::nullopt;
   FdRecord r;
   r.kind = get<std::uint32_t>(bytes, 12);
   r.pid = get<std::uint32_t>(bytes, 16);

@@ -86,5 +86,29 @@ T get(std::span<const std::byte> in, std::size_t at) {
   return v;
 }
 
+// A record's frame: `size` bytes, the 8-byte `magic` first, a u32 version at 8, and at
+// `checksum_at` the FNV-1a of the bytes before it. True when `bytes` has it; else `why` says
+// what is wrong, naming the record (`what`: "a vk record").
+inline bool framed(std::span<const std::byte> bytes, std::size_t size, const char (&magic)[8], std::uint32_t version,
+                   std::size_t checksum_at, const std::string& what, std::string& why) {
+  if (bytes.size() != size) {
+    why = "handle is " + std::to_string(bytes.size()) + " bytes, " + what + " is " + std::to_string(size);
+    return false;
+  }
+  if (std::memcmp(bytes.data(), magic, 8) != 0) {
+    why = "handle does not start with the record's magic '" + std::string(magic, 8) + "'";
+    return false;
+  }
+  if (const auto v = get<std::uint32_t>(bytes, 8); v != version) {
+    why = "record version is " + std::to_string(v) + ", this adapter reads version " + std::to_string(version);
+    return false;
+  }
+  if (get<std::uint64_t>(bytes, checksum_at) != fnv1a(bytes.first(checksum_at))) {
+    why = "record checksum does not match its fields (corrupted or edited bytes)";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace record
 }  // namespace ipcheck::toolkit
