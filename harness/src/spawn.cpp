@@ -289,7 +289,13 @@ std::vector<std::string> RoleProcess::group_survivors() const {
     std::istringstream rest(*fields);
     std::string state, ppid, pgrp;
     rest >> state >> ppid >> pgrp;
-    if (std::atoi(pgrp.c_str()) != pid_ || state == "Z") return;
+    if (std::atoi(pgrp.c_str()) != pid_) return;
+    if (state == "Z") {
+      // Dead already (a SIGTERM to the group reached it first): as the subreaper the runner
+      // inherited it, so it is reaped here rather than left as a zombie until the run ends.
+      if (std::atoi(ppid.c_str()) == self) ::waitpid(p, nullptr, WNOHANG);
+      return;
+    }
     // A reaped leader's group id may have gone to a group of another program.
     if (status_ && !procfs::is_or_descends_from(std::atoi(ppid.c_str()), self)) return;
     out.push_back(std::to_string(p) + " (" + procfs::comm_of(p) + ")");

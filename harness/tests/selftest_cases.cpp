@@ -141,13 +141,23 @@ IPCHECK_CASE(Case("selftest.skip.cut_short", "The producer skips while the consu
                          r.skip("deliberately not supported");
                        })
                  .role("consumer", [](Role& r) {
+                   int ready[2] = {-1, -1};
+                   r.check(::pipe2(ready, O_CLOEXEC) == 0, "harness.selftest.must", "pipe2 for the child's handshake");
                    const pid_t child = ::fork();
                    if (child == 0) {
                      ::signal(SIGTERM, SIG_IGN);  // outlives the consumer the runner ends
+                     const char ok = 1;
+                     (void)!::write(ready[1], &ok, 1);
                      ::sleep(60);
                      ::_exit(0);
                    }
-                   r.check(child > 0, "harness.selftest.must", "forked pid " + std::to_string(child));
+                   ::close(ready[1]);
+                   // Only once the child ignores SIGTERM may the producer skip (a slow child,
+                   // under TSan say, would otherwise die of the runner's SIGTERM first).
+                   char got = 0;
+                   const bool ignoring = child > 0 && ::read(ready[0], &got, 1) == 1;
+                   ::close(ready[0]);
+                   r.check(ignoring, "harness.selftest.must", "forked pid " + std::to_string(child) + ", which ignores SIGTERM");
                    r.barrier("forked");
                    r.receive("never sent");
                  }));
