@@ -181,6 +181,11 @@ void repeat_consumer(Role& r) {
   }
   r.check(distinct.size() == kOpens, by, kRepeat,
           std::to_string(kOpens) + " opens gave " + std::to_string(distinct.size()) + " distinct event objects");
+  // Each open shares the export's state: nothing signalled it yet. (An event that reads as
+  // signalled before any signal would make "sees the signal" below hold for any event.)
+  for (int i = 0; i < kOpens; ++i)
+    r.check(!query(r, evs[i].get(), kRepeat, "event_query"), kRepeat,
+            "open #" + std::to_string(i + 1) + " is not signaled before the producer's signal");
   send_text(r, "producer", "opened", "");
   receive_text(r, "signaled");
   for (int i = 0; i < kOpens; ++i)
