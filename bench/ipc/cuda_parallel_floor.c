@@ -26,6 +26,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,10 +198,18 @@ static int g_procs = 1;         /* --procs */
 static double g_seconds = 5;   /* --seconds */
 static const char *g_library;  /* --library */
 
-static int usage_error(const char *fmt, const char *a, long long n, double x) {
+#define OPTIONS                                                                                      \
+  "options: --procs N (1-256), --seconds S, --read BYTES (0-4096), --exports N (1-64), --churn N (0-16), " \
+  "--probe none|read|sync|closed, --library PATH"
+
+/* One line on stderr, "ipcheck-bench-cuda-floor: " and the printf-formatted rest; returns 2. */
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
   fputs("ipcheck-bench-cuda-floor: ", stderr);
-  fprintf(stderr, fmt, a ? a : "", n, x);
+  vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
+  va_end(ap);
   return 2;
 }
 
@@ -208,9 +217,7 @@ static int usage_error(const char *fmt, const char *a, long long n, double x) {
 static int parse_args(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!v) return usage_error("'%s' is not an option or lacks its value; options: --procs N (1-256), --seconds S, "
-                               "--read BYTES (0-4096), --exports N (1-64), --churn N (0-16), "
-                               "--probe none|read|sync|closed, --library PATH", a, 0, 0);
+    if (!v) return usage_error("'%s' is not an option or lacks its value; " OPTIONS, a);
     ++i;
     if (!strcmp(a, "--procs")) g_procs = atoi(v);
     else if (!strcmp(a, "--seconds")) g_seconds = atof(v);
@@ -224,20 +231,18 @@ static int parse_args(int argc, char **argv) {
     else if (!strcmp(a, "--probe") && !strcmp(v, "closed")) g_probe = kProbeClosed;
     else if (!strcmp(a, "--probe"))
       return usage_error("--probe is '%s'; give none, read (8 bytes of the own allocation), sync (cuCtxSynchronize) "
-                         "or closed (1 byte of the closed mapping, which must fail)", v, 0, 0);
+                         "or closed (1 byte of the closed mapping, which must fail)", v);
     else
-      return usage_error("'%s' is not an option; options: --procs N (1-256), --seconds S, --read BYTES (0-4096), "
-                         "--exports N (1-64), --churn N (0-16), --probe none|read|sync|closed, --library PATH", a, 0, 0);
+      return usage_error("'%s' is not an option; " OPTIONS, a);
   }
   if (g_churn < 0 || g_churn > 16)
-    return usage_error("--churn is %s%lld; give 0 to 16 processes that start and end contexts", "", g_churn, 0);
+    return usage_error("--churn is %d; give 0 to 16 processes that start and end contexts", g_churn);
   if (g_exports < 1 || g_exports > 64)
-    return usage_error("--exports is %s%lld; give 1 to 64 allocations to open in turn", "", g_exports, 0);
+    return usage_error("--exports is %d; give 1 to 64 allocations to open in turn", g_exports);
   if (g_read > 4096)
-    return usage_error("--read is %s%lld bytes; the export is 4096, give 0 to 4096", "", (long long)g_read, 0);
+    return usage_error("--read is %zu bytes; the export is 4096, give 0 to 4096", g_read);
   if (g_procs < 1 || g_procs > 256 || !(g_seconds > 0))
-    return usage_error("--procs is %s%lld and --seconds %g; give 1 to 256 processes and seconds above 0", "", g_procs,
-                       g_seconds);
+    return usage_error("--procs is %d and --seconds %g; give 1 to 256 processes and seconds above 0", g_procs, g_seconds);
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "ipcheck/adapter.hpp"
 #include "ipcheck/fuzz/canary.hpp"
 #include "ipcheck/fuzz/mutator.hpp"
+#include "ipcheck/fuzz/oracle.hpp"
 
 namespace ipcheck::fuzz::detail {
 
@@ -109,6 +110,7 @@ struct WorkerPage {
   std::atomic<std::uint64_t> verdict_ns[16];  // time of whole executions (open to oracle), by fuzz::Verdict
 };
 static_assert(sizeof(WorkerPage) <= 4096);
+static_assert(kVerdictCount <= 16, "WorkerPage counts and times executions in 16 slots by fuzz::Verdict");
 
 nlohmann::json context_to_json(const MutatorContext& ctx);
 MutatorContext context_from_json(const nlohmann::json& j);  // throws std::exception on a bad document

@@ -278,7 +278,7 @@ void RoleProcess::signal_group(int sig) const noexcept {
   if (pid_ > 0) ::kill(-pid_, sig);
 }
 
-std::vector<std::string> RoleProcess::group_survivors() const {
+std::vector<std::string> RoleProcess::group_survivors() {
   std::vector<std::string> out;
   if (pid_ <= 0 || ::kill(-pid_, 0) != 0) return out;  // no member left: no /proc scan
   const pid_t self = ::getpid();

@@ -85,7 +85,9 @@ class RoleProcess {
   // Processes other than the role still in its group, as "pid (comm)". Once the role is
   // reaped the group's id may belong to another program's group: then only descendants of
   // this process count (a parent that is its children's subreaper finds all of them).
-  std::vector<std::string> group_survivors() const;
+  // Members already dead that this process inherited as their subreaper are reaped on the
+  // way (not survivors, and no zombie is left until the run ends): hence not const.
+  std::vector<std::string> group_survivors();
 
  private:
   void kill_and_reap() noexcept;
