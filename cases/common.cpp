@@ -213,6 +213,11 @@ Seen wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view
   return {r.require(std::move(res), clause, what, w), by};
 }
 
+bool check_pending(Role& r, const Seen& pending, std::string_view clause, const std::string& message, Where w) {
+  const bool ok = r.check(pending, clause, message, w);
+  return r.check(pending, kEventPending, message, w) && ok;
+}
+
 std::string only_its_maker_ends_pending(Role& r) {
   const AdapterInfo info = r.adapter().info();
   return info.any_process_ends_pending_event ? std::string() : info.pending_event_note;

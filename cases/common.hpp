@@ -129,6 +129,14 @@ Seen query(Role& r, ObjectId ev, std::string_view clause, const std::string& wha
 Seen wait_for(Role& r, ObjectId ev, std::chrono::nanoseconds t, std::string_view clause, const std::string& what,
               Where w = Where::current());
 
+// An IPC event's state before its signal, seen through either handle, is what its case's clause
+// (ur.event.*) says and also what cuda.event.pending says: CUDA's profile judges the latter and
+// observes the ur ones. Checks `pending` (its value and evidence: !query(...)) under `clause`
+// and again under cuda.event.pending, so that each profile judges it.
+bool check_pending(Role& r, const Seen& pending, std::string_view clause, const std::string& message,
+                   Where w = Where::current());
+inline constexpr const char* kEventPending = "cuda.event.pending";
+
 // Empty where a signal from any process ends an event's pending state; otherwise why only the
 // process that made an event pending can end it (AdapterInfo::pending_event_note; cuda).
 std::string only_its_maker_ends_pending(Role& r);

@@ -13,7 +13,7 @@ namespace ipcheck::catalog::event_pending {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr const char* kPending = "cuda.event.pending";
+constexpr const char* kPending = kEventPending;
 constexpr auto kDelay = std::chrono::milliseconds(200);  // the producer's delay before its signal
 
 void producer(Role& r) {

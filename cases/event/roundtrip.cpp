@@ -15,7 +15,7 @@ namespace ipcheck::catalog::event_roundtrip {
 namespace {
 
 constexpr const char* kClause = "ur.event.bidirectional";
-constexpr const char* kPending = "cuda.event.pending";    // a wait lasts until the signal
+constexpr const char* kPending = kEventPending;  // a wait lasts until the signal
 constexpr auto kLetBlock = std::chrono::milliseconds(30);  // let the other side block in its wait
 
 struct ProducerEvents {
