@@ -43,6 +43,8 @@ class CudaFloor final : public Floor {
   std::map<std::string, std::string> describe() const override {
     return {{"mem_get", "cuIpcGetMemHandle"},
             {"mem_open", "cuIpcOpenMemHandle(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)"},
+            {"mem_open_repeat", "cuIpcOpenMemHandle(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) while an open of the same "
+                                "handle is held (cuIpcCloseMemHandle untimed)"},
             {"mem_close", "cuIpcCloseMemHandle"},
             {"mem_open_close", "cuIpcOpenMemHandle + cuIpcCloseMemHandle"},
             {"mem_first_touch", "cuMemcpyDtoH of the whole range into pageable host memory"},

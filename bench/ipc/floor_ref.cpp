@@ -48,6 +48,8 @@ class RefFloor final : public Floor {
   std::map<std::string, std::string> describe() const override {
     return {{"mem_get", "getrandom(8 bytes)"},
             {"mem_open", "pidfd_open + pidfd_getfd + close(pidfd) + mmap + close(fd)"},
+            {"mem_open_repeat", "pidfd_open + pidfd_getfd + close(pidfd) + mmap + close(fd) while a mapping of the "
+                                "same export is held (munmap untimed)"},
             {"mem_close", "munmap"},
             {"mem_open_close", "pidfd_open + pidfd_getfd + close(pidfd) + mmap + close(fd) + munmap"},
             {"mem_open_close_checked",

@@ -180,6 +180,21 @@ class Consumer {
     }
   }
 
+  // An open of an export this process holds open already (a first open held, untimed, across
+  // the run): CUDA answers with the first open's pointer, reference-counted; ref maps again.
+  void bench_open_repeat(benchmark::State& st, const ExportMsg& e) {
+    auto held = a_.mem_open(e.bytes, e.fd.get(), 0);
+    if (failed(st, held.outcome, "mem_open (the first, held)")) return;
+    for (auto _ : st) {
+      const auto t0 = Clock::now();
+      auto p = a_.mem_open(e.bytes, e.fd.get(), 0);
+      const auto t1 = Clock::now();
+      if (failed(st, p.outcome, "mem_open (a repeat)") || failed(st, a_.mem_close(p.value), "mem_close")) break;
+      st.SetIterationTime(seconds(t0, t1));
+    }
+    (void)failed(st, a_.mem_close(held.value), "mem_close (the first)");
+  }
+
   void bench_touch(benchmark::State& st, const ExportMsg& e) {
     for (auto _ : st) {
       auto p = a_.mem_open(e.bytes, e.fd.get(), 0);
@@ -247,6 +262,18 @@ class Consumer {
         floor_.close(p, *e);
         st.SetIterationTime(seconds(t0, t1));
       }
+    });
+    add("mem_open_repeat/" + sz, true, [this, e](benchmark::State& st) { bench_open_repeat(st, *e); });
+    add_floor("mem_open_repeat/" + sz, true, [this, e](benchmark::State& st) {
+      const std::uint64_t held = floor_.open(*e);
+      for (auto _ : st) {
+        const auto t0 = Clock::now();
+        const std::uint64_t p = floor_.open(*e);
+        const auto t1 = Clock::now();
+        floor_.close(p, *e);
+        st.SetIterationTime(seconds(t0, t1));
+      }
+      floor_.close(held, *e);
     });
     add("mem_close/" + sz, true, [this, e](benchmark::State& st) { bench_close(st, *e); });
     add_floor("mem_close/" + sz, true, [this, e](benchmark::State& st) {
