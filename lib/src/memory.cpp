@@ -152,13 +152,23 @@ void put(handle& h, const context& ctx) {
   sys::fail(errc::invalid, "memory::put: the handle's export is not live (its memory was freed)");
 }
 
-void* open(std::span<const std::byte> data, const context& ctx, const device& dev, const open_options& opts) {
-  detail::require_device_in(ctx, dev, "memory::open", "sycl.mem.open.aspect");
-  if (!dev.has(aspect::ipc_memory))
-    sys::fail(errc::feature_not_supported, cat("memory::open: device '", dev.name(),
-                                               "' lacks aspect ipc_memory (clause sycl.mem.open.aspect)"));
-  detail::imported_object obj =
-      detail::import_object(data, record::kind::memory, "memory::open", "sycl.mem.open.size", opts);
+void* try_open(std::span<const std::byte> data, const context& ctx, const device& dev, const open_options& opts,
+               refusal& why) {
+  try {  // the caller's context and device: a misuse, not a refused handle (rare; thrown inside)
+    detail::require_device_in(ctx, dev, "memory::open", "sycl.mem.open.aspect");
+    if (!dev.has(aspect::ipc_memory))
+      sys::fail(errc::feature_not_supported, cat("memory::open: device '", dev.name(),
+                                                 "' lacks aspect ipc_memory (clause sycl.mem.open.aspect)"));
+  } catch (const exception& e) {
+    why = {e.code_value(), e.what()};
+    return nullptr;
+  }
+  auto imported = detail::try_import_object(data, record::kind::memory, "memory::open", "sycl.mem.open.size", opts);
+  if (!imported) {
+    why = std::move(imported.error());
+    return nullptr;
+  }
+  detail::imported_object& obj = *imported;
   const std::size_t page = sys::page_size();
   const std::uint64_t in_page = obj.rec.offset % page;
   // Only the pages of the export: the data object holds nothing else of this process.
@@ -168,8 +178,10 @@ void* open(std::span<const std::byte> data, const context& ctx, const device& de
   if (defects::is(defects::id::importer_writes_liveness)) lead = std::exchange(from, 0);
   const std::size_t len = lead + sys::round_up(in_page + obj.rec.size, page);
   void* base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, obj.fd.get(), static_cast<off_t>(from));
-  if (base == MAP_FAILED)
-    sys::fail(errc::exhausted, cat("memory::open: cannot map ", obj.rec.size, " bytes: ", sys::errno_text(errno)));
+  if (base == MAP_FAILED) {
+    why = {errc::exhausted, cat("memory::open: cannot map ", obj.rec.size, " bytes: ", sys::errno_text(errno))};
+    return nullptr;
+  }
   sys::mapping map(base, len);
   void* ptr = static_cast<char*>(base) + lead + in_page;
   if (defects::is(defects::id::leak_fd_per_open)) (void)obj.fd.release();
@@ -188,6 +200,13 @@ void* open(std::span<const std::byte> data, const context& ctx, const device& de
   r.mappings.emplace(ptr, detail::open_mapping{std::move(map), ctx.id(), dev.index(), obj.rec.size, obj.rec.pid,
                                                obj.rec.fd, obj.rec.token});
   return ptr;
+}
+
+void* open(std::span<const std::byte> data, const context& ctx, const device& dev, const open_options& opts) {
+  refusal why;
+  void* p = try_open(data, ctx, dev, opts, why);
+  if (!p) sys::fail(why);
+  return p;
 }
 
 void close(void* ptr, const context& ctx) {

@@ -119,7 +119,11 @@ struct imported_object {
 };
 
 // Validates `data`, fetches the descriptor (pidfd_getfd, or a dup of opts.descriptor),
-// and proves it is the exported object, live. `verb` prefixes every message.
+// and proves it is the exported object, live; else why not. `verb` prefixes every message.
+sys::or_refusal<imported_object> try_import_object(std::span<const std::byte> data, record::kind kind,
+                                                   const char* verb, const char* size_clause,
+                                                   const open_options& opts);
+// The same, a refusal thrown.
 imported_object import_object(std::span<const std::byte> data, record::kind kind, const char* verb,
                               const char* size_clause, const open_options& opts);
 

@@ -26,13 +26,24 @@
 
 namespace ipcref::detail {
 
+using sys::or_refusal;
 using text::cat;
 
 namespace {
 
+// A check's answer: nothing when it holds, else why the open is refused.
+using refused = std::optional<refusal>;
+
+refusal exporter_exited(const record::fields& rec, const char* verb) {
+  if (defects::is(defects::id::hang_exporter_gone))
+    for (;;) ::pause();
+  return {errc::exporter_gone,
+          cat(verb, ": exporter pid ", rec.pid, " has exited; handles die with their exporter (clause rb.open.exporter_gone)")};
+}
+
 // Proves that `pidfd` (for `rec.pid`) is still the process that exported `rec`.
-void check_guard(int pidfd, const record::fields& rec, const char* verb) {
-  if (defects::is(defects::id::skip_pid_guard)) return;
+refused check_guard(int pidfd, const record::fields& rec, const char* verb) {
+  if (defects::is(defects::id::skip_pid_guard)) return std::nullopt;
   bool same = false;
   if (rec.guard_type == record::guard_kind::pidfs_inode) {
     struct stat st{};
@@ -41,85 +52,85 @@ void check_guard(int pidfd, const record::fields& rec, const char* verb) {
     same = process_start_time(static_cast<pid_t>(rec.pid)) == rec.guard &&
            sys::pidfd_send_signal(pidfd, 0) == 0;  // still alive after the read: the read was its
   }
-  if (!same)
-    sys::fail(errc::exporter_gone,
-              cat(verb, ": exporter pid ", rec.pid, " has exited and the pid now belongs to another process "
-                  "(identity guard mismatch, clause rb.open.pid_reuse); export the memory again"));
-}
-
-[[noreturn]] void exporter_exited(const record::fields& rec, const char* verb) {
-  if (defects::is(defects::id::hang_exporter_gone))
-    for (;;) ::pause();
-  sys::fail(errc::exporter_gone, cat(verb, ": exporter pid ", rec.pid,
-                                     " has exited; handles die with their exporter (clause rb.open.exporter_gone)"));
+  if (same) return std::nullopt;
+  return refusal{errc::exporter_gone,
+                 cat(verb, ": exporter pid ", rec.pid, " has exited and the pid now belongs to another process "
+                     "(identity guard mismatch, clause rb.open.pid_reuse); export the memory again")};
 }
 
 // A pidfd of the exporter `rec` names, proven by its identity guard to be that process still.
-unique_fd exporter_pidfd(const record::fields& rec, const char* verb) {
+or_refusal<unique_fd> exporter_pidfd(const record::fields& rec, const char* verb) {
   unique_fd pidfd(sys::pidfd_open(static_cast<pid_t>(rec.pid)));
   if (!pidfd) {
-    if (errno == ESRCH) exporter_exited(rec, verb);
-    sys::fail(errno == EMFILE ? errc::exhausted : errc::invalid,
-              cat(verb, ": pidfd_open(", rec.pid, ") failed: ", sys::errno_text(errno)));
+    const int err = errno;
+    if (err == ESRCH) return exporter_exited(rec, verb);
+    return refusal{err == EMFILE ? errc::exhausted : errc::invalid,
+                   cat(verb, ": pidfd_open(", rec.pid, ") failed: ", sys::errno_text(err))};
   }
-  check_guard(pidfd.get(), rec, verb);
+  if (refused r = check_guard(pidfd.get(), rec, verb)) return std::move(*r);
   return pidfd;
 }
 
 // Handles die with their exporter whichever way the descriptor travelled: a descriptor
 // received by SCM_RIGHTS outlives its sender, the export it stood for does not.
-void require_exporter_alive(const record::fields& rec, const char* verb) {
-  if (rec.pid == static_cast<std::uint32_t>(self().pid)) return;
-  exporter_pidfd(rec, verb);
+refused require_exporter_alive(const record::fields& rec, const char* verb) {
+  if (rec.pid == static_cast<std::uint32_t>(self().pid)) return std::nullopt;
+  if (auto pidfd = exporter_pidfd(rec, verb); !pidfd) return std::move(pidfd.error());
+  return std::nullopt;
 }
 
-unique_fd fetch_descriptor(const record::fields& rec, const char* verb, const open_options& opts) {
+// Why pidfd_getfd(exporter, rec.fd) failed with `err`.
+refusal getfd_refused(const record::fields& rec, const char* verb, int err) {
+  switch (err) {
+    case ESRCH: return exporter_exited(rec, verb);
+    case EBADF:
+      return {errc::invalid, cat(verb, ": exporter pid ", rec.pid, " has no descriptor ", rec.fd,
+                                 " (the allocation was freed, or the handle is forged)")};
+    case EPERM:
+    case EACCES:
+      return {errc::permission_denied,
+              cat(verb, ": pidfd_getfd on exporter pid ", rec.pid, " was refused: ", sys::errno_text(err),
+                  ". Yama ptrace_scope or a security module forbids it: have the exporter call "
+                  "ipcref::allow_importer(<this pid or an ancestor>), or send both descriptors "
+                  "(handle::descriptor, handle::control_descriptor) by SCM_RIGHTS and pass them in "
+                  "open_options (SECURITY.md)")};
+    case EMFILE:
+    case ENFILE:
+      return {errc::exhausted, cat(verb, ": no descriptor left to receive the export: ", sys::errno_text(err))};
+    default:
+      return {errc::invalid,
+              cat(verb, ": pidfd_getfd(pid ", rec.pid, ", fd ", rec.fd, ") failed: ", sys::errno_text(err))};
+  }
+}
+
+or_refusal<unique_fd> fetch_descriptor(const record::fields& rec, const char* verb, const open_options& opts) {
   if (opts.descriptor >= 0) {
-    require_exporter_alive(rec, verb);
+    if (refused r = require_exporter_alive(rec, verb)) return std::move(*r);
     unique_fd fd(::fcntl(opts.descriptor, F_DUPFD_CLOEXEC, 0));
-    if (!fd)
-      sys::fail(errno == EMFILE ? errc::exhausted : errc::invalid,
-                cat(verb, ": open_options::descriptor ", opts.descriptor, " is unusable: ", sys::errno_text(errno),
-                    "; pass the descriptor received with this handle"));
+    if (!fd) {
+      const int err = errno;
+      return refusal{err == EMFILE ? errc::exhausted : errc::invalid,
+                     cat(verb, ": open_options::descriptor ", opts.descriptor, " is unusable: ", sys::errno_text(err),
+                         "; pass the descriptor received with this handle")};
+    }
     return fd;
   }
   const self_identity& me = self();
   if (rec.pid == static_cast<std::uint32_t>(me.pid)) {
     if (rec.guard_type != me.kind || rec.guard != me.guard)
-      sys::fail(errc::exporter_gone, cat(verb, ": handle names this process's pid ", rec.pid,
-                                         " but a process that has exited (identity guard mismatch)"));
+      return refusal{errc::exporter_gone, cat(verb, ": handle names this process's pid ", rec.pid,
+                                              " but a process that has exited (identity guard mismatch)")};
     unique_fd fd(::fcntl(rec.fd, F_DUPFD_CLOEXEC, 0));
     if (!fd)
-      sys::fail(errno == EMFILE ? errc::exhausted : errc::invalid,
-                cat(verb, ": this process has no descriptor ", rec.fd,
-                    " (the export was freed, or the handle is forged)"));
+      return refusal{errno == EMFILE ? errc::exhausted : errc::invalid,
+                     cat(verb, ": this process has no descriptor ", rec.fd,
+                         " (the export was freed, or the handle is forged)")};
     return fd;
   }
-  const unique_fd pidfd = exporter_pidfd(rec, verb);
-  unique_fd fd(sys::pidfd_getfd(pidfd.get(), rec.fd));
-  if (!fd) {
-    const int err = errno;
-    switch (err) {
-      case ESRCH: exporter_exited(rec, verb);
-      case EBADF:
-        sys::fail(errc::invalid, cat(verb, ": exporter pid ", rec.pid, " has no descriptor ", rec.fd,
-                                     " (the allocation was freed, or the handle is forged)"));
-      case EPERM:
-      case EACCES:
-        sys::fail(errc::permission_denied,
-                  cat(verb, ": pidfd_getfd on exporter pid ", rec.pid, " was refused: ", sys::errno_text(err),
-                      ". Yama ptrace_scope or a security module forbids it: have the exporter call "
-                      "ipcref::allow_importer(<this pid or an ancestor>), or send both descriptors "
-                      "(handle::descriptor, handle::control_descriptor) by SCM_RIGHTS and pass them in "
-                      "open_options (SECURITY.md)"));
-      case EMFILE:
-      case ENFILE:
-        sys::fail(errc::exhausted, cat(verb, ": no descriptor left to receive the export: ", sys::errno_text(err)));
-      default:
-        sys::fail(errc::invalid, cat(verb, ": pidfd_getfd(pid ", rec.pid, ", fd ", rec.fd,
-                                     ") failed: ", sys::errno_text(err)));
-    }
-  }
+  auto pidfd = exporter_pidfd(rec, verb);
+  if (!pidfd) return std::move(pidfd.error());
+  unique_fd fd(sys::pidfd_getfd(pidfd->get(), rec.fd));
+  if (!fd) return getfd_refused(rec, verb, errno);
   return fd;
 }
 
@@ -202,52 +213,52 @@ std::uint64_t control_inode_of(int fd, const struct stat& st) {
   return ino;
 }
 
-[[noreturn]] void not_an_object(const record::fields& rec, record::kind kind, const char* verb) {
-  sys::fail(errc::invalid, cat(verb, ": descriptor ", rec.fd, " of pid ", rec.pid, " is not an exported ",
-                               record::kind_name(kind), " object (forged handle?, clause rb.open.confused_deputy)"));
+refusal not_an_object(const record::fields& rec, record::kind kind, const char* verb) {
+  return {errc::invalid, cat(verb, ": descriptor ", rec.fd, " of pid ", rec.pid, " is not an exported ",
+                             record::kind_name(kind), " object (forged handle?, clause rb.open.confused_deputy)")};
 }
 
-[[noreturn]] void table_refused(const record::fields& rec, const char* verb, int err) {
-  sys::fail(errc::permission_denied,
-            cat(verb, ": reading the export table of exporter pid ", rec.pid, " was refused: ", sys::errno_text(err),
-                ". Importers read it with process_vm_readv, which needs the ptrace access pidfd_getfd needs: have "
-                "the exporter call ipcref::allow_importer(<this pid or an ancestor>), or send its control "
-                "descriptor (handle::control_descriptor) by SCM_RIGHTS and pass it in "
-                "open_options::control_descriptor (SECURITY.md)"));
+refusal table_refused(const record::fields& rec, const char* verb, int err) {
+  return {errc::permission_denied,
+          cat(verb, ": reading the export table of exporter pid ", rec.pid, " was refused: ", sys::errno_text(err),
+              ". Importers read it with process_vm_readv, which needs the ptrace access pidfd_getfd needs: have "
+              "the exporter call ipcref::allow_importer(<this pid or an ancestor>), or send its control "
+              "descriptor (handle::control_descriptor) by SCM_RIGHTS and pass it in "
+              "open_options::control_descriptor (SECURITY.md)")};
 }
 
-[[noreturn]] void export_gone(const record::fields& rec, const char* verb) {
-  sys::fail(errc::invalid, cat(verb, ": descriptor ", rec.fd, " of pid ", rec.pid,
-                               " does not hold this export (its object was freed, or the bytes forged; clause "
-                               "rb.put.revokes)"));
+refusal export_gone(const record::fields& rec, const char* verb) {
+  return {errc::invalid, cat(verb, ": descriptor ", rec.fd, " of pid ", rec.pid,
+                             " does not hold this export (its object was freed, or the bytes forged; clause "
+                             "rb.put.revokes)")};
 }
 
 // Reads [ranges] of the exporter's memory; false when a range is no longer mapped there.
-bool read_exporter(const record::fields& rec, std::span<const sys::remote_range> ranges, std::span<std::byte> out,
-                   const char* verb) {
+or_refusal<bool> read_exporter(const record::fields& rec, std::span<const sys::remote_range> ranges,
+                               std::span<std::byte> out, const char* verb) {
   std::size_t want = 0;
   for (const auto& r : ranges) want += r.length;
   const long got = sys::read_process(static_cast<pid_t>(rec.pid), ranges, out);
   if (got == static_cast<long>(want)) return true;
   if (got >= 0) return false;
   const int err = errno;
-  if (err == EPERM || err == EACCES) table_refused(rec, verb, err);
-  if (err == ESRCH) exporter_exited(rec, verb);
+  if (err == EPERM || err == EACCES) return table_refused(rec, verb, err);
+  if (err == ESRCH) return exporter_exited(rec, verb);
   if (err == EFAULT) return false;
-  sys::fail(errc::invalid, cat(verb, ": process_vm_readv(pid ", rec.pid, ") failed: ", sys::errno_text(err)));
+  return refusal{errc::invalid, cat(verb, ": process_vm_readv(pid ", rec.pid, ") failed: ", sys::errno_text(err))};
 }
 
 // The start of the exporter's read-write shared mapping of control memfd (dev, ino), from
 // /proc/<pid>/maps; 0 when it has none.
-std::uintptr_t find_control_page(const record::fields& rec, const struct stat& data, std::uint64_t control_ino,
-                                 const char* verb) {
+or_refusal<std::uintptr_t> find_control_page(const record::fields& rec, const struct stat& data,
+                                             std::uint64_t control_ino, const char* verb) {
   const std::string path = cat("/proc/", rec.pid, "/maps");
   unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     const int err = errno;
-    if (err == ENOENT || err == ESRCH) exporter_exited(rec, verb);
-    if (err == EACCES || err == EPERM) table_refused(rec, verb, err);
-    sys::fail(errc::invalid, cat(verb, ": cannot read ", path, ": ", sys::errno_text(err)));
+    if (err == ENOENT || err == ESRCH) return exporter_exited(rec, verb);
+    if (err == EACCES || err == EPERM) return table_refused(rec, verb, err);
+    return refusal{errc::invalid, cat(verb, ": cannot read ", path, ": ", sys::errno_text(err))};
   }
   // Line by line through a buffer on the stack: no allocation, whatever the map's size.
   const unsigned want_major = major(data.st_dev), want_minor = minor(data.st_dev);
@@ -277,31 +288,39 @@ std::uintptr_t find_control_page(const record::fields& rec, const struct stat& d
     if (held == sizeof buf - 1) held = 0;
     std::memmove(buf, line, held);
   }
-  return 0;
+  return std::uintptr_t{0};
 }
 
 // Finds the exporter's control page (dev, control_ino) and reads its header and witness.
 // The page is looked up again after the read: an exporter maps a control page once, for
 // the life of its object, so the same mapping before and after is the one that was read.
-std::optional<located_control> locate(const record::fields& rec, const struct stat& data, std::uint64_t control_ino,
-                                      const char* verb) {
+or_refusal<std::optional<located_control>> locate(const record::fields& rec, const struct stat& data,
+                                                  std::uint64_t control_ino, const char* verb) {
+  const std::optional<located_control> none;
   located_control l;
-  l.page = find_control_page(rec, data, control_ino, verb);
-  if (!l.page) return std::nullopt;
+  auto page = find_control_page(rec, data, control_ino, verb);
+  if (!page) return std::move(page.error());
+  l.page = *page;
+  if (!l.page) return none;
   std::byte buf[sizeof(control_fields) + 8];
   const sys::remote_range ranges[] = {{l.page, sizeof(control_fields)}, {l.page + sys::page_size(), 8}};
-  if (!read_exporter(rec, ranges, buf, verb)) return std::nullopt;
+  auto read = read_exporter(rec, ranges, buf, verb);
+  if (!read) return std::move(read.error());
+  if (!*read) return none;
   std::memcpy(&l.header, buf, sizeof l.header);
   std::memcpy(&l.witness, buf + sizeof l.header, 8);
-  if (l.witness == 0 || find_control_page(rec, data, control_ino, verb) != l.page) return std::nullopt;
-  return l;
+  if (l.witness == 0) return none;
+  auto again = find_control_page(rec, data, control_ino, verb);
+  if (!again) return std::move(again.error());
+  if (*again != l.page) return none;
+  return std::optional<located_control>(l);
 }
 
 // The export's slot, read in the exporter's memory: the slot, then the witness (one call,
 // in that order). A witness still intact after the slot means the object, and so the
 // control page at that address, outlived the read of the slot.
-export_view read_from_exporter(const record::fields& rec, const struct stat& data, std::uint64_t control_ino,
-                               const char* verb) {
+or_refusal<export_view> read_from_exporter(const record::fields& rec, const struct stat& data,
+                                           std::uint64_t control_ino, const char* verb) {
   const location_key key{rec.pid, static_cast<std::uint8_t>(rec.guard_type), rec.guard, control_ino};
   auto& c = caches();
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -312,7 +331,9 @@ export_view read_from_exporter(const record::fields& rec, const struct stat& dat
     }
     const bool cached = l.has_value();
     if (!cached) {
-      l = locate(rec, data, control_ino, verb);
+      auto found = locate(rec, data, control_ino, verb);
+      if (!found) return std::move(found.error());
+      l = *found;
       if (!l) break;
       std::lock_guard lock(c.lock);
       if (c.located.size() >= kCacheLimit) c.located.clear();
@@ -326,7 +347,9 @@ export_view read_from_exporter(const record::fields& rec, const struct stat& dat
         {l->page + offsetof(control_header, slots) + rec.slot * sizeof(export_slot), sizeof(slot_fields)},
         {l->page + sys::page_size(), 8}};
     std::uint64_t witness = 0;
-    if (read_exporter(rec, ranges, buf, verb)) {
+    auto read = read_exporter(rec, ranges, buf, verb);
+    if (!read) return std::move(read.error());
+    if (*read) {
       std::memcpy(&v.slot, buf, sizeof v.slot);
       std::memcpy(&witness, buf + sizeof v.slot, 8);
     }
@@ -338,35 +361,36 @@ export_view read_from_exporter(const record::fields& rec, const struct stat& dat
     }
     if (!cached) break;
   }
-  export_gone(rec, verb);
+  return export_gone(rec, verb);
 }
 
 // The export's slot, read from the control descriptor the caller passed.
-export_view read_from_descriptor(int control, const struct stat& data, std::uint64_t control_ino,
-                                 const record::fields& rec, const char* verb) {
+or_refusal<export_view> read_from_descriptor(int control, const struct stat& data, std::uint64_t control_ino,
+                                             const record::fields& rec, const char* verb) {
   struct stat st{};
   if (::fstat(control, &st) != 0 || static_cast<std::uint64_t>(st.st_dev) != static_cast<std::uint64_t>(data.st_dev) ||
       static_cast<std::uint64_t>(st.st_ino) != control_ino)
-    sys::fail(errc::invalid, cat(verb, ": open_options::control_descriptor ", control,
-                                 " is not the control object of the exported descriptor; pass the "
-                                 "handle::control_descriptor sent with this handle"));
+    return refusal{errc::invalid, cat(verb, ": open_options::control_descriptor ", control,
+                                      " is not the control object of the exported descriptor; pass the "
+                                      "handle::control_descriptor sent with this handle")};
   export_view v;
   if (::pread(control, &v.header, sizeof v.header, 0) != static_cast<ssize_t>(sizeof v.header))
-    sys::fail(errc::invalid, cat(verb, ": cannot read the control descriptor: ", sys::errno_text(errno)));
+    return refusal{errc::invalid, cat(verb, ": cannot read the control descriptor: ", sys::errno_text(errno))};
   if (rec.slot < v.header.slot_count && rec.slot < slots_per_object() &&
       ::pread(control, &v.slot, sizeof v.slot,
               static_cast<off_t>(offsetof(control_header, slots) + rec.slot * sizeof(export_slot))) !=
           static_cast<ssize_t>(sizeof v.slot))
-    sys::fail(errc::invalid, cat(verb, ": cannot read the control descriptor: ", sys::errno_text(errno)));
+    return refusal{errc::invalid, cat(verb, ": cannot read the control descriptor: ", sys::errno_text(errno))};
   return v;
 }
 
 // The export's slot, read from this process's own control page.
-export_view read_own(const struct stat& data, const record::fields& rec, record::kind kind, const char* verb) {
+or_refusal<export_view> read_own(const struct stat& data, const record::fields& rec, record::kind kind,
+                                 const char* verb) {
   auto& o = own();
   std::lock_guard lock(o.lock);
   auto it = o.by_data.find(key_of(data));
-  if (it == o.by_data.end()) not_an_object(rec, kind, verb);
+  if (it == o.by_data.end()) return not_an_object(rec, kind, verb);
   export_view v;
   v.header = it->second->fields;
   if (rec.slot < v.header.slot_count) {
@@ -387,46 +411,52 @@ slot_fields read_mirrored_slot(int fd, const record::fields& rec) {
   return s;
 }
 
+// The export's object header and slot, from wherever this importer may read them.
+or_refusal<export_view> read_export(int fd, const struct stat& st, const record::fields& rec, record::kind kind,
+                                    const char* verb, const open_options& opts) {
+  if (rec.pid == static_cast<std::uint32_t>(self().pid) && opts.control_descriptor < 0)
+    return read_own(st, rec, kind, verb);
+  const std::uint64_t control_ino = control_inode_of(fd, st);
+  if (control_ino == 0) return not_an_object(rec, kind, verb);
+  return opts.control_descriptor >= 0 ? read_from_descriptor(opts.control_descriptor, st, control_ino, rec, verb)
+                                      : read_from_exporter(rec, st, control_ino, verb);
+}
+
 // Checks the object behind `fd` is the one `rec` exported and that the export is live,
 // before anything is mapped. Nothing an importer can write takes part (see object.hpp).
-void prove_object(int fd, const record::fields& rec, record::kind kind, const char* verb, const open_options& opts,
-                  std::uint64_t& payload_size, std::uint32_t& flags) {
+refused prove_object(int fd, const record::fields& rec, record::kind kind, const char* verb, const open_options& opts,
+                     std::uint64_t& payload_size, std::uint32_t& flags) {
   struct stat st{};
-  if (::fstat(fd, &st) != 0) not_an_object(rec, kind, verb);
-  export_view v;
-  if (rec.pid == static_cast<std::uint32_t>(self().pid) && opts.control_descriptor < 0) {
-    v = read_own(st, rec, kind, verb);
-  } else {
-    const std::uint64_t control_ino = control_inode_of(fd, st);
-    if (control_ino == 0) not_an_object(rec, kind, verb);
-    v = opts.control_descriptor >= 0 ? read_from_descriptor(opts.control_descriptor, st, control_ino, rec, verb)
-                                     : read_from_exporter(rec, st, control_ino, verb);
-  }
+  if (::fstat(fd, &st) != 0) return not_an_object(rec, kind, verb);
+  auto view = read_export(fd, st, rec, kind, verb, opts);
+  if (!view) return std::move(view.error());
+  export_view& v = *view;
   if (defects::is(defects::id::importer_writes_liveness)) v.slot = read_mirrored_slot(fd, rec);
   const control_fields& h = v.header;
   if (h.magic != kControlMagic || h.kind != static_cast<std::uint32_t>(kind) ||
       h.data_dev != static_cast<std::uint64_t>(st.st_dev) || h.data_ino != static_cast<std::uint64_t>(st.st_ino))
-    not_an_object(rec, kind, verb);
+    return not_an_object(rec, kind, verb);
   if (rec.slot >= h.slot_count || rec.slot >= slots_per_object())
-    sys::fail(errc::invalid, cat(verb, ": handle names export slot ", rec.slot, ", objects have ",
-                                 slots_per_object(), " slots"));
+    return refusal{errc::invalid,
+                   cat(verb, ": handle names export slot ", rec.slot, ", objects have ", slots_per_object(), " slots")};
   if (rec.offset > h.payload_size || rec.size > h.payload_size - rec.offset)
-    sys::fail(errc::invalid, cat(verb, ": handle range [", rec.offset, ", ", rec.offset + rec.size,
-                                 ") is outside the ", h.payload_size, "-byte object"));
+    return refusal{errc::invalid, cat(verb, ": handle range [", rec.offset, ", ", rec.offset + rec.size,
+                                      ") is outside the ", h.payload_size, "-byte object")};
   const bool range_matches = defects::is(defects::id::trust_record_range) ||
                              (v.slot.offset == rec.offset && v.slot.size == rec.size);
   if (!defects::is(defects::id::skip_token_check) && (v.slot.token != rec.token || !range_matches))
-    sys::fail(errc::invalid, cat(verb, ": descriptor ", rec.fd, " of pid ", rec.pid,
-                                 " does not hold this export (token mismatch: the handle was put, its "
-                                 "allocation freed, or the bytes forged; clause rb.put.revokes)"));
+    return refusal{errc::invalid, cat(verb, ": descriptor ", rec.fd, " of pid ", rec.pid,
+                                      " does not hold this export (token mismatch: the handle was put, its "
+                                      "allocation freed, or the bytes forged; clause rb.put.revokes)")};
   payload_size = h.payload_size;
   flags = h.flags;
+  return std::nullopt;
 }
 
 }  // namespace
 
-imported_object import_object(std::span<const std::byte> data, record::kind kind, const char* verb,
-                              const char* size_clause, const open_options& opts) {
+or_refusal<imported_object> try_import_object(std::span<const std::byte> data, record::kind kind, const char* verb,
+                                              const char* size_clause, const open_options& opts) {
   std::array<std::byte, record::size> resized{};
   if (data.size() != record::size) {
     if (defects::is(defects::id::crash_on_truncated) && data.size() < record::size) {
@@ -445,23 +475,31 @@ imported_object import_object(std::span<const std::byte> data, record::kind kind
   // Seeded defect: a runtime whose import of garbage leaves a sticky error behind.
   static bool context_lost = false;
   if (defects::is(defects::id::lose_context_on_garbage) && context_lost)
-    sys::fail(errc::device_lost, cat(verb, ": the context was lost by an earlier malformed handle"));
+    return refusal{errc::device_lost, cat(verb, ": the context was lost by an earlier malformed handle")};
   if (auto problem = record::check(data, kind, size_clause)) {
     if (defects::is(defects::id::lose_context_on_garbage)) {
       context_lost = true;
-      sys::fail(errc::device_lost, cat(verb, ": ", *problem, "; the context is lost"));
+      return refusal{errc::device_lost, cat(verb, ": ", *problem, "; the context is lost")};
     }
-    sys::fail(errc::invalid, cat(verb, ": ", *problem));
+    return refusal{errc::invalid, cat(verb, ": ", *problem)};
   }
   imported_object out;
   out.rec = record::decode(data);
   // Every field is judged: a device index this platform does not have is a forged record.
   if (out.rec.device >= platform_device_count())
-    sys::fail(errc::invalid, cat(verb, ": handle names device ", out.rec.device, ", this platform has ",
-                                 platform_device_count(), " devices (forged or foreign handle)"));
-  out.fd = fetch_descriptor(out.rec, verb, opts);
-  prove_object(out.fd.get(), out.rec, kind, verb, opts, out.payload_size, out.flags);
+    return refusal{errc::invalid, cat(verb, ": handle names device ", out.rec.device, ", this platform has ",
+                                      platform_device_count(), " devices (forged or foreign handle)")};
+  auto fd = fetch_descriptor(out.rec, verb, opts);
+  if (!fd) return std::move(fd.error());
+  out.fd = std::move(*fd);
+  if (refused r = prove_object(out.fd.get(), out.rec, kind, verb, opts, out.payload_size, out.flags))
+    return std::move(*r);
   return out;
+}
+
+imported_object import_object(std::span<const std::byte> data, record::kind kind, const char* verb,
+                              const char* size_clause, const open_options& opts) {
+  return try_import_object(data, kind, verb, size_clause, opts).take();
 }
 
 }  // namespace ipcref::detail

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
+#include <variant>
 
 #include "ipcref/errc.hpp"
 #include "ipcref/unique_fd.hpp"
@@ -42,6 +44,28 @@ inline std::size_t round_up(std::size_t v, std::size_t to) noexcept { return (v 
 std::string errno_text(int err);
 
 [[noreturn]] void fail(errc code, const std::string& message);
+[[noreturn]] inline void fail(const refusal& r) { fail(r.code, r.message); }
+
+// A value, or the refusal that stands in its place: how the import path reports a handle it
+// refuses without a throw (a fuzz worker's opens are mostly refused, and a throw cost more
+// than the whole refusal). The public verbs throw it (sys::fail) at their boundary.
+template <class T>
+class or_refusal {
+ public:
+  or_refusal(T value) : v_(std::move(value)) {}
+  or_refusal(refusal r) : v_(std::move(r)) {}
+  explicit operator bool() const noexcept { return v_.index() == 0; }
+  T& operator*() { return std::get<0>(v_); }
+  T* operator->() { return &std::get<0>(v_); }
+  refusal& error() { return std::get<1>(v_); }
+  T take() {  // the value, or the refusal thrown
+    if (!*this) fail(error());
+    return std::move(std::get<0>(v_));
+  }
+
+ private:
+  std::variant<T, refusal> v_;
+};
 
 // An owned mapping; munmap on destruction.
 class mapping {

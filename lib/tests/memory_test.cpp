@@ -258,6 +258,48 @@ TEST_F(Memory, rb_open_after_free) {
   EXPECT_EQ(get_resource_counts().open_mappings, 0u);
 }
 
+// try_open refuses exactly what open throws, with the same code and message, and opens what
+// open opens.
+TEST_F(Memory, try_open_answers_what_open_throws) {
+  usm_ptr a = alloc(kBytes, 61);
+  handle h = mem::get(a.get(), ctx);
+  const std::vector<std::byte> good(h.data().begin(), h.data().end());
+  handle revoked = mem::get(a.get(), ctx);
+  const std::vector<std::byte> put_bytes(revoked.data().begin(), revoked.data().end());
+  mem::put(revoked, ctx);
+  std::vector<std::byte> forged = good;
+  forged[20] ^= std::byte{0x40};
+  struct refused_case {
+    const char* what;
+    std::span<const std::byte> data;
+    device on;
+  };
+  const refused_case cases[] = {{"63 bytes", std::span(good).first(63), dev},
+                                {"a forged byte", forged, dev},
+                                {"a put export", put_bytes, dev},
+                                {"a device without ipc_memory", good, bare_device()}};
+  const std::size_t mappings = get_resource_counts().open_mappings;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    refusal why;
+    EXPECT_EQ(mem::try_open(c.data, ctx, c.on, {}, why), nullptr);
+    try {
+      opened_ptr(mem::open(c.data, ctx, c.on), ctx);
+      ADD_FAILURE() << "open did not throw";
+    } catch (const exception& e) {
+      EXPECT_EQ(why.code, e.code_value());
+      EXPECT_EQ(why.message, e.what());
+    }
+  }
+  EXPECT_EQ(get_resource_counts().open_mappings, mappings);
+  refusal why;
+  opened_ptr o(mem::try_open(good, ctx, dev, {}, why), ctx);
+  ASSERT_TRUE(o) << why.message;
+  EXPECT_NE(o.get(), a.get());
+  EXPECT_EQ(find_mismatch(o.get(), kBytes, 61), SIZE_MAX);
+  EXPECT_EQ(get_resource_counts().open_mappings, mappings + 1);
+}
+
 TEST_F(Memory, rb_realloc_fresh) {
   // The consumer keeps each round's mapping while the producer frees and reallocates, so
   // that the new export reuses the freed descriptor number (and often the address): a

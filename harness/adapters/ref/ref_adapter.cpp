@@ -31,10 +31,11 @@ Errc map_errc(ipcref::errc e) {
 }
 
 // ipcref is the runtime under test: its answers are runtime-decided, named by the call.
-Outcome from(const char* call, const ipcref::exception& e) {
-  return Outcome::runtime_failure(call, map_errc(e.code_value()), e.what(), e.code().value(),
-                                  std::string("ipcref::errc::") + ipcref::errc_name(e.code_value()));
+Outcome from(const char* call, const ipcref::refusal& r) {
+  return Outcome::runtime_failure(call, map_errc(r.code), r.message, static_cast<int>(r.code),
+                                  std::string("ipcref::errc::") + ipcref::errc_name(r.code));
 }
+Outcome from(const char* call, const ipcref::exception& e) { return from(call, ipcref::refusal{e.code_value(), e.what()}); }
 
 // A check of the adapter's own (a device index, an export id): decided by the adapter.
 struct AdapterRefusal {
@@ -169,9 +170,17 @@ class RefAdapter final : public Adapter {
     // and ignored; any other bit is refused.
     if ((flags & ~std::uint64_t{0x3}) != 0)
       return {Outcome::failure(Errc::invalid, "ref: memory open defines flag bits 0x1 and 0x2 only, got " + hex(flags))};
-    return guarded<DevPtr>("ipc::memory::open", [&] {
-      return reinterpret_cast<DevPtr>(ipcref::ipc::memory::open(bytes, *ctx_, dev(device), {fd}));
+    // try_open: a refused handle comes back as a value, not a throw (most of a fuzz worker's
+    // opens are refused, and the unwinding cost more than the refusal); the same outcome.
+    std::optional<ipcref::refusal> refused;
+    Result<DevPtr> opened = guarded<DevPtr>("ipc::memory::open", [&] {
+      ipcref::refusal why;
+      void* p = ipcref::ipc::memory::try_open(bytes, *ctx_, dev(device), {fd}, why);
+      if (!p) refused = std::move(why);
+      return reinterpret_cast<DevPtr>(p);
     });
+    if (refused) return {from("ipc::memory::open", *refused), DevPtr{}};
+    return opened;
   }
   Outcome mem_close(DevPtr p) override { return guarded_void("ipc::memory::close", [&] { ipcref::ipc::memory::close(ptr(p), *ctx_); }); }
 

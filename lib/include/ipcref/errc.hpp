@@ -22,6 +22,13 @@ std::error_code make_error_code(errc e) noexcept;
 // Short stable name of a code ("invalid", "feature_not_supported", ...).
 const char* errc_name(errc e) noexcept;
 
+// A refusal reported as a value rather than thrown (the try_ verbs): what the exception
+// would carry.
+struct refusal {
+  errc code = errc::invalid;
+  std::string message;
+};
+
 // Every failure of the library is thrown as this; code() is in error_category().
 class exception : public std::system_error {
  public:

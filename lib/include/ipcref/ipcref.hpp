@@ -183,6 +183,11 @@ void put(handle& h, const context& ctx);
 // Every call maps anew and returns a pointer no other open returned; each needs a close.
 void* open(std::span<const std::byte> data, const context& ctx, const device& dev,
            const open_options& opts = {});
+// open, a refusal returned rather than thrown: null, with `why` holding the code and message
+// open would throw. For a caller that expects most of its opens to be refused (a fuzz
+// worker), where unwinding a throw costs more than the refusal itself.
+void* try_open(std::span<const std::byte> data, const context& ctx, const device& dev, const open_options& opts,
+               refusal& why);
 void close(void* ptr, const context& ctx);
 }  // namespace ipc::memory
 
