@@ -242,9 +242,91 @@ class garbage_run {
   std::mt19937_64 rng_;
 };
 
-TEST(Garbage, rb_open_garbage) {
+// The run's seed: IPCREF_GARBAGE_SEED when set, else the default.
+std::uint64_t garbage_seed() {
   std::uint64_t seed = kDefaultSeed;
   if (const char* s = std::getenv("IPCREF_GARBAGE_SEED"); s && *s) seed = std::strtoull(s, nullptr, 0);
+  return seed;
+}
+
+// A handle's bytes as a record. (Not record_of: cross_process_test.cpp has one, and the
+// unity builds compile both files in one translation unit.)
+record::bytes as_record(std::span<const std::byte> d) {
+  record::bytes b{};
+  std::copy(d.begin(), d.end(), b.begin());
+  return b;
+}
+
+// What the measured rounds did, and this process's descriptors, mappings and ipcref
+// resources before and after them.
+struct measured_rounds {
+  std::size_t tried = 0;
+  double seconds = 0;
+  process_audit before, after;
+  resource_counts rc_before, rc_after;
+};
+
+// Warms up (lazy state of the library, the allocator, exceptions), then takes the baseline
+// and runs kRecordsPerOpener records through each opener.
+measured_rounds run_rounds(garbage_run& run) {
+  for (record::kind k : kKinds)
+    for (int i = 0; i < 20; ++i) run.one(k, i);
+  measured_rounds m;
+  m.before = audit_self();
+  m.rc_before = get_resource_counts();
+  const std::size_t tried_before = run.tried;
+
+  const auto start = std::chrono::steady_clock::now();
+  for (record::kind k : kKinds)
+    for (int i = 0; i < kRecordsPerOpener; ++i) run.one(k, i);
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  m.tried = run.tried - tried_before;
+
+  m.after = audit_self();
+  m.rc_after = get_resource_counts();
+  return m;
+}
+
+// Prints the run's summary (records, time, seed, every outcome's count) and keeps the
+// records, time and seed as test properties.
+void report(const garbage_run& run, const measured_rounds& m, std::uint64_t seed) {
+  std::ostringstream summary;
+  summary << "rb.open.garbage: " << m.tried << " records in " << m.seconds << " s (seed 0x" << std::hex << seed
+          << std::dec << ")";
+  for (const auto& [what, n] : run.outcomes) summary << "; " << what << " " << n;
+  std::printf("%s\n", summary.str().c_str());
+  testing::Test::RecordProperty("records", static_cast<int>(m.tried));
+  testing::Test::RecordProperty("seconds", std::to_string(m.seconds));
+  testing::Test::RecordProperty("seed", std::to_string(seed));
+}
+
+// Enough records, the oracle held for every one, and every opener met every outcome.
+void expect_oracle_held(garbage_run& run, std::size_t tried) {
+  EXPECT_GE(tried, 100000u);
+  EXPECT_EQ(run.violations, 0u);
+  for (const std::string& f : run.findings) ADD_FAILURE() << f;
+  // Every outcome kind shows up: the generator reaches past check() into the kernel paths.
+  for (const char* k : {"memory", "physical_memory", "event"}) {
+    EXPECT_GT(run.outcomes[std::string(k) + ": invalid"], 0u) << k;
+    EXPECT_GT(run.outcomes[std::string(k) + ": exporter_gone"], 0u) << k;
+    EXPECT_GT(run.outcomes[std::string(k) + ": opened"], 0u) << k;
+  }
+}
+
+// The rounds left nothing behind: descriptors, mappings and ipcref's resources are as before.
+void expect_nothing_left(const measured_rounds& m) {
+  EXPECT_EQ(m.after.descriptors, m.before.descriptors) << describe_change(m.before, m.after);
+  EXPECT_EQ(m.after.ipcref_mappings, m.before.ipcref_mappings) << describe_change(m.before, m.after);
+  EXPECT_EQ(m.after.mappings, m.before.mappings) << describe_change(m.before, m.after);
+  EXPECT_EQ(m.rc_after.open_mappings, m.rc_before.open_mappings);
+  EXPECT_EQ(m.rc_after.physical_objects, m.rc_before.physical_objects);
+  EXPECT_EQ(m.rc_after.events, m.rc_before.events);
+  EXPECT_EQ(m.rc_after.reservations, m.rc_before.reservations);
+  EXPECT_EQ(m.rc_after.live_exports, m.rc_before.live_exports);
+}
+
+TEST(Garbage, rb_open_garbage) {
+  const std::uint64_t seed = garbage_seed();
   context ctx;
   const device dev = ipc_device();
   const std::size_t gran = physical_granularity();
@@ -272,62 +354,19 @@ TEST(Garbage, rb_open_garbage) {
   peer.must(op::event_signal, peer_ev);
   const peer_reply peer_he = peer.must(op::event_get, peer_ev);
 
-  auto rec = [](std::span<const std::byte> d) {
-    record::bytes b{};
-    std::copy(d.begin(), d.end(), b.begin());
-    return b;
-  };
   garbage_run run(ctx, seed);
-  run.add_seed(rec(ha.data()), 101, 0, false, "own memory");
-  run.add_seed(rec(ha_interior.data()), 101, 4096, false, "own interior memory");
-  run.add_seed(rec(hp.data()), 102, 0, false, "own physical");
-  run.add_seed(rec(he.data()), 0, 0, false, "own event");
-  run.add_seed(rec(peer_ha.bytes()), 201, 0, false, "peer memory");
-  run.add_seed(rec(peer_hp.bytes()), 202, 0, false, "peer physical");
-  run.add_seed(rec(peer_he.bytes()), 0, 0, true, "peer event");
+  run.add_seed(as_record(ha.data()), 101, 0, false, "own memory");
+  run.add_seed(as_record(ha_interior.data()), 101, 4096, false, "own interior memory");
+  run.add_seed(as_record(hp.data()), 102, 0, false, "own physical");
+  run.add_seed(as_record(he.data()), 0, 0, false, "own event");
+  run.add_seed(as_record(peer_ha.bytes()), 201, 0, false, "peer memory");
+  run.add_seed(as_record(peer_hp.bytes()), 202, 0, false, "peer physical");
+  run.add_seed(as_record(peer_he.bytes()), 0, 0, true, "peer event");
 
-  // Warm up (lazy state of the library, the allocator, exceptions), then take the baseline.
-  for (record::kind k : kKinds)
-    for (int i = 0; i < 20; ++i) run.one(k, i);
-  const process_audit before = audit_self();
-  const resource_counts rc_before = get_resource_counts();
-  const std::size_t tried_before = run.tried;
-
-  const auto start = std::chrono::steady_clock::now();
-  for (record::kind k : kKinds)
-    for (int i = 0; i < kRecordsPerOpener; ++i) run.one(k, i);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::size_t tried = run.tried - tried_before;
-
-  const process_audit after = audit_self();
-  const resource_counts rc_after = get_resource_counts();
-
-  std::ostringstream summary;
-  summary << "rb.open.garbage: " << tried << " records in " << seconds << " s (seed 0x" << std::hex << seed
-          << std::dec << ")";
-  for (const auto& [what, n] : run.outcomes) summary << "; " << what << " " << n;
-  std::printf("%s\n", summary.str().c_str());
-  RecordProperty("records", static_cast<int>(tried));
-  RecordProperty("seconds", std::to_string(seconds));
-  RecordProperty("seed", std::to_string(seed));
-
-  EXPECT_GE(tried, 100000u);
-  EXPECT_EQ(run.violations, 0u);
-  for (const std::string& f : run.findings) ADD_FAILURE() << f;
-  // Every outcome kind shows up: the generator reaches past check() into the kernel paths.
-  for (const char* k : {"memory", "physical_memory", "event"}) {
-    EXPECT_GT(run.outcomes[std::string(k) + ": invalid"], 0u) << k;
-    EXPECT_GT(run.outcomes[std::string(k) + ": exporter_gone"], 0u) << k;
-    EXPECT_GT(run.outcomes[std::string(k) + ": opened"], 0u) << k;
-  }
-  EXPECT_EQ(after.descriptors, before.descriptors) << describe_change(before, after);
-  EXPECT_EQ(after.ipcref_mappings, before.ipcref_mappings) << describe_change(before, after);
-  EXPECT_EQ(after.mappings, before.mappings) << describe_change(before, after);
-  EXPECT_EQ(rc_after.open_mappings, rc_before.open_mappings);
-  EXPECT_EQ(rc_after.physical_objects, rc_before.physical_objects);
-  EXPECT_EQ(rc_after.events, rc_before.events);
-  EXPECT_EQ(rc_after.reservations, rc_before.reservations);
-  EXPECT_EQ(rc_after.live_exports, rc_before.live_exports);
+  const measured_rounds m = run_rounds(run);
+  report(run, m, seed);
+  expect_oracle_held(run, m.tried);
+  expect_nothing_left(m);
 }
 
 }  // namespace

@@ -41,6 +41,8 @@ namespace phys = ipcref::ipc::physical_memory;
 namespace ev = ipcref::ipc::event;
 
 constexpr std::uint64_t kSeed = 0x7a3, kDecoySeed = 0xdec0;
+// The decoy the exporter never exports: none of its bytes may reach the importer.
+constexpr std::size_t kDecoyBytes = 2 * 4096;
 
 std::size_t page() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
 
@@ -245,69 +247,70 @@ struct HostileImporter : testing::TestWithParam<target_kind> {
           << after << ", " << r.name << ": " << errc_name(f->code) << ": " << f->message;
     }
   }
-};
 
-TEST_P(HostileImporter, rb_revoke_tamper) {
-  const target_kind k = GetParam();
-  const std::size_t p = page();
-  // A decoy the exporter never exports: none of its bytes may reach this process.
-  constexpr std::size_t kDecoyBytes = 2 * 4096;
-  const std::uint64_t decoy = peer.must(op::alloc, usm_device, kDecoyBytes, kDecoySeed).msg.a;
-
-  unique_fd scm_data, scm_control;
-  export_target(k, scm_data, scm_control);
-  const record::fields rec = record::decode(bytes);
-
-  // The honest open, kept across the put and the free as an importer keeps its mappings.
+  // The importer's side, in this process: the honest open, kept across the put and the free
+  // as an importer keeps its mappings, the range of the mapping it made (none for an event),
+  // every descriptor it holds, and the snapshot of that mapping. Declared in the order they
+  // are made, so that they are released in the reverse order.
   opened_ptr opened_mem;
   physical_ref opened_phys;
   std::optional<reserved_range> phys_view;
   event_ref opened_event;
   std::uintptr_t map_start = 0, map_end = 0;
-  switch (k) {
-    case target_kind::memory:
-      opened_mem = opened_ptr(mem::open(bytes, ctx, dev), ctx);
-      ASSERT_EQ(std::memcmp(opened_mem.get(), pattern_bytes(kSeed, object_bytes).data() + export_offset, export_bytes), 0);
-      std::tie(map_start, map_end) = mapping_around(opened_mem.get());
-      // The mapping covers the export's pages and nothing more.
-      EXPECT_EQ(map_start, reinterpret_cast<std::uintptr_t>(opened_mem.get()));
-      EXPECT_EQ(map_end - map_start, export_bytes) << "the open mapped beyond the export";
-      break;
-    case target_kind::physical:
-      opened_phys = physical_ref(phys::open(bytes, ctx, dev), ctx);
-      phys_view.emplace(ctx, object_bytes);
-      phys_view->map(opened_phys.get(), object_bytes);
-      ASSERT_EQ(find_mismatch(phys_view->get(), object_bytes, kSeed), SIZE_MAX);
-      std::tie(map_start, map_end) = mapping_around(phys_view->get());
-      EXPECT_EQ(map_start, reinterpret_cast<std::uintptr_t>(phys_view->get()));
-      EXPECT_EQ(map_end - map_start, object_bytes);
-      break;
-    case target_kind::event:
-      opened_event = event_ref(ev::open(bytes, ctx, dev), ctx);
-      break;
+  std::vector<taken> held;
+  std::vector<std::byte> mapping_snapshot;
+
+  // Opens the export honestly and checks that the mapping shows the export's bytes and
+  // covers nothing more.
+  void open_honestly(target_kind k) {
+    switch (k) {
+      case target_kind::memory:
+        opened_mem = opened_ptr(mem::open(bytes, ctx, dev), ctx);
+        ASSERT_EQ(std::memcmp(opened_mem.get(), pattern_bytes(kSeed, object_bytes).data() + export_offset, export_bytes), 0);
+        std::tie(map_start, map_end) = mapping_around(opened_mem.get());
+        // The mapping covers the export's pages and nothing more.
+        EXPECT_EQ(map_start, reinterpret_cast<std::uintptr_t>(opened_mem.get()));
+        EXPECT_EQ(map_end - map_start, export_bytes) << "the open mapped beyond the export";
+        break;
+      case target_kind::physical:
+        opened_phys = physical_ref(phys::open(bytes, ctx, dev), ctx);
+        phys_view.emplace(ctx, object_bytes);
+        phys_view->map(opened_phys.get(), object_bytes);
+        ASSERT_EQ(find_mismatch(phys_view->get(), object_bytes, kSeed), SIZE_MAX);
+        std::tie(map_start, map_end) = mapping_around(phys_view->get());
+        EXPECT_EQ(map_start, reinterpret_cast<std::uintptr_t>(phys_view->get()));
+        EXPECT_EQ(map_end - map_start, object_bytes);
+        break;
+      case target_kind::event:
+        opened_event = event_ref(ev::open(bytes, ctx, dev), ctx);
+        break;
+    }
   }
 
   // Every descriptor this importer can have: the two the exporter handed it, and the one
-  // its handle names, taken with pidfd_getfd (this process may ptrace its child).
-  std::vector<taken> held;
-  held.emplace_back("the data descriptor sent by SCM_RIGHTS", std::move(scm_data));
-  held.emplace_back("the control descriptor sent by SCM_RIGHTS", std::move(scm_control), true);
-  {
+  // its handle names (`named_fd`, in the exporter), taken with pidfd_getfd (this process may
+  // ptrace its child).
+  void take_descriptors(unique_fd scm_data, unique_fd scm_control, int named_fd) {
+    held.emplace_back("the data descriptor sent by SCM_RIGHTS", std::move(scm_data));
+    held.emplace_back("the control descriptor sent by SCM_RIGHTS", std::move(scm_control), true);
     unique_fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, peer.pid(), 0)));
     ASSERT_TRUE(pidfd);
-    unique_fd fd(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), rec.fd, 0)));
-    ASSERT_TRUE(fd) << "pidfd_getfd(" << rec.fd << "): " << std::strerror(errno);
+    unique_fd fd(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), named_fd, 0)));
+    ASSERT_TRUE(fd) << "pidfd_getfd(" << named_fd << "): " << std::strerror(errno);
     held.emplace_back("the descriptor the handle names, by pidfd_getfd", std::move(fd));
   }
 
-  for (taken& t : held) {
+  // Snapshots one descriptor's whole content and checks it reaches nothing outside the
+  // exported object, then tries every way of writing and reshaping it. A data descriptor is
+  // then mapped read-write for the write-back; the control descriptor must refuse them all.
+  void snapshot_and_probe(target_kind k, taken& t) {
     SCOPED_TRACE(t.from);
     t.snapshot = read_all(t.fd.get());
     // Nothing outside the exported object: the data descriptors hold the object exactly (an
     // interior export's reaches the rest of its allocation, and no more), the control
     // descriptor one page of export table.
     if (t.control) {
-      EXPECT_EQ(t.snapshot.size(), p);
+      EXPECT_EQ(t.snapshot.size(), page());
     } else {
       EXPECT_EQ(t.snapshot.size(), object_bytes) << "the descriptor reaches beyond the exported object";
       if (k != target_kind::event) {
@@ -330,9 +333,10 @@ TEST_P(HostileImporter, rb_revoke_tamper) {
       ASSERT_EQ(::pwrite(t.fd.get(), t.snapshot.data(), t.snapshot.size(), 0), static_cast<ssize_t>(t.snapshot.size()));
     }
   }
+
   // The mapping the open made, page by page.
-  std::vector<std::byte> mapping_snapshot;
-  if (map_start) {
+  void snapshot_mapping() {
+    if (!map_start) return;
     mapping_snapshot.resize(map_end - map_start);
     std::memcpy(mapping_snapshot.data(), reinterpret_cast<const void*>(map_start), mapping_snapshot.size());
     EXPECT_FALSE(holds_decoy(mapping_snapshot, kDecoyBytes));
@@ -340,7 +344,7 @@ TEST_P(HostileImporter, rb_revoke_tamper) {
 
   // Writes every snapshot back through everything writable, and signals the event (an
   // importer necessarily writes its futex page).
-  auto write_back = [&] {
+  void write_back() {
     for (taken& t : held) {
       const ssize_t n = ::pwrite(t.fd.get(), t.snapshot.data(), t.snapshot.size(), 0);
       if (t.control) {
@@ -352,7 +356,21 @@ TEST_P(HostileImporter, rb_revoke_tamper) {
     }
     if (map_start) std::memcpy(reinterpret_cast<void*>(map_start), mapping_snapshot.data(), mapping_snapshot.size());
     if (opened_event) event_signal(opened_event.get());
-  };
+  }
+};
+
+TEST_P(HostileImporter, rb_revoke_tamper) {
+  const target_kind k = GetParam();
+  const std::uint64_t decoy = peer.must(op::alloc, usm_device, kDecoyBytes, kDecoySeed).msg.a;
+
+  unique_fd scm_data, scm_control;
+  export_target(k, scm_data, scm_control);
+  const record::fields rec = record::decode(bytes);
+
+  ASSERT_NO_FATAL_FAILURE(open_honestly(k));
+  ASSERT_NO_FATAL_FAILURE(take_descriptors(std::move(scm_data), std::move(scm_control), rec.fd));
+  for (taken& t : held) ASSERT_NO_FATAL_FAILURE(snapshot_and_probe(k, t));
+  snapshot_mapping();
 
   const int data_fd = held[0].fd.get(), control_fd = held[1].fd.get();
   put(k);

@@ -144,20 +144,66 @@ static int apply_patches(const struct producer_report *own, const unsigned char 
   return 1;
 }
 
+/* The page says the set-up failed, and why; the consumer's exit status. */
+static int setup_failed(const char *why) {
+  snprintf(page->detail, sizeof page->detail, "%s", why);
+  page->verdict = V_SETUP_ERROR;
+  return 2;
+}
+
+/* The input: the handle BASE_NAME names with the finding's changes, shown beside it; 0 (and
+   the page says why) when the set-up lacks what it is made from. */
+static int make_input(const struct producer_report *own, unsigned char *input) {
+  if ((BASE_SIDE == 0 ? from_producer.n_exports : own->n_exports) <= BASE_INDEX) {
+    snprintf(page->detail, sizeof page->detail, "consumer: the set-up made no %s", BASE_NAME);
+    page->verdict = V_SETUP_ERROR;
+    return 0;
+  }
+  const unsigned char *base = BASE_SIDE == 0 ? from_producer.handles[BASE_INDEX] : own->handles[BASE_INDEX];
+  if (!apply_patches(own, base, input)) return 0;
+  print_handle(BASE_NAME, base);
+  print_handle("input", input);
+  printf("[consumer] bytes changed:");
+  for (int i = 0; i < 64; ++i)
+    if (input[i] != base[i]) printf(" %d:%02x->%02x", i, base[i], input[i]);
+  printf("\n");
+  fflush(stdout);
+  return 1;
+}
+
+/* The consumer's context no longer answers (`probe` says how it was asked): the verdict
+   becomes context_lost, and its detail keeps what the open was judged before. */
+static int context_lost(int v, char *detail, size_t n, const char *probe, CUresult health) {
+  char before[1024];
+  snprintf(before, sizeof before, "%s", detail);
+  snprintf(detail, n, "after this open (%s: %.512s), %s answered %s: its context is lost", verdict_names[v], before,
+           probe, err_name(health));
+  return V_CONTEXT_LOST;
+}
+
+/* A clean verdict (rejected or mapped) becomes fd_leak when the lowest free descriptor is
+   above `fd_floor`, the lowest before the open: the open (and `undo`, when it opened) left
+   one behind. */
+static int check_fd_leak(int v, int fd_floor, const char *undo, char *detail, size_t n) {
+  if (v != V_REJECTED && v != V_MAPPED) return v;
+  int floor = lowest_free_fd();
+  if (floor <= fd_floor) return v;
+  snprintf(detail, n, "descriptor %d was left open by the open%s", fd_floor, undo);
+  return V_FD_LEAK;
+}
+
+/* The verdict and its detail, on the page for the parent; the consumer's exit status. */
+static int report_verdict(int v, const char *detail) {
+  snprintf(page->detail, sizeof page->detail, "%s", detail);
+  page->verdict = v;
+  page->stage = 3;
+  return 0;
+}
 
 #if !TARGET_EVENT
-static int consumer_main(void) {
-  role = "consumer";
-  static struct producer_report own;
-  static CUdeviceptr ptrs[MAX_ALLOCS];
-  memset(&own, 0, sizeof own);
-  if (!init_cuda() || !build_setup(worker_allocs, N_WORKER_ALLOCS, 1, ptrs, table + N_PRODUCER_ALLOCS, &own)) {
-    snprintf(page->detail, sizeof page->detail, "%s", error_text);
-    page->verdict = V_SETUP_ERROR;
-    return 2;
-  }
-  /* What the producer's allocations hold and which are exported (the consumer knows the
-     set-up, as the campaign's workers do). */
+/* What the producer's allocations hold and which are exported (the consumer knows the
+   set-up, as the campaign's workers do). */
+static void describe_producer_allocs(void) {
   for (int i = 0; i < N_PRODUCER_ALLOCS; ++i) {
     table[i].name = producer_allocs[i].name;
     table[i].salt = salt_of(0, i);
@@ -172,8 +218,11 @@ static int consumer_main(void) {
                                                       : table[from_producer.export_alloc[k]].size - from_producer.export_offset[k];
   }
   table_size = N_PRODUCER_ALLOCS + N_WORKER_ALLOCS;
-  /* Calibration, as the campaign's workers do: each unchanged producer handle opened once;
-     where CUDA maps it (an interior export maps its allocation's base) counts as the export. */
+}
+
+/* Calibration, as the campaign's workers do: each unchanged producer handle opened once;
+   where CUDA maps it (an interior export maps its allocation's base) counts as the export. */
+static void calibrate(const struct producer_report *own) {
   for (int k = 0; k < from_producer.n_exports; ++k) {
     CUipcMemHandle h;
     CUdeviceptr p = 0;
@@ -198,154 +247,122 @@ static int consumer_main(void) {
     }
     cu.cuIpcCloseMemHandle(p);
   }
-  for (int k = 0; k < own.n_exports; ++k) {  /* the campaign's workers try their own too */
+  for (int k = 0; k < own->n_exports; ++k) {  /* the campaign's workers try their own too */
     CUipcMemHandle h;
     CUdeviceptr p = 0;
-    memcpy(h.reserved, own.handles[k], 64);
+    memcpy(h.reserved, own->handles[k], 64);
     if (cu.cuIpcOpenMemHandle_v2(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) == 0) cu.cuIpcCloseMemHandle(p);
   }
-  /* The input: a fresh handle with the finding's bytes applied. */
-  const unsigned char *base = BASE_SIDE == 0 ? from_producer.handles[BASE_INDEX] : own.handles[BASE_INDEX];
-  if ((BASE_SIDE == 0 ? from_producer.n_exports : own.n_exports) <= BASE_INDEX) {
-    snprintf(page->detail, sizeof page->detail, "consumer: the set-up made no %s", BASE_NAME);
-    page->verdict = V_SETUP_ERROR;
-    return 2;
-  }
-  unsigned char input[64];
-  if (!apply_patches(&own, base, input)) return 2;
-  print_handle(BASE_NAME, base);
-  print_handle("input", input);
-  printf("[consumer] bytes changed:");
-  for (int i = 0; i < 64; ++i)
-    if (input[i] != base[i]) printf(" %d:%02x->%02x", i, base[i], input[i]);
-  printf("\n");
-  fflush(stdout);
-  int fd_floor = lowest_free_fd();
+}
+
+/* Opens the input (the page's stage says when the consumer is inside the open), judges what
+   it maps and closes it; the verdict in `*verdict`, the open's answer returned. */
+static CUresult open_and_judge(const unsigned char *input, int *verdict, char *detail, size_t n) {
   CUipcMemHandle h;
   CUdeviceptr p = 0;
   memcpy(h.reserved, input, 64);
   page->stage = 1;
   CUresult r = cu.cuIpcOpenMemHandle_v2(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
   page->stage = 2;
-  int v;
-  char detail[1024];
   if (r != 0) {
-    v = V_REJECTED;
-    snprintf(detail, sizeof detail, "cuIpcOpenMemHandle answered %s", err_name(r));
-  } else {
-    v = judge(p, input, detail, sizeof detail);
-    CUresult closed = cu.cuIpcCloseMemHandle(p);
-    unsigned char probe;
-    if (v == V_MAPPED && closed != 0) {
-      v = V_CLOSE_FAILED;
-      snprintf(detail, sizeof detail, "cuIpcCloseMemHandle(%#llx) answered %s", (unsigned long long)p, err_name(closed));
-    } else if (v == V_MAPPED && cu.cuMemcpyDtoH_v2(&probe, p, 1) == 0) {
-      v = V_MAPPING_LEAK;
-      snprintf(detail, sizeof detail, "cuMemcpyDtoH still reads %#llx after cuIpcCloseMemHandle", (unsigned long long)p);
-    }
+    *verdict = V_REJECTED;
+    snprintf(detail, n, "cuIpcOpenMemHandle answered %s", err_name(r));
+    return r;
   }
-  /* Is the consumer's context still usable? A read of its own allocation answers. */
-  unsigned char word[8];
-  CUresult health = cu.cuMemcpyDtoH_v2(word, ptrs[0], sizeof word);
-  if (health != 0) {
-    char before[1024];
-    snprintf(before, sizeof before, "%s", detail);
-    snprintf(detail, sizeof detail, "after this open (%s: %.512s), a read of the consumer's own allocation answered %s: its context is lost",
-             verdict_names[v], before, err_name(health));
-    v = V_CONTEXT_LOST;
+  int v = judge(p, input, detail, n);
+  CUresult closed = cu.cuIpcCloseMemHandle(p);
+  unsigned char probe;
+  if (v == V_MAPPED && closed != 0) {
+    v = V_CLOSE_FAILED;
+    snprintf(detail, n, "cuIpcCloseMemHandle(%#llx) answered %s", (unsigned long long)p, err_name(closed));
+  } else if (v == V_MAPPED && cu.cuMemcpyDtoH_v2(&probe, p, 1) == 0) {
+    v = V_MAPPING_LEAK;
+    snprintf(detail, n, "cuMemcpyDtoH still reads %#llx after cuIpcCloseMemHandle", (unsigned long long)p);
   }
-  if (v == V_REJECTED || v == V_MAPPED) {
-    int floor = lowest_free_fd();
-    if (floor > fd_floor) {
-      snprintf(detail, sizeof detail, "descriptor %d was left open by the open%s", fd_floor, r == 0 ? " and close" : "");
-      v = V_FD_LEAK;
-    }
-  }
-  snprintf(page->detail, sizeof page->detail, "%s", detail);
-  page->verdict = v;
-  page->stage = 3;
-  return 0;
+  *verdict = v;
+  return r;
 }
-#else
+
 static int consumer_main(void) {
   role = "consumer";
   static struct producer_report own;
-  static CUevent events[MAX_ALLOCS];
+  static CUdeviceptr ptrs[MAX_ALLOCS];
   memset(&own, 0, sizeof own);
-  if (!init_cuda() || !make_gates() || !build_events(worker_events, N_WORKER_EVENTS, 0, events, &own)) {
-    snprintf(page->detail, sizeof page->detail, "%s", error_text);
-    page->verdict = V_SETUP_ERROR;
-    return 2;
-  }
-  if ((BASE_SIDE == 0 ? from_producer.n_exports : own.n_exports) <= BASE_INDEX) {
-    snprintf(page->detail, sizeof page->detail, "consumer: the set-up made no %s", BASE_NAME);
-    page->verdict = V_SETUP_ERROR;
-    return 2;
-  }
-  const unsigned char *base = BASE_SIDE == 0 ? from_producer.handles[BASE_INDEX] : own.handles[BASE_INDEX];
+  if (!init_cuda() || !build_setup(worker_allocs, N_WORKER_ALLOCS, 1, ptrs, table + N_PRODUCER_ALLOCS, &own))
+    return setup_failed(error_text);
+  describe_producer_allocs();
+  calibrate(&own);
   unsigned char input[64];
-  if (!apply_patches(&own, base, input)) return 2;
-  print_handle(BASE_NAME, base);
-  print_handle("input", input);
-  printf("[consumer] bytes changed:");
-  for (int i = 0; i < 64; ++i)
-    if (input[i] != base[i]) printf(" %d:%02x->%02x", i, base[i], input[i]);
-  printf("\n");
-  fflush(stdout);
+  if (!make_input(&own, input)) return 2;
   int fd_floor = lowest_free_fd();
+  int v;
+  char detail[1024];
+  CUresult r = open_and_judge(input, &v, detail, sizeof detail);
+  /* Is the consumer's context still usable? A read of its own allocation answers. */
+  unsigned char word[8];
+  CUresult health = cu.cuMemcpyDtoH_v2(word, ptrs[0], sizeof word);
+  if (health != 0) v = context_lost(v, detail, sizeof detail, "a read of the consumer's own allocation", health);
+  v = check_fd_leak(v, fd_floor, r == 0 ? " and close" : "", detail, sizeof detail);
+  return report_verdict(v, detail);
+}
+#else
+/* Opens the input as an event (the page's stage says when the consumer is inside the open),
+   judges its state and destroys it; the verdict in `*verdict`, the open's answer returned. */
+static CUresult open_and_judge(const unsigned char *input, int *verdict, char *detail, size_t n) {
   CUipcEventHandle h;
   CUevent ev = NULL;
   memcpy(h.reserved, input, 64);
   page->stage = 1;
   CUresult r = cu.cuIpcOpenEventHandle(&ev, h);
   page->stage = 2;
+  if (r != 0) {
+    *verdict = V_REJECTED;
+    snprintf(detail, n, "cuIpcOpenEventHandle answered %s", err_name(r));
+    return r;
+  }
+  /* Every live export of the producer is complete; every other event of both processes
+     (the producer's decoys, all of the consumer's own) is pending. */
+  int v;
+  CUresult q = cu.cuEventQuery(ev);
+  if (q == 0) {
+    v = V_MAPPED;
+    snprintf(detail, n, "the opened event is complete, as every live export of the producer is");
+  } else if (q == CUDA_ERROR_NOT_READY) {
+    v = V_CONFUSED_DEPUTY;
+    snprintf(detail, n, "the opened event is pending (cuEventQuery answered CUDA_ERROR_NOT_READY): every live "
+             "export of the producer is complete, so it is an event this consumer was never given");
+  } else {
+    v = V_UNREADABLE_MAPPING;
+    snprintf(detail, n, "cuIpcOpenEventHandle succeeded, but cuEventQuery of the opened event answered %s",
+             err_name(q));
+  }
+  CUresult closed = cu.cuEventDestroy_v2(ev);
+  if (v == V_MAPPED && closed != 0) {
+    v = V_CLOSE_FAILED;
+    snprintf(detail, n, "cuEventDestroy of the opened event answered %s", err_name(closed));
+  }
+  *verdict = v;
+  return r;
+}
+
+static int consumer_main(void) {
+  role = "consumer";
+  static struct producer_report own;
+  static CUevent events[MAX_ALLOCS];
+  memset(&own, 0, sizeof own);
+  if (!init_cuda() || !make_gates() || !build_events(worker_events, N_WORKER_EVENTS, 0, events, &own))
+    return setup_failed(error_text);
+  unsigned char input[64];
+  if (!make_input(&own, input)) return 2;
+  int fd_floor = lowest_free_fd();
   int v;
   char detail[1024];
-  if (r != 0) {
-    v = V_REJECTED;
-    snprintf(detail, sizeof detail, "cuIpcOpenEventHandle answered %s", err_name(r));
-  } else {
-    /* Every live export of the producer is complete; every other event of both processes
-       (the producer's decoys, all of the consumer's own) is pending. */
-    CUresult q = cu.cuEventQuery(ev);
-    if (q == 0) {
-      v = V_MAPPED;
-      snprintf(detail, sizeof detail, "the opened event is complete, as every live export of the producer is");
-    } else if (q == CUDA_ERROR_NOT_READY) {
-      v = V_CONFUSED_DEPUTY;
-      snprintf(detail, sizeof detail, "the opened event is pending (cuEventQuery answered CUDA_ERROR_NOT_READY): every live "
-               "export of the producer is complete, so it is an event this consumer was never given");
-    } else {
-      v = V_UNREADABLE_MAPPING;
-      snprintf(detail, sizeof detail, "cuIpcOpenEventHandle succeeded, but cuEventQuery of the opened event answered %s",
-               err_name(q));
-    }
-    CUresult closed = cu.cuEventDestroy_v2(ev);
-    if (v == V_MAPPED && closed != 0) {
-      v = V_CLOSE_FAILED;
-      snprintf(detail, sizeof detail, "cuEventDestroy of the opened event answered %s", err_name(closed));
-    }
-  }
+  CUresult r = open_and_judge(input, &v, detail, sizeof detail);
   /* Is the consumer's context still usable? Its own first event must still read pending. */
   CUresult health = cu.cuEventQuery(events[0]);
-  if (health != CUDA_ERROR_NOT_READY && health != 0) {
-    char before[1024];
-    snprintf(before, sizeof before, "%s", detail);
-    snprintf(detail, sizeof detail, "after this open (%s: %.512s), cuEventQuery of the consumer's own event answered %s: its context is lost",
-             verdict_names[v], before, err_name(health));
-    v = V_CONTEXT_LOST;
-  }
-  if (v == V_REJECTED || v == V_MAPPED) {
-    int floor = lowest_free_fd();
-    if (floor > fd_floor) {
-      snprintf(detail, sizeof detail, "descriptor %d was left open by the open%s", fd_floor, r == 0 ? " and release" : "");
-      v = V_FD_LEAK;
-    }
-  }
-  snprintf(page->detail, sizeof page->detail, "%s", detail);
-  page->verdict = v;
-  page->stage = 3;
-  return 0;
+  if (health != CUDA_ERROR_NOT_READY && health != 0)
+    v = context_lost(v, detail, sizeof detail, "cuEventQuery of the consumer's own event", health);
+  v = check_fd_leak(v, fd_floor, r == 0 ? " and release" : "", detail, sizeof detail);
+  return report_verdict(v, detail);
 }
 #endif
-

@@ -28,6 +28,67 @@ static int finish(int v, const char *detail) {
   return 3;
 }
 
+/* Reads the producer's report into from_producer: NULL once it came whole and the set-up
+   succeeded, else why not. */
+static const char *read_report(int fd) {
+  size_t got = 0;
+  while (got < sizeof from_producer) {
+    ssize_t n = read(fd, (char *)&from_producer + got, sizeof from_producer - got);
+    if (n <= 0) break;
+    got += (size_t)n;
+  }
+  if (got != sizeof from_producer) return "the producer died before it reported its exports";
+  if (!from_producer.ok) return from_producer.error;
+  return NULL;
+}
+
+/* The page the consumer judges on, shared with it across the fork: until the consumer says
+   otherwise, it ended before judging. 0 when it cannot be mapped (errno says why). */
+static int make_page(void) {
+  page = mmap(NULL, sizeof *page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) return 0;
+  memset(page, 0, sizeof *page);
+  page->verdict = V_SETUP_ERROR;
+  snprintf(page->detail, sizeof page->detail, "the consumer ended before it judged the open");
+  return 1;
+}
+
+/* Waits for the consumer, which is killed when it stays inside the open (stage 1) for more
+   than HANG_SECONDS; 1 if it was, its wait status in `*status`. */
+static int wait_for_consumer(pid_t consumer, int *status) {
+  double open_since = 0;
+  for (;;) {
+    pid_t w = waitpid(consumer, status, WNOHANG);
+    if (w == consumer) return 0;
+    if (page->stage == 1) {
+      if (open_since == 0) open_since = now();
+      if (now() - open_since > HANG_SECONDS) {
+        kill(consumer, SIGKILL);
+        waitpid(consumer, status, 0);
+        return 1;
+      }
+    }
+    struct timespec ten_ms = {0, 10 * 1000 * 1000};
+    nanosleep(&ten_ms, NULL);
+  }
+}
+
+/* What the consumer's end says: a hang, a crash (where it was), or the verdict on its page. */
+static int judge_consumer_end(int hung, int status) {
+  char detail[1200];
+  if (hung) {
+    snprintf(detail, sizeof detail, "%s did not return within %d s; the consumer was killed", OPEN_CALL, HANG_SECONDS);
+    return finish(V_HANG, detail);
+  }
+  if (WIFSIGNALED(status)) {
+    const int stage = page->stage;
+    snprintf(detail, sizeof detail, "the consumer died of signal %d (%s) %s%s", WTERMSIG(status), strsignal(WTERMSIG(status)),
+             stage == 1 ? "inside " : "", stage == 1 ? OPEN_CALL : stage == 2 ? "while judging what the open gave" : "outside the open");
+    return finish(V_CRASH, detail);
+  }
+  return finish(page->verdict, page->detail);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   signal(SIGPIPE, SIG_IGN);
@@ -49,28 +110,14 @@ int main(void) {
   }
   close(report[1]);
   close(stop[0]);
-  size_t got = 0;
-  while (got < sizeof from_producer) {
-    ssize_t n = read(report[0], (char *)&from_producer + got, sizeof from_producer - got);
-    if (n <= 0) break;
-    got += (size_t)n;
-  }
   int rc;
-  if (got != sizeof from_producer) {
+  const char *failed = read_report(report[0]);
+  if (failed) {
     close(stop[1]);
     waitpid(producer, &rc, 0);
-    return finish(V_SETUP_ERROR, "the producer died before it reported its exports");
+    return finish(V_SETUP_ERROR, failed);
   }
-  if (!from_producer.ok) {
-    close(stop[1]);
-    waitpid(producer, &rc, 0);
-    return finish(V_SETUP_ERROR, from_producer.error);
-  }
-  page = mmap(NULL, sizeof *page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (page == MAP_FAILED) return finish(V_SETUP_ERROR, strerror(errno));
-  memset(page, 0, sizeof *page);
-  page->verdict = V_SETUP_ERROR;
-  snprintf(page->detail, sizeof page->detail, "the consumer ended before it judged the open");
+  if (!make_page()) return finish(V_SETUP_ERROR, strerror(errno));
   pid_t consumer = fork();
   if (consumer < 0) return finish(V_SETUP_ERROR, strerror(errno));
   if (consumer == 0) {
@@ -79,35 +126,9 @@ int main(void) {
     fflush(stdout);
     _exit(code);  /* no CUDA teardown: after a lost context NVIDIA says to terminate the process */
   }
-  int status = 0, hung = 0;
-  double open_since = 0;
-  for (;;) {
-    pid_t w = waitpid(consumer, &status, WNOHANG);
-    if (w == consumer) break;
-    if (page->stage == 1) {
-      if (open_since == 0) open_since = now();
-      if (now() - open_since > HANG_SECONDS) {
-        kill(consumer, SIGKILL);
-        waitpid(consumer, &status, 0);
-        hung = 1;
-        break;
-      }
-    }
-    struct timespec ten_ms = {0, 10 * 1000 * 1000};
-    nanosleep(&ten_ms, NULL);
-  }
+  int status = 0;
+  int hung = wait_for_consumer(consumer, &status);
   close(stop[1]);
   waitpid(producer, &rc, 0);
-  char detail[1200];
-  if (hung) {
-    snprintf(detail, sizeof detail, "%s did not return within %d s; the consumer was killed", OPEN_CALL, HANG_SECONDS);
-    return finish(V_HANG, detail);
-  }
-  if (WIFSIGNALED(status)) {
-    const int stage = page->stage;
-    snprintf(detail, sizeof detail, "the consumer died of signal %d (%s) %s%s", WTERMSIG(status), strsignal(WTERMSIG(status)),
-             stage == 1 ? "inside " : "", stage == 1 ? OPEN_CALL : stage == 2 ? "while judging what the open gave" : "outside the open");
-    return finish(V_CRASH, detail);
-  }
-  return finish(page->verdict, page->detail);
+  return judge_consumer_end(hung, status);
 }

@@ -91,34 +91,8 @@ class server {
       case op::hello:
         reply.a = static_cast<std::uint64_t>(::getpid());
         return -1;
-      case op::platform: {
-        // Asked twice: a configuration error must reach every caller, not only the first.
-        std::string first, second;
-        for (std::string* out : {&first, &second}) {
-          try {
-            *out = describe_platform();
-          } catch (const ipcref::exception& e) {
-            *out = std::string("error ") + errc_name(e.code_value()) + ": " + e.what();
-          }
-        }
-        if (first != second) throw std::runtime_error("platform answered differently: " + first + " / " + second);
-        if (first.rfind("error ", 0) == 0) {
-          reply.status = static_cast<std::int32_t>(errc::invalid);
-          reply.set_text(first.substr(first.find(": ") + 2));
-          return -1;
-        }
-        reply.set_text(first);
-        return -1;
-      }
-      case op::alloc: {
-        void* p = nullptr;
-        if (m.a == 0) p = malloc_host(m.b, ctx());
-        else if (m.a == 1) p = malloc_device(m.b, dev(), ctx());
-        else p = malloc_shared(m.b, dev(), ctx());
-        ipcref_test::fill_pattern(p, m.b, m.c);
-        reply.a = value_of(p);
-        return -1;
-      }
+      case op::platform: platform(reply); return -1;
+      case op::alloc: alloc(m, reply); return -1;
       case op::free: ipcref::free(ptr_of<void>(m.a), ctx()); return -1;
       case op::fill: ipcref_test::fill_pattern(ptr_of<void>(m.a), m.b, m.c); return -1;
       case op::verify: {
@@ -133,75 +107,23 @@ class server {
       case op::phys_create: reply.a = value_of(physical_create(ctx(), dev(), m.a, m.b != 0)); return -1;
       case op::phys_get: return keep(ipc::physical_memory::get(ptr_of<physical_mem_object>(m.a), ctx()), reply, m.b != 0);
       case op::phys_put: ipc::physical_memory::put(stored(m.a), ctx()); return -1;
-      case op::phys_open: {
-        physical_mem pm = ipc::physical_memory::open(m.bytes(), ctx(), dev(), opts);
-        reply.a = value_of(pm);
-        reply.b = physical_size(pm);
-        reply.c = physical_ipc_enabled(pm);
-        reply.d = physical_reference_count(pm);
-        return -1;
-      }
-      case op::phys_map: {
-        void* p = virtual_reserve(ctx(), m.b);
-        try {
-          virtual_map(ctx(), p, m.b, ptr_of<physical_mem_object>(m.a), 0, access::read_write);
-        } catch (...) {
-          virtual_free(ctx(), p, m.b);
-          throw;
-        }
-        reply.a = value_of(p);
-        return -1;
-      }
+      case op::phys_open: phys_open(m, opts, reply); return -1;
+      case op::phys_map: phys_map(m, reply); return -1;
       case op::phys_unmap:
         virtual_unmap(ctx(), ptr_of<void>(m.a), m.b);
         virtual_free(ctx(), ptr_of<void>(m.a), m.b);
         return -1;
-      case op::phys_release: {
-        physical_mem pm = ptr_of<physical_mem_object>(m.a);
-        // Opened objects are closed, created ones released: the verbs a real program would use.
-        try {
-          ipc::physical_memory::close(pm, ctx());
-        } catch (const ipcref::exception&) {
-          physical_release(pm);
-        }
-        return -1;
-      }
+      case op::phys_release: phys_release(m); return -1;
       case op::event_create: reply.a = value_of(event_create(ctx(), dev(), {m.a != 0, false})); return -1;
       case op::event_get: return keep(ipc::event::get(ptr_of<event_object>(m.a), ctx()), reply, m.b != 0);
       case op::event_put: ipc::event::put(stored(m.a), ctx()); return -1;
       case op::event_open: reply.a = value_of(ipc::event::open(m.bytes(), ctx(), dev(), opts)); return -1;
-      case op::event_signal: {
-        event e = ptr_of<event_object>(m.a);
-        if (m.b == 0) {
-          event_signal(e);
-        } else {
-          const auto delay = std::chrono::milliseconds(m.b);
-          after_reply_ = [e, delay] {
-            std::this_thread::sleep_for(delay);
-            event_signal(e);
-          };
-        }
-        return -1;
-      }
-      case op::event_wait: {
-        const auto start = std::chrono::steady_clock::now();
-        reply.a = event_wait(ptr_of<event_object>(m.a), std::chrono::milliseconds(m.b));
-        reply.b = static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
-        return -1;
-      }
+      case op::event_signal: signal_event(m); return -1;
+      case op::event_wait: wait_event(m, reply); return -1;
       case op::event_query: reply.a = event_query(ptr_of<event_object>(m.a)); return -1;
       case op::event_reset: event_reset(ptr_of<event_object>(m.a)); return -1;
       case op::event_release: event_release(ptr_of<event_object>(m.a)); return -1;
-      case op::counts: {
-        const ipcref_test::process_audit audit = ipcref_test::audit_self();
-        const resource_counts rc = get_resource_counts();
-        reply.a = audit.descriptors;
-        reply.b = audit.mappings;
-        reply.c = rc.open_mappings;
-        reply.d = rc.live_exports;
-        return -1;
-      }
+      case op::counts: counts(reply); return -1;
       case op::exit: exit_status_ = static_cast<int>(m.a); return -1;
       case op::control_get: return stored(m.a).control_descriptor();
       case op::set_control:
@@ -212,6 +134,102 @@ class server {
     reply.status = ipcref_test::status_bad_request;
     reply.set_text("peer: unknown request " + std::to_string(static_cast<unsigned>(m.verb)));
     return -1;
+  }
+
+  // op::platform: the platform as describe_platform sees it, asked twice: a configuration
+  // error must reach every caller, not only the first.
+  void platform(message& reply) {
+    std::string first, second;
+    for (std::string* out : {&first, &second}) {
+      try {
+        *out = describe_platform();
+      } catch (const ipcref::exception& e) {
+        *out = std::string("error ") + errc_name(e.code_value()) + ": " + e.what();
+      }
+    }
+    if (first != second) throw std::runtime_error("platform answered differently: " + first + " / " + second);
+    if (first.rfind("error ", 0) == 0) {
+      reply.status = static_cast<std::int32_t>(errc::invalid);
+      reply.set_text(first.substr(first.find(": ") + 2));
+      return;
+    }
+    reply.set_text(first);
+  }
+
+  // op::alloc: b bytes of usm kind a (0 host, 1 device, else shared), filled with pattern c.
+  void alloc(const message& m, message& reply) {
+    void* p = nullptr;
+    if (m.a == 0) p = malloc_host(m.b, ctx());
+    else if (m.a == 1) p = malloc_device(m.b, dev(), ctx());
+    else p = malloc_shared(m.b, dev(), ctx());
+    ipcref_test::fill_pattern(p, m.b, m.c);
+    reply.a = value_of(p);
+  }
+
+  // op::phys_open: the opened object, its size, whether it is IPC-enabled, its reference count.
+  void phys_open(const message& m, const open_options& opts, message& reply) {
+    physical_mem pm = ipc::physical_memory::open(m.bytes(), ctx(), dev(), opts);
+    reply.a = value_of(pm);
+    reply.b = physical_size(pm);
+    reply.c = physical_ipc_enabled(pm);
+    reply.d = physical_reference_count(pm);
+  }
+
+  // op::phys_map: b bytes of physical object a mapped read-write into a range reserved for
+  // them (freed again when the map fails).
+  void phys_map(const message& m, message& reply) {
+    void* p = virtual_reserve(ctx(), m.b);
+    try {
+      virtual_map(ctx(), p, m.b, ptr_of<physical_mem_object>(m.a), 0, access::read_write);
+    } catch (...) {
+      virtual_free(ctx(), p, m.b);
+      throw;
+    }
+    reply.a = value_of(p);
+  }
+
+  // op::phys_release: opened objects are closed, created ones released: the verbs a real
+  // program would use.
+  void phys_release(const message& m) {
+    physical_mem pm = ptr_of<physical_mem_object>(m.a);
+    try {
+      ipc::physical_memory::close(pm, ctx());
+    } catch (const ipcref::exception&) {
+      physical_release(pm);
+    }
+  }
+
+  // op::event_signal: now (b = 0), or b milliseconds after the reply.
+  void signal_event(const message& m) {
+    event e = ptr_of<event_object>(m.a);
+    if (m.b == 0) {
+      event_signal(e);
+    } else {
+      const auto delay = std::chrono::milliseconds(m.b);
+      after_reply_ = [e, delay] {
+        std::this_thread::sleep_for(delay);
+        event_signal(e);
+      };
+    }
+  }
+
+  // op::event_wait: whether event a is signaled within b milliseconds (1 when it is), and
+  // how long the wait took, in nanoseconds.
+  void wait_event(const message& m, message& reply) {
+    const auto start = std::chrono::steady_clock::now();
+    reply.a = event_wait(ptr_of<event_object>(m.a), std::chrono::milliseconds(m.b));
+    reply.b = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  }
+
+  // op::counts: this process's descriptors and mappings, ipcref's open mappings and live exports.
+  static void counts(message& reply) {
+    const ipcref_test::process_audit audit = ipcref_test::audit_self();
+    const resource_counts rc = get_resource_counts();
+    reply.a = audit.descriptors;
+    reply.b = audit.mappings;
+    reply.c = rc.open_mappings;
+    reply.d = rc.live_exports;
   }
 
   static std::string describe_platform() {
