@@ -283,28 +283,26 @@ static CUresult open_and_judge(const unsigned char *input, int *verdict, char *d
   return r;
 }
 
-static int consumer_main(void) {
-  role = "consumer";
-  static struct producer_report own;
-  static CUdeviceptr ptrs[MAX_ALLOCS];
-  memset(&own, 0, sizeof own);
-  if (!init_cuda() || !build_setup(worker_allocs, N_WORKER_ALLOCS, 1, ptrs, table + N_PRODUCER_ALLOCS, &own))
-    return setup_failed(error_text);
+static CUdeviceptr own_ptrs[MAX_ALLOCS];
+
+/* The consumer's own allocations (exported, as the campaign's workers' are), then what it
+   knows of the producer's, and the calibration; 0 when the set-up failed (error_text says). */
+static int set_up_consumer(struct producer_report *own) {
+  if (!init_cuda() || !build_setup(worker_allocs, N_WORKER_ALLOCS, 1, own_ptrs, table + N_PRODUCER_ALLOCS, own))
+    return 0;
   describe_producer_allocs();
-  calibrate(&own);
-  unsigned char input[64];
-  if (!make_input(&own, input)) return 2;
-  int fd_floor = lowest_free_fd();
-  int v;
-  char detail[1024];
-  CUresult r = open_and_judge(input, &v, detail, sizeof detail);
-  /* Is the consumer's context still usable? A read of its own allocation answers. */
-  unsigned char word[8];
-  CUresult health = cu.cuMemcpyDtoH_v2(word, ptrs[0], sizeof word);
-  if (health != 0) v = context_lost(v, detail, sizeof detail, "a read of the consumer's own allocation", health);
-  v = check_fd_leak(v, fd_floor, r == 0 ? " and close" : "", detail, sizeof detail);
-  return report_verdict(v, detail);
+  calibrate(own);
+  return 1;
 }
+
+/* Whether the consumer's context still answers: 0, or what a read of its own allocation
+   answered. */
+static CUresult context_health(void) {
+  unsigned char word[8];
+  return cu.cuMemcpyDtoH_v2(word, own_ptrs[0], sizeof word);
+}
+#define HEALTH_PROBE "a read of the consumer's own allocation"
+#define UNDO_WORD " and close"
 #else
 /* Opens the input as an event (the page's stage says when the consumer is inside the open),
    judges its state and destroys it; the verdict in `*verdict`, the open's answer returned. */
@@ -345,24 +343,36 @@ static CUresult open_and_judge(const unsigned char *input, int *verdict, char *d
   return r;
 }
 
+static CUevent own_events[MAX_ALLOCS];
+
+/* The consumer's own events (pending behind its gates); 0 when the set-up failed. */
+static int set_up_consumer(struct producer_report *own) {
+  return init_cuda() && make_gates() && build_events(worker_events, N_WORKER_EVENTS, 0, own_events, own);
+}
+
+/* Whether the consumer's context still answers: 0, or what a query of its own first event,
+   which must still read pending, answered. */
+static CUresult context_health(void) {
+  CUresult q = cu.cuEventQuery(own_events[0]);
+  return q == CUDA_ERROR_NOT_READY ? 0 : q;
+}
+#define HEALTH_PROBE "cuEventQuery of the consumer's own event"
+#define UNDO_WORD " and release"
+#endif
+
 static int consumer_main(void) {
   role = "consumer";
   static struct producer_report own;
-  static CUevent events[MAX_ALLOCS];
   memset(&own, 0, sizeof own);
-  if (!init_cuda() || !make_gates() || !build_events(worker_events, N_WORKER_EVENTS, 0, events, &own))
-    return setup_failed(error_text);
+  if (!set_up_consumer(&own)) return setup_failed(error_text);
   unsigned char input[64];
   if (!make_input(&own, input)) return 2;
   int fd_floor = lowest_free_fd();
   int v;
   char detail[1024];
   CUresult r = open_and_judge(input, &v, detail, sizeof detail);
-  /* Is the consumer's context still usable? Its own first event must still read pending. */
-  CUresult health = cu.cuEventQuery(events[0]);
-  if (health != CUDA_ERROR_NOT_READY && health != 0)
-    v = context_lost(v, detail, sizeof detail, "cuEventQuery of the consumer's own event", health);
-  v = check_fd_leak(v, fd_floor, r == 0 ? " and release" : "", detail, sizeof detail);
+  CUresult health = context_health();
+  if (health != 0) v = context_lost(v, detail, sizeof detail, HEALTH_PROBE, health);
+  v = check_fd_leak(v, fd_floor, r == 0 ? UNDO_WORD : "", detail, sizeof detail);
   return report_verdict(v, detail);
 }
-#endif
