@@ -124,11 +124,13 @@ int render(const std::vector<std::string>& args) {
 int diff(const std::vector<std::string>& args) {
   Options o("report diff", "OLD NEW [--format text|md|json] [-o OUT]",
             "Compares two runs: regressions (a worse status in the order pass < xfail < fail < leak\n"
-            "< timeout < crash), fixes, other status changes (to or from skip or incomplete, never\n"
-            "a regression), new and removed cases, observation changes, and benchmark changes\n"
-            "beyond the noise of both runs. Regressions come first, the worst first.\n"
-            "Exit status: 1 when a case regressed, 0 otherwise, 2 for a bad command line or a\n"
-            "file that cannot be read.");
+            "< timeout < crash), new failures (a case absent, skipped, incomplete or in error in\n"
+            "the old run that fails, leaks, times out or crashes now; a clause not run before that\n"
+            "fails now), fixes, other status changes (to or from skip or incomplete, never a\n"
+            "regression), new and removed cases, observation changes, and benchmark changes beyond\n"
+            "the noise of both runs. Regressions come first, the worst first.\n"
+            "Exit status: 1 when a case regressed or failed anew, 0 otherwise, 2 for a bad command\n"
+            "line or a file that cannot be read.");
   o.positional("OLD", "the baseline results.json").positional("NEW", "the results.json to judge")
       .value("--format", "FORMAT", "text, md or json", "text");
   add_output(o);
@@ -139,7 +141,7 @@ int diff(const std::vector<std::string>& args) {
     const reports::Diff d = reports::diff_results(load(p[0]), load(p[1]), p[0], p[1]);
     emit(o, format == "text" ? reports::render_diff_text(d)
                              : format == "md" ? reports::render_diff_markdown(d) : reports::diff_to_json(d).dump(2) + "\n");
-    return d.has_regression() ? kFailed : kOk;
+    return d.fails_gate() ? kFailed : kOk;
   });
 }
 
@@ -347,7 +349,7 @@ int baseline(const std::vector<std::string>& args) {
 
 const std::pair<const char*, const char*> kSubcommands[] = {
     {"render", "a results.json as Markdown, HTML or JUnit XML"},
-    {"diff", "two runs compared; exit 1 when a case regressed"},
+    {"diff", "two runs compared; exit 1 when a case regressed or failed anew"},
     {"history", "several runs side by side, one column per run (files, or a store: --db)"},
     {"first-bad", "the first driver version in a store where a case got worse"},
     {"merge", "the shards of one run joined into one results.json"},

@@ -34,7 +34,7 @@ bool Diff::driver_changed() const {
 }
 
 bool Diff::empty() const {
-  return regressions.empty() && fixes.empty() && changes.empty() && errors.empty() && flaky.empty() && clauses.empty() &&
+  return regressions.empty() && new_failures.empty() && new_clause_failures.empty() && fixes.empty() && changes.empty() && errors.empty() && flaky.empty() && clauses.empty() &&
          added.empty() && removed.empty() &&
          observations.empty() && bench.empty() && bench_added.empty() && bench_removed.empty() && profiles.empty() &&
          !fuzz.changed();
@@ -135,6 +135,9 @@ bool same_machine(const Results& a, const Results& b) {
   return !hosts_differ && !devices_differ;
 }
 
+// An unexpected status the driver is charged with: what fails a run, harness errors apart.
+bool judged_problem(Status s) { return is_judged(s) && is_problem(s); }
+
 // Where a case whose status changed is listed. A harness error judged nothing: never a
 // regression or a fix of the driver, listed apart. A flaky case is listed apart too (d.flaky),
 // whatever it was before.
@@ -144,6 +147,8 @@ void classify_status_change(Diff& d, const std::string& id, const CaseResult& o,
   const int from = severity(o.status), to = severity(n.status);
   if (n.status == Status::flaky) {
     // listed in d.flaky already
+  } else if (!is_judged(o.status) && judged_problem(n.status)) {
+    d.new_failures.push_back({id, o.status, n.status, c.reason});
   } else if (n.status == Status::error && o.status != Status::error)
     d.errors.push_back(c);
   else if (from < 0 || to < 0)
@@ -181,6 +186,7 @@ void diff_cases(const Results& a, const Results& b, Diff& d) {
                          text::first_line(n->reason), !n->expectation.empty()});
     if (it == old_cases.end()) {
       d.added.push_back({id, n->status, text::first_line(n->reason)});
+      if (judged_problem(n->status)) d.new_failures.push_back({id, std::nullopt, n->status, text::first_line(n->reason)});
       continue;
     }
     const CaseResult* o = it->second;
@@ -197,13 +203,21 @@ void diff_clauses(const Results& a, const Results& b, Diff& d) {
   std::map<std::string, ClauseVerdict> old_clauses;
   for (const auto& k : a.clauses) old_clauses[k.id] = k.verdict;
   for (const auto& k : b.clauses)
-    if (auto it = old_clauses.find(k.id); it != old_clauses.end() && it->second != k.verdict)
+    if (auto it = old_clauses.find(k.id); it != old_clauses.end() && it->second != k.verdict) {
       d.clauses.push_back({k.id, it->second, k.verdict});
+      if (it->second == ClauseVerdict::not_run && k.verdict == ClauseVerdict::fail)
+        d.new_clause_failures.push_back({k.id, it->second, k.verdict});
+    } else if (it == old_clauses.end() && k.verdict == ClauseVerdict::fail) {
+      d.new_clause_failures.push_back({k.id, ClauseVerdict::not_run, k.verdict});
+    }
 }
 
 // Worst first: regressions by their new status, fixes by their old one, new cases by theirs.
 void order_by_severity(Diff& d) {
   std::stable_sort(d.regressions.begin(), d.regressions.end(), [](const StatusChange& x, const StatusChange& y) {
+    return severity(x.to) > severity(y.to);
+  });
+  std::stable_sort(d.new_failures.begin(), d.new_failures.end(), [](const NewFailure& x, const NewFailure& y) {
     return severity(x.to) > severity(y.to);
   });
   std::stable_sort(d.fixes.begin(), d.fixes.end(), [](const StatusChange& x, const StatusChange& y) {

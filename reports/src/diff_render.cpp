@@ -46,6 +46,8 @@ std::string tally(const Diff& d) {
     if (n) parts.push_back(plural(n, one, many));
   };
   parts.push_back(plural(d.regressions.size(), "regression", "regressions"));
+  add(d.new_failures.size() + d.new_clause_failures.size(), "new failure (did not run before)",
+      "new failures (did not run before)");
   add(d.fixes.size(), "fix", "fixes");
   add(d.flaky.size(), "flaky case (passed on a rerun)", "flaky cases (passed on a rerun)");
   add(d.errors.size(), "case not judged (harness error)", "cases not judged (harness errors)");
@@ -88,6 +90,7 @@ class DiffSectionWriter {
   explicit DiffSectionWriter(std::string& s) : s_(s) {}
   virtual ~DiffSectionWriter() = default;
   virtual void changes(DiffChangeList which, const std::vector<StatusChange>& list) = 0;
+  virtual void new_failures(const Diff& d) = 0;  // cases and clauses that did not run before and fail now
   virtual void flaky(const std::vector<FlakyCase>& list) = 0;
   virtual void entries(DiffEntryList which, const std::vector<CaseEntry>& list) = 0;
   virtual void clauses(const std::vector<ClauseChange>& list) = 0;
@@ -102,6 +105,7 @@ class DiffSectionWriter {
 
 void walk_diff_sections(const Diff& d, DiffSectionWriter& w) {
   w.changes(DiffChangeList::regressions, d.regressions);
+  w.new_failures(d);
   w.changes(DiffChangeList::fixes, d.fixes);
   w.changes(DiffChangeList::errors, d.errors);
   w.flaky(d.flaky);
@@ -124,6 +128,10 @@ class TextDiffWriter final : public DiffSectionWriter {
         w_ = std::max(w_, text::width(c.id));
         sw_ = std::max(sw_, std::string(to_string(c.from)).size() + 4 + std::string(to_string(c.to)).size());
       }
+    for (const auto& f : d.new_failures) {
+      w_ = std::max(w_, text::width(f.id));
+      sw_ = std::max(sw_, std::string(f.from ? to_string(*f.from) : "absent").size() + 4 + std::string(to_string(f.to)).size());
+    }
     for (const auto* list : {&d.added, &d.removed})
       for (const auto& c : *list) {
         w_ = std::max(w_, text::width(c.id));
@@ -142,6 +150,19 @@ class TextDiffWriter final : public DiffSectionWriter {
       s_ += "  " + text::pad(c.id, w_) + "  " + text::pad(arrow, sw_);
       s_ = text::trim_end(s_ + "  " + c.reason) + "\n";
     }
+  }
+
+  void new_failures(const Diff& d) override {
+    const std::size_t n = d.new_failures.size() + d.new_clause_failures.size();
+    if (!n) return;
+    s_ += fmt("\nnew failures: did not run (or judged nothing) in the old run, fail now (%zu; they fail the gate)\n", n);
+    for (const auto& f : d.new_failures) {
+      const std::string arrow = std::string(f.from ? to_string(*f.from) : "absent") + " -> " + to_string(f.to);
+      s_ += "  " + text::pad(f.id, w_) + "  " + text::pad(arrow, sw_);
+      s_ = text::trim_end(s_ + "  " + f.reason) + "\n";
+    }
+    for (const auto& c : d.new_clause_failures)
+      s_ += "  clause " + c.id + "  " + to_string(c.from) + " -> " + to_string(c.to) + "\n";
   }
 
   void flaky(const std::vector<FlakyCase>& list) override {
@@ -242,6 +263,19 @@ class MarkdownDiffWriter final : public DiffSectionWriter {
               list.size());
     for (const auto& c : list)
       s_ += "| " + md_code(c.id) + " | " + to_string(c.from) + " | **" + to_string(c.to) + "** | " + md(c.reason) + " |\n";
+  }
+
+  void new_failures(const Diff& d) override {
+    const std::size_t n = d.new_failures.size() + d.new_clause_failures.size();
+    if (!n) return;
+    s_ += fmt("\n### New failures: did not run before, fail now (%zu; they fail the gate)\n\n| case or clause | old | new | reason |\n"
+              "|---|---|---|---|\n",
+              n);
+    for (const auto& f : d.new_failures)
+      s_ += "| " + md_code(f.id) + " | " + (f.from ? to_string(*f.from) : "(absent)") + " | **" + to_string(f.to) + "** | " +
+            md(f.reason) + " |\n";
+    for (const auto& c : d.new_clause_failures)
+      s_ += "| clause " + md_code(c.id) + " | " + to_string(c.from) + " | **" + to_string(c.to) + "** | |\n";
   }
 
   void flaky(const std::vector<FlakyCase>& list) override {
@@ -384,6 +418,13 @@ json diff_to_json(const Diff& d) {
     for (const auto& c : list) a.push_back({{"id", c.id}, {"status", to_string(c.status)}, {"reason", c.reason}});
     return a;
   };
+  json new_failures = json::array();
+  for (const auto& f : d.new_failures)
+    new_failures.push_back({{"id", f.id}, {"old", f.from ? json(to_string(*f.from)) : json()}, {"new", to_string(f.to)},
+                            {"reason", f.reason}});
+  json new_clause_failures = json::array();
+  for (const auto& c : d.new_clause_failures)
+    new_clause_failures.push_back({{"id", c.id}, {"old", to_string(c.from)}, {"new", to_string(c.to)}});
   json flaky = json::array();
   for (const auto& f : d.flaky)
     flaky.push_back({{"id", f.id}, {"old", f.old_status ? json(to_string(*f.old_status)) : json()},
@@ -420,7 +461,10 @@ json diff_to_json(const Diff& d) {
           {"new", run(d.new_run)},
           {"driver_changed", d.driver_changed()},
           {"regression", d.has_regression()},
+          {"gate_failed", d.fails_gate()},
           {"regressions", changes(d.regressions)},
+          {"new_failures", new_failures},
+          {"new_clause_failures", new_clause_failures},
           {"fixes", changes(d.fixes)},
           {"status_changes", changes(d.changes)},
           {"errors", changes(d.errors)},

@@ -138,6 +138,15 @@ void problems(std::string& s, const Results& r, const RenderOptions& o) {
              "</td><td>" + html(c.reason) + "</td></tr>\n";
       s += "</tbody></table>\n";
     }
+    if (!d.new_failures.empty()) {
+      any = true;
+      s += "<h3>New failures: not run in the baseline, failing now (" + std::to_string(d.new_failures.size()) + ")</h3>\n";
+      s += "<table class=\"regressions\"><thead><tr><th>case</th><th>baseline</th><th>now</th><th>reason</th></tr></thead><tbody>\n";
+      for (const auto& f : d.new_failures)
+        s += "<tr><td>" + case_link(f.id) + "</td><td>" + (f.from ? badge(to_string(*f.from)) : std::string("(absent)")) +
+             "</td><td>" + badge(to_string(f.to)) + "</td><td>" + html(f.reason) + "</td></tr>\n";
+      s += "</tbody></table>\n";
+    }
   }
   static const std::pair<Status, const char*> groups[] = {{Status::crash, "Crashes"},
                                                           {Status::timeout, "Timeouts"},

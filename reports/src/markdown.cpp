@@ -95,11 +95,25 @@ bool markdown_regressions(std::string& s, const Diff& d) {
   return true;
 }
 
+// Cases that did not run in the baseline and fail now; true when there is one.
+bool markdown_new_failures(std::string& s, const Diff& d) {
+  if (d.new_failures.empty()) return false;
+  s += "\n### New failures: not run in the baseline, failing now (" + std::to_string(d.new_failures.size()) + ")\n\n";
+  s += "| case | baseline | now | reason |\n|---|---|---|---|\n";
+  for (const auto& f : d.new_failures)
+    s += "| " + md_code(f.id) + " | " + (f.from ? to_string(*f.from) : "(absent)") + " | **" + to_string(f.to) + "** | " +
+         md(f.reason) + " |\n";
+  return true;
+}
+
 // Regressions against the baseline (when given), then the cases of each problem status.
 void markdown_problems(std::string& s, const Results& r, const RenderOptions& o) {
   s += "\n## Problems\n";
   bool any = false;
-  if (o.baseline) any = markdown_regressions(s, *o.baseline);
+  if (o.baseline) {
+    any = markdown_regressions(s, *o.baseline);
+    any = markdown_new_failures(s, *o.baseline) || any;
+  }
   for (Status st : {Status::crash, Status::timeout, Status::leak, Status::fail, Status::error, Status::incomplete}) {
     std::vector<const CaseResult*> list;
     for (const auto& c : r.cases)

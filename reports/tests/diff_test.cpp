@@ -80,7 +80,7 @@ TEST(Diff, RegressionsComeWorstFirst) {
   EXPECT_TRUE(d.driver_changed());
 }
 
-TEST(Diff, SkipAndIncompleteNeverCount) {
+TEST(Diff, SkipAndIncompleteAreNeverRegressions) {
   const Results a = run_of({{"a", Status::pass}, {"b", Status::skip}, {"c", Status::crash}, {"d", Status::pass},
                             {"e", Status::incomplete}});
   const Results b = run_of({{"a", Status::skip}, {"b", Status::crash}, {"c", Status::skip}, {"d", Status::incomplete},
@@ -88,7 +88,68 @@ TEST(Diff, SkipAndIncompleteNeverCount) {
   const Diff d = diff_results(a, b, "a", "b");
   EXPECT_FALSE(d.has_regression());
   EXPECT_TRUE(d.fixes.empty());
-  EXPECT_EQ(d.changes.size(), 5u);
+  EXPECT_EQ(d.changes.size(), 3u) << "to skip or incomplete: a change, never a regression";
+  // But a case that judged nothing before and crashes now is a new failure, and the gate fails.
+  ASSERT_EQ(d.new_failures.size(), 2u);
+  EXPECT_EQ(d.new_failures[0].id, "b");
+  EXPECT_EQ(d.new_failures[0].from, Status::skip);
+  EXPECT_EQ(d.new_failures[1].id, "e");
+  EXPECT_EQ(d.new_failures[1].from, Status::incomplete);
+  EXPECT_TRUE(d.fails_gate());
+}
+
+// Measured on a two-GPU machine: a cross-device case that skipped on one GPU ended `leak` on
+// two, and the diff said "never a regression" and exited 0. A case that did not run before
+// and ends with an unexpected status now fails the gate, listed apart from regressions.
+TEST(Diff, ACaseThatDidNotRunBeforeAndFailsNowFailsTheGate) {
+  const Results a = run_of({{"cross", Status::skip}, {"err", Status::error}, {"ok", Status::skip}, {"x", Status::skip}});
+  const Results b = run_of({{"cross", Status::leak}, {"err", Status::fail}, {"ok", Status::pass}, {"x", Status::xfail},
+                            {"brand_new", Status::timeout}, {"new_ok", Status::pass}});
+  const Diff d = diff_results(a, b, "a", "b");
+  EXPECT_FALSE(d.has_regression());
+  ASSERT_EQ(d.new_failures.size(), 3u);
+  EXPECT_EQ(d.new_failures[0].id, "brand_new") << "worst first: timeout";
+  EXPECT_FALSE(d.new_failures[0].from.has_value()) << "absent from the old run";
+  EXPECT_EQ(d.new_failures[1].id, "cross");
+  EXPECT_EQ(d.new_failures[1].to, Status::leak);
+  EXPECT_EQ(d.new_failures[2].id, "err");
+  EXPECT_TRUE(d.fails_gate());
+  EXPECT_NE(render_diff_text(d).find("new failures"), std::string::npos);
+  EXPECT_EQ(diff_to_json(d).at("gate_failed"), true);
+  EXPECT_EQ(diff_to_json(d).at("new_failures").size(), 3u);
+}
+
+TEST(Diff, SkipToPassOrXfailIsNoNewFailure) {
+  const Results a = run_of({{"a", Status::skip}, {"b", Status::skip}});
+  const Results b = run_of({{"a", Status::pass}, {"b", Status::xfail}, {"c", Status::pass}});
+  const Diff d = diff_results(a, b, "a", "b");
+  EXPECT_TRUE(d.new_failures.empty());
+  EXPECT_FALSE(d.fails_gate());
+}
+
+TEST(Diff, AClauseNotRunBeforeThatFailsNowFailsTheGate) {
+  Results a = run_of({{"a", Status::pass}});
+  Results b = run_of({{"a", Status::pass}});
+  ClauseInfo k;
+  k.id = "sycl.mem.open.peer";
+  k.verdict = ClauseVerdict::not_run;
+  a.clauses.push_back(k);
+  k.verdict = ClauseVerdict::fail;
+  b.clauses.push_back(k);
+  ClauseInfo only_new;
+  only_new.id = "sycl.mem.open.other";
+  only_new.verdict = ClauseVerdict::fail;
+  b.clauses.push_back(only_new);
+  ClauseInfo passing;
+  passing.id = "sycl.mem.open.fine";
+  passing.verdict = ClauseVerdict::pass;
+  b.clauses.push_back(passing);
+  const Diff d = diff_results(a, b, "a", "b");
+  ASSERT_EQ(d.new_clause_failures.size(), 2u);
+  EXPECT_EQ(d.new_clause_failures[0].id, "sycl.mem.open.peer");
+  EXPECT_EQ(d.new_clause_failures[1].id, "sycl.mem.open.other");
+  EXPECT_TRUE(d.fails_gate());
+  EXPECT_FALSE(d.has_regression());
 }
 
 TEST(Diff, XfailSitsBetweenPassAndFail) {

@@ -32,6 +32,10 @@ _ipcheck_report_test(diff-pass-to-crash 1 "${_exe}|report|diff|${_old}|${_mid}"
                      FIRST_CASE memory.roundtrip.page TEXT "regressions (1)")
 _ipcheck_report_test(diff-worst-first 1 "${_exe}|report|diff|${_old}|${_new}|--format|md"
                      TEXT "**4 regressions" "| `memory.roundtrip.page` | pass | **crash** |")
+# A case that skipped in the baseline and fails now (two GPUs ran the cross-device cases a
+# one-GPU baseline skipped): no regression, but a new failure, and the gate fails.
+_ipcheck_report_test(diff-skip-to-fail 1 "${_exe}|report|diff|${_old}|${_data}/ze-1.3.29735-physical-fails.json"
+                     TEXT "0 regressions, 1 new failure" "physical.roundtrip  skip -> fail")
 _ipcheck_report_test(diff-fix-only 0 "${_exe}|report|diff|${_mid}|${_old}" TEXT "0 regressions, 1 fix")
 _ipcheck_report_test(diff-one-file 2 "${_exe}|report|diff|${_old}" TEXT "missing NEW")
 _ipcheck_report_test(diff-bad-format 2 "${_exe}|report|diff|${_old}|${_new}|--format|html"

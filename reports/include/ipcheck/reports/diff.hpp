@@ -1,5 +1,6 @@
-// Two runs compared: what regressed, what got fixed, what else changed. The diff is what
-// gates a driver team's CI: `has_regression()` is the exit status of `ipcheck report diff`.
+// Two runs compared: what regressed, what got fixed, what failed that did not run before, what
+// else changed. The diff is what gates a driver team's CI: `fails_gate()` (a regression or a
+// new failure) is the exit status of `ipcheck report diff`.
 #pragma once
 
 #include <optional>
@@ -38,6 +39,16 @@ struct FlakyCase {
   std::optional<Status> old_status;  // nullopt: not in the old run
   std::string reason;                // the new run's: which attempts failed, and how
   bool expected = false;             // an expectations line names it flaky
+};
+
+// A case that judged nothing in the old run (absent, skip, incomplete, error or flaky) and
+// ends with an unexpected judged status in the new one (fail, leak, timeout, crash). Not a
+// regression (nothing to regress from), but a new problem: it fails the gate all the same.
+struct NewFailure {
+  std::string id;
+  std::optional<Status> from;  // nullopt: not in the old run
+  Status to = Status::fail;
+  std::string reason;  // the new run's reason for its status
 };
 
 struct CaseEntry {
@@ -95,6 +106,8 @@ struct FuzzDiff {
 struct Diff {
   RunLabel old_run, new_run;
   std::vector<StatusChange> regressions;  // worst new status first, then by id
+  std::vector<NewFailure> new_failures;   // did not run before, fails now: worst first, then by id
+  std::vector<ClauseChange> new_clause_failures;  // clauses not run (or absent) before that fail now
   std::vector<StatusChange> fixes;        // best new status first, then by id
   std::vector<StatusChange> changes;      // to or from skip, incomplete or error (never a regression)
   std::vector<StatusChange> errors;       // judged in the old run, a harness error in the new: not judged
@@ -118,6 +131,9 @@ struct Diff {
 
   bool driver_changed() const;
   bool has_regression() const { return !regressions.empty(); }
+  bool has_new_failure() const { return !new_failures.empty() || !new_clause_failures.empty(); }
+  // What gates a CI: `ipcheck report diff` exits 1 when this is true.
+  bool fails_gate() const { return has_regression() || has_new_failure(); }
   bool empty() const;
 };
 
