@@ -1,4 +1,6 @@
 // The campaign's results: its fuzz section and run record, run_campaign, and --replay.
+#include <algorithm>
+
 #include "campaign_impl.hpp"
 
 namespace ipcheck::fuzz {
@@ -258,8 +260,17 @@ ReplayReport replay_reproducer(const std::string& path, const CampaignOptions& b
     throw shape("field \"transport\" is '" + o.transport + "', not pidfd, scm or auto");
   if (auto it = doc.find("adapter_options"); it != doc.end() && !it->is_null()) {
     if (!it->is_object()) throw shape(std::string("field \"adapter_options\" is ") + it->type_name() + ", not an object");
+    const auto& cli_only = find_adapter(o.adapter)->command_line_only;
     for (const auto& [k, v] : it->items()) {
       if (!v.is_string()) throw shape("field \"adapter_options." + k + "\" is " + v.type_name() + ", not text");
+      // A library to load is never taken from a file: the command line must name it.
+      if (std::find(cli_only.begin(), cli_only.end(), k) != cli_only.end()) {
+        if (!o.adapter_options.count(k))
+          throw std::invalid_argument("reproducer '" + path + "' names adapter option " + k + "=" + v.get<std::string>() +
+                                      ", which ipcheck takes only from the command line (it names a library to load): " +
+                                      "replay it with --adapter-opt " + k + "=PATH");
+        continue;
+      }
       o.adapter_options.try_emplace(k, v.get<std::string>());
     }
   }

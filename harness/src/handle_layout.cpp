@@ -1,5 +1,6 @@
 #include "ipcheck/handle_layout.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -164,6 +165,78 @@ HandleLayout make_cuda_ipc_mem() {
   return l;
 }
 
+// Unified Runtime's memory handles (urIPCGetMemHandleExp): UMF's header (umf_ipc_data_t in
+// UMF's src/ipc_internal.h: u64 handle_id, the base address, the exporter's pid, padding, the
+// base allocation's size, the offset in it), then the memory provider's bytes.
+void add_umf_header(HandleLayout& l) {
+  l.fields.push_back({"umf.handle_id", 0, 8, FieldRole::token});
+  l.fields.push_back({"umf.base", 8, 8, FieldRole::slot});
+  l.fields.push_back({"umf.pid", 16, 4, FieldRole::pid});
+  l.fields.push_back({"umf.pad@20", 20, 4, FieldRole::opaque});
+  l.fields.push_back({"umf.base_size", 24, 8, FieldRole::size});
+  l.fields.push_back({"umf.offset", 32, 8, FieldRole::offset});
+}
+
+// A Level Zero ze_ipc_mem_handle_t at `at`: the exporter's descriptor in its first bytes (the
+// convention UMF's and UR's providers take with pidfd_getfd), the rest the driver's.
+void add_ze_handle(HandleLayout& l, std::size_t at) {
+  l.fields.push_back({"ze.fd", at, 4, FieldRole::fd});
+  for (std::size_t k = 4; k < 64; k += 8)
+    l.fields.push_back({"ze.bytes@" + std::to_string(k), at + k, std::min<std::size_t>(8, 64 - k), FieldRole::opaque});
+}
+
+// UR's Level Zero v1 adapter: its own L0 memory provider's data (int pid, then the 64-byte
+// ze_ipc_mem_handle_t): 40 + 68 = 108 bytes.
+HandleLayout make_ur_umf_l0_v1() {
+  HandleLayout l;
+  l.name = "ur-umf-l0-v1/1";
+  l.knowledge = "partial";
+  l.size = 108;
+  add_umf_header(l);
+  l.fields.push_back({"provider.pid", 40, 4, FieldRole::pid});
+  add_ze_handle(l, 44);
+  return l;
+}
+
+// UR's Level Zero v2 adapter: UMF's Level Zero provider's data (int pid, padding, size_t size,
+// the 64-byte ze_ipc_mem_handle_t): 40 + 80 = 120 bytes.
+HandleLayout make_ur_umf_l0_v2() {
+  HandleLayout l;
+  l.name = "ur-umf-l0-v2/1";
+  l.knowledge = "partial";
+  l.size = 120;
+  add_umf_header(l);
+  l.fields.push_back({"provider.pid", 40, 4, FieldRole::pid});
+  l.fields.push_back({"provider.pad@44", 44, 4, FieldRole::opaque});
+  l.fields.push_back({"provider.size", 48, 8, FieldRole::size});
+  add_ze_handle(l, 56);
+  return l;
+}
+
+// UR's CUDA adapter: UMF's CUDA provider's data is the CUipcMemHandle itself (40 + 64 = 104
+// bytes), whose fields are those ipcheck learned (cuda-ipc-mem/learned), 40 bytes on.
+HandleLayout make_ur_umf_cuda() {
+  HandleLayout l;
+  l.name = "ur-umf-cuda/1";
+  l.knowledge = "partial";
+  l.size = 104;
+  add_umf_header(l);
+  for (const auto& f : make_cuda_ipc_mem().fields) l.fields.push_back({"cuda." + f.name, 40 + f.offset, f.width, f.role});
+  return l;
+}
+
+// UR's Level Zero v2 physical-memory handle (ZeIPCPhysMemHandleData in UR's
+// source/adapters/level_zero/v2/physical_mem.hpp): the exporter's pid, its exported
+// descriptor (taken with pidfd_getfd), the size. Nothing binds the descriptor to the export.
+HandleLayout make_ur_l0_v2_physical() {
+  HandleLayout l;
+  l.name = "ur-l0-v2-physical/1";
+  l.knowledge = "exact";
+  l.size = 16;
+  l.fields = {{"pid", 0, 4, FieldRole::pid}, {"fd", 4, 4, FieldRole::fd}, {"size", 8, 8, FieldRole::size}};
+  return l;
+}
+
 HandleLayout make_opaque(std::size_t bytes) {
   HandleLayout l;
   l.name = "opaque/" + std::to_string(bytes);
@@ -187,6 +260,10 @@ struct Registry {
     layouts.push_back(make_cuda_fd_record());
     layouts.push_back(make_ze_adapter_physical());
     layouts.push_back(make_cuda_ipc_mem());
+    layouts.push_back(make_ur_umf_l0_v1());
+    layouts.push_back(make_ur_umf_l0_v2());
+    layouts.push_back(make_ur_umf_cuda());
+    layouts.push_back(make_ur_l0_v2_physical());
   }
 };
 

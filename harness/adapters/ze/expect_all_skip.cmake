@@ -1,8 +1,19 @@
-# CTest's ze+nodriver test: the whole catalog on `ze` where the loader finds no Level Zero
-# driver. Every case must be `skip` with the adapter's reason ("no Level Zero driver: ..."),
-# none `fail` or anything else.
-#   cmake -DIPCHECK=<ipcheck> -DOUT=<dir> -P expect_all_skip.cmake
-execute_process(COMMAND "${IPCHECK}" run --adapter ze --quiet --jobs 2 --skip-exit-code 77 --out "${OUT}"
+# CTest's ze+nodriver and ur+noloader tests: the whole catalog on an adapter whose runtime is
+# missing (ze: the loader finds no Level Zero driver; ur: no Unified Runtime loader). Every case
+# must be `skip` with the adapter's reason (REASON, a regular expression), none `fail` or
+# anything else.
+#   cmake -DIPCHECK=<ipcheck> -DOUT=<dir> [-DADAPTER=ze] [-DREASON=...] [-DOPTS=k=v;...] -P expect_all_skip.cmake
+if(NOT ADAPTER)
+  set(ADAPTER ze)
+endif()
+if(NOT REASON)
+  set(REASON "no Level Zero driver")
+endif()
+set(opts "")
+foreach(o IN LISTS OPTS)
+  list(APPEND opts --adapter-opt "${o}")
+endforeach()
+execute_process(COMMAND "${IPCHECK}" run --adapter ${ADAPTER} ${opts} --quiet --jobs 2 --skip-exit-code 77 --out "${OUT}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT EXISTS "${OUT}/results.json")
   message(FATAL_ERROR "ipcheck run wrote no ${OUT}/results.json (exit ${rc}):\n${out}\n${err}")
@@ -18,15 +29,15 @@ foreach(i RANGE ${last})
   string(JSON id GET "${json}" cases ${i} id)
   string(JSON status GET "${json}" cases ${i} status)
   string(JSON reason GET "${json}" cases ${i} reason)
-  if(NOT status STREQUAL "skip" OR NOT reason MATCHES "no Level Zero driver")
+  if(NOT status STREQUAL "skip" OR NOT reason MATCHES "${REASON}")
     string(APPEND bad "\n  ${id}: ${status}: ${reason}")
   endif()
 endforeach()
 if(bad)
-  message(FATAL_ERROR "without a driver every ze case must skip with 'no Level Zero driver'; these did not:${bad}")
+  message(FATAL_ERROR "without its runtime every ${ADAPTER} case must skip with '${REASON}'; these did not:${bad}")
 endif()
 if(NOT rc EQUAL 77)
   message(FATAL_ERROR "ipcheck run exited ${rc}, expected 77 (every case skipped):\n${out}")
 endif()
 string(JSON reason GET "${json}" cases 0 reason)
-message(STATUS "all ${n} ze cases skipped: ${reason}")
+message(STATUS "all ${n} ${ADAPTER} cases skipped: ${reason}")

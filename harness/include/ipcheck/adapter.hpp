@@ -233,6 +233,9 @@ struct AdapterDesc {
   std::function<std::unique_ptr<Adapter>()> create;
   // The keys of --adapter-opt it accepts; the command line refuses any other before a case runs.
   std::vector<std::string> options;
+  // Options taken only from the command line, never from a file (a reproducer's
+  // adapter_options): those that name a library to load.
+  std::vector<std::string> command_line_only;
 };
 
 void register_adapter(AdapterDesc desc);

@@ -21,6 +21,14 @@
 //   cuda-ipc-mem/learned partial CUipcMemHandle as learned on driver 580.159.04: pid at 8, the
 //                                allocation's size at 16 and offset in its 2 MiB chunk at 28,
 //                                the chunk at 40..55; the rest opaque
+//   ur-umf-l0-v1/1       partial Unified Runtime's memory handle on its Level Zero v1 adapter:
+//                                UMF's 40-byte header (handle_id, base, pid, baseSize, offset),
+//                                the provider's pid, the ze_ipc_mem_handle_t (descriptor first)
+//   ur-umf-l0-v2/1       partial the same on the v2 adapter (UMF's Level Zero provider: pid,
+//                                size, ze_ipc_mem_handle_t): 120 bytes
+//   ur-umf-cuda/1        partial the same on UR's CUDA adapter: the header, then CUipcMemHandle
+//                                with cuda-ipc-mem/learned's fields: 104 bytes
+//   ur-l0-v2-physical/1  exact   UR's Level Zero v2 physical-memory handle: pid, fd, size
 //   anything else        opaque  8-byte chunks with no meaning (CUDA's event handle)
 #pragma once
 
