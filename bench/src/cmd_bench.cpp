@@ -24,6 +24,7 @@
 #include "ipcheck/bench/summary.hpp"
 #include "ipcheck/channel.hpp"
 #include "ipcheck/cli.hpp"
+#include "ipcheck/install_layout.hpp"
 #include "ipcheck/reports/report_set.hpp"
 #include "ipcheck/runner.hpp"
 #include "ipcheck/spawn.hpp"
@@ -147,12 +148,27 @@ bool take_google_benchmark(Gathered& g, const std::string& program, const std::s
   return true;
 }
 
-std::string sibling(const std::string& name) { return (fs::path(self_executable()).parent_path() / name).string(); }
+// A bench program: beside ipcheck in the build folder, in <prefix>/lib/ipcheck installed
+// (ipcheck/install_layout.hpp). "" with the reason in `why` when it is in neither.
+std::string bench_program(const std::string& name, std::string& why) {
+  std::string found = find_helper_program(name);
+  if (found.empty()) {
+    why = name + " is in neither";
+    const char* sep = " ";
+    for (const auto& p : helper_program_places(name)) {
+      why += sep + p.parent_path().string() + "/";
+      sep = " nor ";
+    }
+    why += "; build the bench targets (cmake --build build), or install the whole ipcheck package";
+  }
+  return found;
+}
 
 void run_ipc(const Settings& s, Gathered& g) {
-  const std::string exe = sibling("ipcheck-bench-ipc");
-  if (!fs::exists(exe)) {
-    g.errors.push_back("ipc: " + exe + " is not there; build the bench targets (cmake --build build)");
+  std::string why;
+  const std::string exe = bench_program("ipcheck-bench-ipc", why);
+  if (exe.empty()) {
+    g.errors.push_back("ipc: " + why);
     return;
   }
   std::vector<std::string> common{"--adapter", s.adapter, "--transport", s.transport};
@@ -194,12 +210,13 @@ void run_ipc(const Settings& s, Gathered& g) {
 }
 
 void run_harness(const Settings& s, Gathered& g) {
-  const std::string exe = sibling("ipcheck-bench-harness"), peer = sibling("ipcheck-bench-peer");
-  for (const auto& p : {exe, peer})
-    if (!fs::exists(p)) {
-      g.errors.push_back("harness: " + p + " is not there; build the bench targets (cmake --build build)");
-      return;
-    }
+  std::string why;
+  const std::string exe = bench_program("ipcheck-bench-harness", why);
+  const std::string peer = exe.empty() ? std::string() : bench_program("ipcheck-bench-peer", why);
+  if (exe.empty() || peer.empty()) {
+    g.errors.push_back("harness: " + why);
+    return;
+  }
   const std::string raw = (fs::path(s.out) / "harness.json").string();
   const std::string log = (fs::path(s.out) / "harness.log").string();
   std::vector<std::string> args{"--ipcheck", self_executable(), "--peer", peer};

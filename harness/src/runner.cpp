@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "ipcheck/expectations.hpp"
+#include "ipcheck/install_layout.hpp"
 #include "ipcheck/messages.hpp"
 #include "ipcheck/role_main.hpp"
 #include "ipcheck/spawn.hpp"
@@ -30,8 +31,7 @@ using runner_detail::start_document;
 
 std::string default_expectations_file(const std::string& adapter) {
   namespace fs = std::filesystem;
-  const fs::path p = fs::path(self_executable()).parent_path() / ".." / "share" / "ipcheck" / "expectations" /
-                     (adapter + ".txt");
+  const fs::path p = data_dir() / "expectations" / (adapter + ".txt");
   std::error_code ec;
   return fs::exists(p, ec) ? fs::weakly_canonical(p, ec).string() : std::string();
 }
