@@ -328,14 +328,13 @@ ze_result_t ZE_APICALL DriverGetProperties(ze_driver_handle_t hDriver, ze_driver
     p->uuid.id[12] = ZE_IPCHECK_VERSION_MAJOR;
     p->uuid.id[13] = ZE_IPCHECK_VERSION_MINOR;
     p->uuid.id[14] = ZE_IPCHECK_VERSION_PATCH;
-    // compute-runtime's encoding, major << 24 | minor << 16 | build. As Intel's: API 1.4 and the
-    // build from which runtimes trust counter-based event IPC; else ipcheck's own version.
-    if (d.config.identity == Identity::intel)
-      p->driverVersion = (1u << 24) | (4u << 16) | ze_ipcheck::kIntelDriverBuild;
-    else
-      p->driverVersion = (static_cast<uint32_t>(ZE_IPCHECK_VERSION_MAJOR) << 24) |
-                         (static_cast<uint32_t>(ZE_IPCHECK_VERSION_MINOR) << 16) |
-                         static_cast<uint32_t>(ZE_IPCHECK_VERSION_PATCH);
+    // compute-runtime's encoding, major << 24 | minor << 16 | build: ipcheck's major and minor,
+    // and as build either the compute-runtime build from which runtimes trust counter-based
+    // event IPC (identity intel) or ipcheck's patch version.
+    p->driverVersion = (static_cast<uint32_t>(ZE_IPCHECK_VERSION_MAJOR) << 24) |
+                       (static_cast<uint32_t>(ZE_IPCHECK_VERSION_MINOR) << 16) |
+                       (d.config.identity == Identity::intel ? ze_ipcheck::kIntelDriverBuild
+                                                             : static_cast<uint32_t>(ZE_IPCHECK_VERSION_PATCH));
     return ZE_RESULT_SUCCESS;
   });
 }
