@@ -154,6 +154,23 @@ class ZeDriver : public ::testing::Test {
   ze_command_list_handle_t list = nullptr;
 };
 
+// With IPCHECK_EXPECT_ZE_LOADER=<version prefix> (the UR stack's tests set 1.32.), the loader
+// that answers is that one, not the system's found instead.
+TEST_F(ZeDriver, LoaderIsTheExpectedOne) {
+  const char* want = std::getenv("IPCHECK_EXPECT_ZE_LOADER");
+  if (!want || !*want) GTEST_SKIP() << "IPCHECK_EXPECT_ZE_LOADER is not set";
+  size_t n = 0;
+  ASSERT_EQ(zelLoaderGetVersions(&n, nullptr), ZE_RESULT_SUCCESS);
+  std::vector<zel_component_version_t> v(n);
+  ASSERT_EQ(zelLoaderGetVersions(&n, v.data()), ZE_RESULT_SUCCESS);
+  std::string loader;
+  for (const auto& c : v)
+    if (std::string(c.component_name) == "loader")
+      loader = std::to_string(c.component_lib_version.major) + "." + std::to_string(c.component_lib_version.minor) +
+               "." + std::to_string(c.component_lib_version.patch);
+  EXPECT_EQ(loader.rfind(want, 0), 0u) << "the loader is " << loader << ", not " << want;
+}
+
 TEST_F(ZeDriver, ReportsItselfAndItsConvention) {
   ze_api_version_t v{};
   ASSERT_EQ(zeDriverGetApiVersion(driver, &v), ZE_RESULT_SUCCESS);
