@@ -2,6 +2,11 @@
 // (libze1 1.8.12) requires all 53 of its API version to be present and to succeed, or zeInit
 // fails: 23 ze, 13 zet, 17 zes. Entries libze_ipcheck does not implement stay null, and the
 // loader answers ZE_RESULT_ERROR_UNSUPPORTED_FEATURE for them. None is a stub.
+//
+// A newer loader (1.32 passes API 1.17) hands over longer tables and dispatches the functions
+// added since 1.4 through their slots (newer_ddi.h); each such slot is written only when the
+// version passed includes it. zeGetMemExpProcAddrTable (1.6) is exported for those loaders;
+// the 1.8 loader never asks for it.
 #include <level_zero/ze_ddi.h>
 #include <level_zero/zes_ddi.h>
 #include <level_zero/zet_ddi.h>
@@ -9,6 +14,7 @@
 #include <cstring>
 
 #include "entries.hpp"
+#include "ze_ipcheck/newer_ddi.h"
 
 namespace {
 
@@ -24,6 +30,12 @@ ze_result_t empty(ze_api_version_t version, T* table) {
   const ze_result_t r = check(version, table);
   if (r == ZE_RESULT_SUCCESS) std::memset(table, 0, sizeof *table);
   return r;
+}
+
+// Writes a slot added in API `since` when the loader's table has it.
+template <class Slot, class Fn>
+void put(ze_api_version_t version, ze_api_version_t since, Slot& slot, Fn fn) {
+  if (version >= since) slot = fn;
 }
 
 }  // namespace
@@ -46,6 +58,8 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetDriverProcAddrTable(ze_api_version_t ve
   t->pfnGetIpcProperties = DriverGetIpcProperties;
   t->pfnGetExtensionProperties = DriverGetExtensionProperties;
   t->pfnGetExtensionFunctionAddress = DriverGetExtensionFunctionAddress;
+  auto* n = reinterpret_cast<ipcheck_ze_driver_dditable_t*>(t);
+  put(version, IPCHECK_ZE_API_VERSION_1_6, n->pfnGetLastErrorDescription, DriverGetLastErrorDescription);
   return ZE_RESULT_SUCCESS;
 }
 
@@ -68,20 +82,27 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetContextProcAddrTable(ze_api_version_t v
   t->pfnDestroy = ContextDestroy;
   t->pfnGetStatus = ContextGetStatus;
   t->pfnCreateEx = ContextCreateEx;
+  t->pfnMakeMemoryResident = ContextMakeMemoryResident;
+  t->pfnEvictMemory = ContextEvictMemory;
   return ZE_RESULT_SUCCESS;
 }
 
 ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetCommandListProcAddrTable(ze_api_version_t version,
                                                                   ze_command_list_dditable_t* t) {
   if (const ze_result_t r = empty(version, t); r != ZE_RESULT_SUCCESS) return r;
+  t->pfnCreate = CommandListCreate;
   t->pfnCreateImmediate = CommandListCreateImmediate;
   t->pfnDestroy = CommandListDestroy;
+  t->pfnClose = CommandListClose;
+  t->pfnReset = CommandListReset;
   t->pfnAppendBarrier = CommandListAppendBarrier;
   t->pfnAppendMemoryCopy = CommandListAppendMemoryCopy;
   t->pfnAppendMemoryFill = CommandListAppendMemoryFill;
   t->pfnAppendSignalEvent = CommandListAppendSignalEvent;
   t->pfnAppendWaitOnEvents = CommandListAppendWaitOnEvents;
   t->pfnAppendEventReset = CommandListAppendEventReset;
+  auto* n = reinterpret_cast<ipcheck_ze_command_list_dditable_t*>(t);
+  put(version, IPCHECK_ZE_API_VERSION_1_6, n->pfnHostSynchronize, CommandListHostSynchronize);
   return ZE_RESULT_SUCCESS;
 }
 
@@ -92,6 +113,8 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetEventPoolProcAddrTable(ze_api_version_t
   t->pfnGetIpcHandle = EventPoolGetIpcHandle;
   t->pfnOpenIpcHandle = EventPoolOpenIpcHandle;
   t->pfnCloseIpcHandle = EventPoolCloseIpcHandle;
+  auto* n = reinterpret_cast<ipcheck_ze_event_pool_dditable_t*>(t);
+  put(version, IPCHECK_ZE_API_VERSION_1_6, n->pfnPutIpcHandle, EventPoolPutIpcHandle);
   return ZE_RESULT_SUCCESS;
 }
 
@@ -103,6 +126,15 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetEventProcAddrTable(ze_api_version_t ver
   t->pfnHostSynchronize = EventHostSynchronize;
   t->pfnQueryStatus = EventQueryStatus;
   t->pfnHostReset = EventHostReset;
+  auto* n = reinterpret_cast<ipcheck_ze_event_dditable_t*>(t);
+  put(version, IPCHECK_ZE_API_VERSION_1_6, n->pfnQueryKernelTimestampsExt, nullptr);
+  put(version, IPCHECK_ZE_API_VERSION_1_9, n->pfnGetEventPool, nullptr);
+  put(version, IPCHECK_ZE_API_VERSION_1_9, n->pfnGetSignalScope, nullptr);
+  put(version, IPCHECK_ZE_API_VERSION_1_9, n->pfnGetWaitScope, nullptr);
+  put(version, IPCHECK_ZE_API_VERSION_1_15, n->pfnCounterBasedCreate, EventCounterBasedCreate);
+  put(version, IPCHECK_ZE_API_VERSION_1_15, n->pfnCounterBasedGetIpcHandle, EventCounterBasedGetIpcHandle);
+  put(version, IPCHECK_ZE_API_VERSION_1_15, n->pfnCounterBasedOpenIpcHandle, EventCounterBasedOpenIpcHandle);
+  put(version, IPCHECK_ZE_API_VERSION_1_15, n->pfnCounterBasedCloseIpcHandle, EventCounterBasedCloseIpcHandle);
   return ZE_RESULT_SUCCESS;
 }
 
@@ -117,6 +149,25 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetMemProcAddrTable(ze_api_version_t versi
   t->pfnGetIpcHandle = MemGetIpcHandle;
   t->pfnOpenIpcHandle = MemOpenIpcHandle;
   t->pfnCloseIpcHandle = MemCloseIpcHandle;
+  t->pfnFreeExt = MemFreeExt;
+  auto* n = reinterpret_cast<ipcheck_ze_mem_dditable_t*>(t);
+  put(version, IPCHECK_ZE_API_VERSION_1_6, n->pfnPutIpcHandle, MemPutIpcHandle);
+  put(version, IPCHECK_ZE_API_VERSION_1_9, n->pfnGetPitchFor2dImage, nullptr);
+  put(version, IPCHECK_ZE_API_VERSION_1_15, n->pfnGetIpcHandleWithProperties, nullptr);
+  return ZE_RESULT_SUCCESS;
+}
+
+// API 1.6 and later only: the descriptor conversions (also offered by name).
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetMemExpProcAddrTable(ze_api_version_t version,
+                                                             ipcheck_ze_mem_exp_dditable_t* t) {
+  if (const ze_result_t r = check(version, t); r != ZE_RESULT_SUCCESS) return r;
+  if (version < IPCHECK_ZE_API_VERSION_1_6) return ZE_RESULT_ERROR_UNSUPPORTED_VERSION;
+  t->pfnGetIpcHandleFromFileDescriptorExp = MemGetIpcHandleFromFileDescriptorExp;
+  t->pfnGetFileDescriptorFromIpcHandleExp = MemGetFileDescriptorFromIpcHandleExp;
+  if (version >= IPCHECK_ZE_API_VERSION_1_7) {
+    t->pfnSetAtomicAccessAttributeExp = nullptr;
+    t->pfnGetAtomicAccessAttributeExp = nullptr;
+  }
   return ZE_RESULT_SUCCESS;
 }
 
@@ -125,6 +176,28 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetPhysicalMemProcAddrTable(ze_api_version
   if (const ze_result_t r = empty(version, t); r != ZE_RESULT_SUCCESS) return r;
   t->pfnCreate = PhysicalMemCreate;
   t->pfnDestroy = PhysicalMemDestroy;
+  auto* n = reinterpret_cast<ipcheck_ze_physical_mem_dditable_t*>(t);
+  put(version, IPCHECK_ZE_API_VERSION_1_15, n->pfnGetProperties, PhysicalMemGetProperties);
+  return ZE_RESULT_SUCCESS;
+}
+
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetCommandQueueProcAddrTable(ze_api_version_t version,
+                                                                   ze_command_queue_dditable_t* t) {
+  if (const ze_result_t r = empty(version, t); r != ZE_RESULT_SUCCESS) return r;
+  t->pfnCreate = CommandQueueCreate;
+  t->pfnDestroy = CommandQueueDestroy;
+  t->pfnExecuteCommandLists = CommandQueueExecuteCommandLists;
+  t->pfnSynchronize = CommandQueueSynchronize;
+  return ZE_RESULT_SUCCESS;
+}
+
+ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetFenceProcAddrTable(ze_api_version_t version, ze_fence_dditable_t* t) {
+  if (const ze_result_t r = empty(version, t); r != ZE_RESULT_SUCCESS) return r;
+  t->pfnCreate = FenceCreate;
+  t->pfnDestroy = FenceDestroy;
+  t->pfnHostSynchronize = FenceHostSynchronize;
+  t->pfnQueryStatus = FenceQueryStatus;
+  t->pfnReset = FenceReset;
   return ZE_RESULT_SUCCESS;
 }
 
@@ -144,10 +217,8 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetVirtualMemProcAddrTable(ze_api_version_
   ZE_DLLEXPORT ze_result_t ZE_APICALL getter(ze_api_version_t version, table* t) { return empty(version, t); }
 
 IPCHECK_EMPTY_TABLE(zeGetDeviceExpProcAddrTable, ze_device_exp_dditable_t)
-IPCHECK_EMPTY_TABLE(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t)
 IPCHECK_EMPTY_TABLE(zeGetImageProcAddrTable, ze_image_dditable_t)
 IPCHECK_EMPTY_TABLE(zeGetImageExpProcAddrTable, ze_image_exp_dditable_t)
-IPCHECK_EMPTY_TABLE(zeGetFenceProcAddrTable, ze_fence_dditable_t)
 IPCHECK_EMPTY_TABLE(zeGetEventExpProcAddrTable, ze_event_exp_dditable_t)
 IPCHECK_EMPTY_TABLE(zeGetModuleProcAddrTable, ze_module_dditable_t)
 IPCHECK_EMPTY_TABLE(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t)

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <map>
+
 #include "entries.hpp"
 #include "state.hpp"
 
@@ -59,11 +61,47 @@ void report_failure(const char* function, ze_result_t code, const std::string& m
 // ---------------------------------------------------------------- configuration
 
 const std::vector<std::string>& offerable_extensions() {
-  static const std::vector<std::string> names{"zeMemPutIpcHandle", "zeEventPoolPutIpcHandle",
-                                              "zePhysicalMemGetProperties", "zeMemGetFileDescriptorFromIpcHandleExp",
+  static const std::vector<std::string> names{"zeMemPutIpcHandle",
+                                              "zeEventPoolPutIpcHandle",
+                                              "zePhysicalMemGetProperties",
+                                              "zeMemGetFileDescriptorFromIpcHandleExp",
                                               "zeMemGetIpcHandleFromFileDescriptorExp",
-                                              "zeDriverGetLastErrorDescription"};
+                                              "zeDriverGetLastErrorDescription",
+                                              "zeCommandListHostSynchronize",
+                                              "zeEventCounterBasedCreate",
+                                              "zeEventCounterBasedGetIpcHandle",
+                                              "zeEventCounterBasedOpenIpcHandle",
+                                              "zeEventCounterBasedCloseIpcHandle",
+                                              "zexCounterBasedEventCreate2",
+                                              "zexCounterBasedEventGetIpcHandle",
+                                              "zexCounterBasedEventOpenIpcHandle",
+                                              "zexCounterBasedEventCloseIpcHandle"};
   return names;
+}
+
+// An offerable extension function by name; null for any other name.
+static void* extension_function(const std::string& n) {
+  static const std::map<std::string, void*> functions{
+      {"zeMemPutIpcHandle", reinterpret_cast<void*>(&MemPutIpcHandle)},
+      {"zeEventPoolPutIpcHandle", reinterpret_cast<void*>(&EventPoolPutIpcHandle)},
+      {"zePhysicalMemGetProperties", reinterpret_cast<void*>(&PhysicalMemGetProperties)},
+      {"zeMemGetFileDescriptorFromIpcHandleExp", reinterpret_cast<void*>(&MemGetFileDescriptorFromIpcHandleExp)},
+      {"zeMemGetIpcHandleFromFileDescriptorExp", reinterpret_cast<void*>(&MemGetIpcHandleFromFileDescriptorExp)},
+      {"zeDriverGetLastErrorDescription", reinterpret_cast<void*>(&DriverGetLastErrorDescription)},
+      {"zeCommandListHostSynchronize", reinterpret_cast<void*>(&CommandListHostSynchronize)},
+      {"zeEventCounterBasedCreate", reinterpret_cast<void*>(&EventCounterBasedCreate)},
+      {"zeEventCounterBasedGetIpcHandle", reinterpret_cast<void*>(&EventCounterBasedGetIpcHandle)},
+      {"zeEventCounterBasedOpenIpcHandle", reinterpret_cast<void*>(&EventCounterBasedOpenIpcHandle)},
+      {"zeEventCounterBasedCloseIpcHandle", reinterpret_cast<void*>(&EventCounterBasedCloseIpcHandle)},
+      // Intel's experimental names (compute-runtime): the same functions, but Create2 takes
+      // the zex descriptor.
+      {"zexCounterBasedEventCreate2", reinterpret_cast<void*>(&ZexCounterBasedEventCreate2)},
+      {"zexCounterBasedEventGetIpcHandle", reinterpret_cast<void*>(&EventCounterBasedGetIpcHandle)},
+      {"zexCounterBasedEventOpenIpcHandle", reinterpret_cast<void*>(&EventCounterBasedOpenIpcHandle)},
+      {"zexCounterBasedEventCloseIpcHandle", reinterpret_cast<void*>(&EventCounterBasedCloseIpcHandle)},
+  };
+  const auto it = functions.find(n);
+  return it == functions.end() ? nullptr : it->second;
 }
 
 namespace {
@@ -86,6 +124,19 @@ Config read_config() {
       fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
            cat(ze_ipcheck::kEnvIpcHandle, "=", s, " is not a handle convention; use fd (a descriptor in the first ",
                "bytes, moved by SCM_RIGHTS) or opaque (the handle names its exporter; pidfd_getfd)"));
+    }
+  }
+  if (const char* v = std::getenv(ze_ipcheck::kEnvIdentity); v && *v) {
+    const std::string s = v;
+    if (s == "intel") {
+      c.identity = Identity::intel;
+    } else if (s == "ipcheck") {
+      c.identity = Identity::ipcheck;
+    } else {
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(ze_ipcheck::kEnvIdentity, "=", s, " is not an identity; use intel (vendor 0x8086, an Xe2 IP version ",
+               "and compute-runtime build ", ze_ipcheck::kIntelDriverBuild,
+               ": what runtimes check before they use counter-based event IPC) or ipcheck (vendor 0, no IP version)"));
     }
   }
   const char* ext = std::getenv(ze_ipcheck::kEnvExtensions);
@@ -210,6 +261,8 @@ const char* kind_name(Kind k) noexcept {
     case Kind::event_pool: return "event pool";
     case Kind::event: return "event";
     case Kind::physical_mem: return "physical memory object";
+    case Kind::command_queue: return "command queue";
+    case Kind::fence: return "fence";
   }
   return "object";
 }
@@ -267,7 +320,7 @@ ze_result_t ZE_APICALL DriverGetApiVersion(ze_driver_handle_t hDriver, ze_api_ve
 
 ze_result_t ZE_APICALL DriverGetProperties(ze_driver_handle_t hDriver, ze_driver_properties_t* p) {
   return entry("zeDriverGetProperties", [&] {
-    get_driver(hDriver, "zeDriverGetProperties");
+    Driver& d = get_driver(hDriver, "zeDriverGetProperties");
     need_pointer(p, "zeDriverGetProperties", "pDriverProperties");
     // A stable identity: "ipcheck-ze" and the version, padded with zeros.
     std::memset(p->uuid.id, 0, sizeof p->uuid.id);
@@ -275,9 +328,13 @@ ze_result_t ZE_APICALL DriverGetProperties(ze_driver_handle_t hDriver, ze_driver
     p->uuid.id[12] = ZE_IPCHECK_VERSION_MAJOR;
     p->uuid.id[13] = ZE_IPCHECK_VERSION_MINOR;
     p->uuid.id[14] = ZE_IPCHECK_VERSION_PATCH;
+    // compute-runtime's encoding, major << 24 | minor << 16 | build: ipcheck's major and minor,
+    // and as build either the compute-runtime build from which runtimes trust counter-based
+    // event IPC (identity intel) or ipcheck's patch version.
     p->driverVersion = (static_cast<uint32_t>(ZE_IPCHECK_VERSION_MAJOR) << 24) |
                        (static_cast<uint32_t>(ZE_IPCHECK_VERSION_MINOR) << 16) |
-                       static_cast<uint32_t>(ZE_IPCHECK_VERSION_PATCH);
+                       (d.config.identity == Identity::intel ? ze_ipcheck::kIntelDriverBuild
+                                                             : static_cast<uint32_t>(ZE_IPCHECK_VERSION_PATCH));
     return ZE_RESULT_SUCCESS;
   });
 }
@@ -323,13 +380,7 @@ ze_result_t ZE_APICALL DriverGetExtensionFunctionAddress(ze_driver_handle_t hDri
     need_pointer(ppFunctionAddress, "zeDriverGetExtensionFunctionAddress", "ppFunctionAddress");
     *ppFunctionAddress = nullptr;
     const std::string n = name;
-    void* f = nullptr;
-    if (n == "zeMemPutIpcHandle") f = reinterpret_cast<void*>(&MemPutIpcHandle);
-    else if (n == "zeEventPoolPutIpcHandle") f = reinterpret_cast<void*>(&EventPoolPutIpcHandle);
-    else if (n == "zePhysicalMemGetProperties") f = reinterpret_cast<void*>(&PhysicalMemGetProperties);
-    else if (n == "zeMemGetFileDescriptorFromIpcHandleExp") f = reinterpret_cast<void*>(&MemGetFileDescriptorFromIpcHandleExp);
-    else if (n == "zeMemGetIpcHandleFromFileDescriptorExp") f = reinterpret_cast<void*>(&MemGetIpcHandleFromFileDescriptorExp);
-    else if (n == "zeDriverGetLastErrorDescription") f = reinterpret_cast<void*>(&DriverGetLastErrorDescription);
+    void* f = extension_function(n);
     if (!f)
       fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat("zeDriverGetExtensionFunctionAddress: libze_ipcheck has no function '", n,
                                                  "'; it can offer: ", join(offerable_extensions())));
@@ -389,7 +440,9 @@ ze_result_t ZE_APICALL DeviceGetProperties(ze_device_handle_t hDevice, ze_device
     p->stype = stype;
     p->pNext = next;
     p->type = ZE_DEVICE_TYPE_GPU;
-    p->vendorId = 0;  // not a PCI device
+    const bool intel = driver().config.identity == Identity::intel;
+    // As Intel's (IPCHECK_ZE_IDENTITY=intel, the default) or as no PCI device at all.
+    p->vendorId = intel ? ze_ipcheck::kIntelVendorId : 0;
     p->deviceId = dev->index;
     p->flags = ZE_DEVICE_PROPERTY_FLAG_INTEGRATED;  // host memory is its memory
     p->coreClockRate = 1;
@@ -410,6 +463,10 @@ ze_result_t ZE_APICALL DeviceGetProperties(ze_device_handle_t hDevice, ze_device
     p->uuid.id[14] = static_cast<uint8_t>(dev->index >> 8);
     p->uuid.id[15] = static_cast<uint8_t>(dev->index);
     std::snprintf(p->name, sizeof p->name, "%s", dev->dev.name().c_str());
+    // ze_device_ip_version_ext_t: an Xe2 (Battlemage-class) IP version as Intel's, else 0.
+    if (auto* ip = static_cast<ipcheck_ze_device_ip_version_ext_t*>(
+            const_cast<void*>(find_in_chain(next, IPCHECK_ZE_STRUCTURE_TYPE_DEVICE_IP_VERSION_EXT))))
+      ip->ipVersion = intel ? ze_ipcheck::kIntelIpVersion : 0;
     return ZE_RESULT_SUCCESS;
   });
 }
@@ -525,7 +582,8 @@ ze_result_t ZE_APICALL ContextDestroy(ze_context_handle_t hContext) {
     if (c->children.load() != 0)
       fail(ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE,
            cat("zeContextDestroy: the context still has ", c->children.load(),
-               " command lists, event pools or physical memory objects; destroy them first"));
+               " command lists, command queues, fences, event pools, counter-based events or physical memory ",
+               "objects; destroy them first"));
     remove_live(c);
     delete c;
     return ZE_RESULT_SUCCESS;

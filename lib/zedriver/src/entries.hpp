@@ -44,6 +44,10 @@ ze_result_t ZE_APICALL ContextCreateEx(ze_driver_handle_t hDriver, const ze_cont
                                        ze_context_handle_t* phContext);
 ze_result_t ZE_APICALL ContextDestroy(ze_context_handle_t hContext);
 ze_result_t ZE_APICALL ContextGetStatus(ze_context_handle_t hContext);
+ze_result_t ZE_APICALL ContextMakeMemoryResident(ze_context_handle_t hContext, ze_device_handle_t hDevice, void* ptr,
+                                                 size_t size);
+ze_result_t ZE_APICALL ContextEvictMemory(ze_context_handle_t hContext, ze_device_handle_t hDevice, void* ptr,
+                                          size_t size);
 
 // Memory
 ze_result_t ZE_APICALL MemAllocShared(ze_context_handle_t hContext, const ze_device_mem_alloc_desc_t* device_desc,
@@ -54,6 +58,8 @@ ze_result_t ZE_APICALL MemAllocDevice(ze_context_handle_t hContext, const ze_dev
 ze_result_t ZE_APICALL MemAllocHost(ze_context_handle_t hContext, const ze_host_mem_alloc_desc_t* host_desc,
                                     size_t size, size_t alignment, void** pptr);
 ze_result_t ZE_APICALL MemFree(ze_context_handle_t hContext, void* ptr);
+ze_result_t ZE_APICALL MemFreeExt(ze_context_handle_t hContext, const ze_memory_free_ext_desc_t* pMemFreeDesc,
+                                  void* ptr);
 ze_result_t ZE_APICALL MemGetAllocProperties(ze_context_handle_t hContext, const void* ptr,
                                              ze_memory_allocation_properties_t* pProperties,
                                              ze_device_handle_t* phDevice);
@@ -84,7 +90,26 @@ ze_result_t ZE_APICALL VirtualMemMap(ze_context_handle_t hContext, const void* p
                                      ze_memory_access_attribute_t access);
 ze_result_t ZE_APICALL VirtualMemUnmap(ze_context_handle_t hContext, const void* ptr, size_t size);
 
-// Immediate command lists
+// Command lists (immediate and regular), queues and fences
+ze_result_t ZE_APICALL CommandListCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
+                                         const ze_command_list_desc_t* desc, ze_command_list_handle_t* phCommandList);
+ze_result_t ZE_APICALL CommandListClose(ze_command_list_handle_t hCommandList);
+ze_result_t ZE_APICALL CommandListReset(ze_command_list_handle_t hCommandList);
+ze_result_t ZE_APICALL CommandListHostSynchronize(ze_command_list_handle_t hCommandList, uint64_t timeout);
+ze_result_t ZE_APICALL CommandQueueCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
+                                          const ze_command_queue_desc_t* desc, ze_command_queue_handle_t* phCommandQueue);
+ze_result_t ZE_APICALL CommandQueueDestroy(ze_command_queue_handle_t hCommandQueue);
+ze_result_t ZE_APICALL CommandQueueExecuteCommandLists(ze_command_queue_handle_t hCommandQueue,
+                                                       uint32_t numCommandLists,
+                                                       ze_command_list_handle_t* phCommandLists,
+                                                       ze_fence_handle_t hFence);
+ze_result_t ZE_APICALL CommandQueueSynchronize(ze_command_queue_handle_t hCommandQueue, uint64_t timeout);
+ze_result_t ZE_APICALL FenceCreate(ze_command_queue_handle_t hCommandQueue, const ze_fence_desc_t* desc,
+                                   ze_fence_handle_t* phFence);
+ze_result_t ZE_APICALL FenceDestroy(ze_fence_handle_t hFence);
+ze_result_t ZE_APICALL FenceHostSynchronize(ze_fence_handle_t hFence, uint64_t timeout);
+ze_result_t ZE_APICALL FenceQueryStatus(ze_fence_handle_t hFence);
+ze_result_t ZE_APICALL FenceReset(ze_fence_handle_t hFence);
 ze_result_t ZE_APICALL CommandListCreateImmediate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
                                                   const ze_command_queue_desc_t* altdesc,
                                                   ze_command_list_handle_t* phCommandList);
@@ -121,10 +146,37 @@ ze_result_t ZE_APICALL EventHostSynchronize(ze_event_handle_t hEvent, uint64_t t
 ze_result_t ZE_APICALL EventQueryStatus(ze_event_handle_t hEvent);
 ze_result_t ZE_APICALL EventHostReset(ze_event_handle_t hEvent);
 
+// Counter-based events and their IPC handles (1.15, and Intel's zex* names)
+ze_result_t ZE_APICALL EventCounterBasedCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
+                                               const ipcheck_ze_event_counter_based_desc_t* desc,
+                                               ze_event_handle_t* phEvent);
+ze_result_t ZE_APICALL ZexCounterBasedEventCreate2(ze_context_handle_t hContext, ze_device_handle_t hDevice,
+                                                   const ipcheck_zex_counter_based_event_desc_t* desc,
+                                                   ze_event_handle_t* phEvent);
+ze_result_t ZE_APICALL EventCounterBasedGetIpcHandle(ze_event_handle_t hEvent,
+                                                     ipcheck_ze_ipc_event_counter_based_handle_t* phIpc);
+ze_result_t ZE_APICALL EventCounterBasedOpenIpcHandle(ze_context_handle_t hContext,
+                                                      ipcheck_ze_ipc_event_counter_based_handle_t hIpc,
+                                                      ze_event_handle_t* phEvent);
+ze_result_t ZE_APICALL EventCounterBasedCloseIpcHandle(ze_event_handle_t hEvent);
+
 // Event operations shared by host calls and command lists.
 void signal_event(ze_event_handle_t hEvent, const char* function);
 void reset_event(ze_event_handle_t hEvent, const char* function);
-// True when signaled within `timeout_ns` (UINT64_MAX: no limit).
+// True when signaled (a counter-based event: complete) within `timeout_ns` (UINT64_MAX: no limit).
 bool wait_event(ze_event_handle_t hEvent, std::uint64_t timeout_ns, const char* function);
+// A command that signals hEvent: arm_signal when it is submitted (a counter-based event gets
+// its new tracking point and reads as not complete; others: nothing), finish_signal when it
+// is done with arm_signal's token.
+std::uint64_t arm_signal(ze_event_handle_t hEvent, const char* function);
+void finish_signal(ze_event_handle_t hEvent, std::uint64_t token, const char* function);
+// Fails with INVALID_ARGUMENT for a counter-based event (`what` names the operation).
+void refuse_counter_based(ze_event_handle_t hEvent, const char* function, const char* what);
+
+// Futex helpers (shared futexes: the word may be on a page several processes map).
+void futex_wake_all(std::uint32_t* word);
+// Sleeps while *word == expected, until the absolute CLOCK_MONOTONIC deadline (0: none).
+void futex_wait(std::uint32_t* word, std::uint32_t expected, std::uint64_t deadline_ns);
+std::uint64_t monotonic_ns();
 
 }  // namespace zedriver

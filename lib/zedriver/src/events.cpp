@@ -18,14 +18,6 @@
 
 namespace zedriver {
 
-namespace {
-
-using ze_ipcheck::EventPoolHeader;
-using ze_ipcheck::EventSlot;
-
-constexpr ze_event_pool_flags_t kKnownPoolFlags =
-    ZE_EVENT_POOL_FLAG_HOST_VISIBLE | ZE_EVENT_POOL_FLAG_IPC | ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP;
-
 std::uint64_t monotonic_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -35,17 +27,24 @@ std::uint64_t monotonic_ns() {
 // Shared futexes (no FUTEX_PRIVATE_FLAG): the word may sit on a page mapped by several processes.
 void futex_wake_all(std::uint32_t* word) { ::syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0); }
 
-// Waits while *word == 0, until the absolute CLOCK_MONOTONIC deadline (0: none).
-void futex_wait(std::uint32_t* word, std::uint64_t deadline_ns) {
+void futex_wait(std::uint32_t* word, std::uint32_t expected, std::uint64_t deadline_ns) {
   if (deadline_ns == 0) {
-    ::syscall(SYS_futex, word, FUTEX_WAIT, 0, nullptr, nullptr, 0);
+    ::syscall(SYS_futex, word, FUTEX_WAIT, expected, nullptr, nullptr, 0);
     return;
   }
   timespec ts{};
   ts.tv_sec = static_cast<time_t>(deadline_ns / 1000000000ull);
   ts.tv_nsec = static_cast<long>(deadline_ns % 1000000000ull);
-  ::syscall(SYS_futex, word, FUTEX_WAIT_BITSET, 0, &ts, nullptr, FUTEX_BITSET_MATCH_ANY);
+  ::syscall(SYS_futex, word, FUTEX_WAIT_BITSET, expected, &ts, nullptr, FUTEX_BITSET_MATCH_ANY);
 }
+
+namespace {
+
+using ze_ipcheck::EventPoolHeader;
+using ze_ipcheck::EventSlot;
+
+constexpr ze_event_pool_flags_t kKnownPoolFlags =
+    ZE_EVENT_POOL_FLAG_HOST_VISIBLE | ZE_EVENT_POOL_FLAG_IPC | ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP;
 
 std::size_t pool_bytes(std::uint32_t count) {
   const std::size_t raw = ze_ipcheck::kEventSlotsOffset + static_cast<std::size_t>(count) * sizeof(EventSlot);
@@ -55,13 +54,19 @@ std::size_t pool_bytes(std::uint32_t count) {
 // The event's memory, held by the caller for the duration of a wait.
 struct Held {
   std::shared_ptr<PoolMemory> mem;
-  EventSlot* slot;
+  EventSlot* slot = nullptr;                        // pool events
+  ze_ipcheck::CounterEventState* counter = nullptr;  // counter-based events
 };
 
 Held hold(ze_event_handle_t h, const char* function) {
   driver();
   Event* e = get<Event>(h, Kind::event, function, "hEvent");
-  return {e->mem, e->slot()};
+  if (e->counter_based) return {e->mem, nullptr, e->counter()};
+  return {e->mem, e->slot(), nullptr};
+}
+
+bool counter_complete(const ze_ipcheck::CounterEventState* c, std::uint64_t target) {
+  return __atomic_load_n(&c->completed, __ATOMIC_ACQUIRE) >= target;
 }
 
 }  // namespace
@@ -81,8 +86,43 @@ PoolMemory::~PoolMemory() {
 
 // ---------------------------------------------------------------- operations
 
+void refuse_counter_based(ze_event_handle_t h, const char* function, const char* what) {
+  driver();
+  if (get<Event>(h, Kind::event, function, "hEvent")->counter_based)
+    fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+         cat(function, ": the event is counter-based; ", what,
+             " (only the commands that signal it change its state)"));
+}
+
+std::uint64_t arm_signal(ze_event_handle_t h, const char* function) {
+  if (!h) return 0;
+  Held e = hold(h, function);
+  if (!e.counter) return 0;
+  return __atomic_add_fetch(&e.counter->armed, 1, __ATOMIC_SEQ_CST);
+}
+
+void finish_signal(ze_event_handle_t h, std::uint64_t token, const char* function) {
+  if (!h) return;
+  Held e = hold(h, function);
+  if (!e.counter) {
+    signal_event(h, function);
+    return;
+  }
+  // completed only moves forward: a later tracking point may have completed first.
+  std::uint64_t seen = __atomic_load_n(&e.counter->completed, __ATOMIC_RELAXED);
+  while (seen < token &&
+         !__atomic_compare_exchange_n(&e.counter->completed, &seen, token, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+  }
+  __atomic_add_fetch(&e.counter->sequence, 1u, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&e.counter->waiters, __ATOMIC_SEQ_CST) != 0) futex_wake_all(&e.counter->sequence);
+}
+
 void signal_event(ze_event_handle_t h, const char* function) {
   Held e = hold(h, function);
+  if (e.counter) {
+    finish_signal(h, arm_signal(h, function), function);
+    return;
+  }
   __atomic_fetch_add(&e.slot->signal_count, 1, __ATOMIC_RELAXED);
   __atomic_store_n(&e.slot->signaled, 1u, __ATOMIC_SEQ_CST);
   // Only pay for the wake when someone sleeps (seq_cst pairs with the waiter's increment).
@@ -90,12 +130,34 @@ void signal_event(ze_event_handle_t h, const char* function) {
 }
 
 void reset_event(ze_event_handle_t h, const char* function) {
+  refuse_counter_based(h, function, "it cannot be reset");
   Held e = hold(h, function);
   __atomic_store_n(&e.slot->signaled, 0u, __ATOMIC_SEQ_CST);
 }
 
 bool wait_event(ze_event_handle_t h, std::uint64_t timeout_ns, const char* function) {
   Held e = hold(h, function);
+  if (e.counter) {
+    // Complete when the tracking point seen now is reached (later appends do not extend the wait).
+    ze_ipcheck::CounterEventState* c = e.counter;
+    const std::uint64_t target = __atomic_load_n(&c->armed, __ATOMIC_SEQ_CST);
+    if (counter_complete(c, target)) return true;
+    if (timeout_ns == 0) return false;
+    const std::uint64_t deadline = timeout_ns == UINT64_MAX ? 0 : monotonic_ns() + timeout_ns;
+    __atomic_fetch_add(&c->waiters, 1u, __ATOMIC_SEQ_CST);
+    bool done = false;
+    for (;;) {
+      const std::uint32_t seq = __atomic_load_n(&c->sequence, __ATOMIC_SEQ_CST);
+      if (counter_complete(c, target)) {
+        done = true;
+        break;
+      }
+      if (deadline != 0 && monotonic_ns() >= deadline) break;
+      futex_wait(&c->sequence, seq, deadline);
+    }
+    __atomic_fetch_sub(&c->waiters, 1u, __ATOMIC_SEQ_CST);
+    return done;
+  }
   std::uint32_t* word = &e.slot->signaled;
   if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != 0) return true;
   if (timeout_ns == 0) return false;
@@ -108,7 +170,7 @@ bool wait_event(ze_event_handle_t h, std::uint64_t timeout_ns, const char* funct
       break;
     }
     if (deadline != 0 && monotonic_ns() >= deadline) break;
-    futex_wait(word, deadline);
+    futex_wait(word, 0, deadline);
   }
   __atomic_fetch_sub(&e.slot->waiters, 1u, __ATOMIC_SEQ_CST);
   return signaled;
@@ -363,10 +425,15 @@ ze_result_t ZE_APICALL EventDestroy(ze_event_handle_t hEvent) {
   return entry(fn, [&] {
     Driver& d = driver();
     Event* e = get<Event>(hEvent, Kind::event, fn, "hEvent");
+    if (e->opened)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": the event was opened from an IPC handle; close it with zeEventCounterBasedCloseIpcHandle"));
     {
       std::lock_guard lock(d.lock);
-      e->pool->events.erase(e);
+      if (e->pool) e->pool->events.erase(e);
+      d.event_exports.erase(e);
     }
+    if (e->ctx) --e->ctx->children;
     remove_live(e);
     delete e;
     return ZE_RESULT_SUCCESS;
@@ -375,6 +442,7 @@ ze_result_t ZE_APICALL EventDestroy(ze_event_handle_t hEvent) {
 
 ze_result_t ZE_APICALL EventHostSignal(ze_event_handle_t hEvent) {
   return entry("zeEventHostSignal", [&] {
+    refuse_counter_based(hEvent, "zeEventHostSignal", "the host cannot signal it");
     signal_event(hEvent, "zeEventHostSignal");
     return ZE_RESULT_SUCCESS;
   });
@@ -394,6 +462,199 @@ ze_result_t ZE_APICALL EventQueryStatus(ze_event_handle_t hEvent) {
 ze_result_t ZE_APICALL EventHostReset(ze_event_handle_t hEvent) {
   return entry("zeEventHostReset", [&] {
     reset_event(hEvent, "zeEventHostReset");
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+// ---------------------------------------------------------------- counter-based events
+
+namespace {
+
+constexpr std::uint32_t kKnownCounterFlags =
+    IPCHECK_ZE_EVENT_COUNTER_BASED_FLAG_IMMEDIATE | IPCHECK_ZE_EVENT_COUNTER_BASED_FLAG_NON_IMMEDIATE |
+    IPCHECK_ZE_EVENT_COUNTER_BASED_FLAG_HOST_VISIBLE | IPCHECK_ZE_EVENT_COUNTER_BASED_FLAG_IPC |
+    IPCHECK_ZE_EVENT_COUNTER_BASED_FLAG_DEVICE_TIMESTAMP | IPCHECK_ZE_EVENT_COUNTER_BASED_FLAG_HOST_TIMESTAMP;
+constexpr std::uint32_t kTimestampFlags =
+    IPCHECK_ZE_EVENT_COUNTER_BASED_FLAG_DEVICE_TIMESTAMP | IPCHECK_ZE_EVENT_COUNTER_BASED_FLAG_HOST_TIMESTAMP;
+constexpr ze_event_scope_flags_t kScopes =
+    ZE_EVENT_SCOPE_FLAG_SUBDEVICE | ZE_EVENT_SCOPE_FLAG_DEVICE | ZE_EVENT_SCOPE_FLAG_HOST;
+
+// `flags` are 1.15 counter-based flags (the zex bits 0..5 carry the same meaning).
+ze_result_t create_counter_event(ze_context_handle_t hContext, ze_device_handle_t hDevice, std::uint32_t flags,
+                                 ze_event_scope_flags_t signal, ze_event_scope_flags_t wait,
+                                 ze_event_handle_t* phEvent, const char* fn) {
+  Context* c = context_of(hContext, fn);
+  Device* dev = get<Device>(hDevice, Kind::device, fn, "hDevice");
+  need_pointer(phEvent, fn, "phEvent");
+  if (!c->contains(dev))
+    fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": device '", dev->dev.name(), "' is not in the context"));
+  if (flags & ~kKnownCounterFlags)
+    fail(ZE_RESULT_ERROR_INVALID_ENUMERATION, cat(fn, ": desc->flags 0x", std::hex, flags, " has unknown bits"));
+  if ((signal & ~kScopes) || (wait & ~kScopes))
+    fail(ZE_RESULT_ERROR_INVALID_ENUMERATION, cat(fn, ": the signal or wait scope has unknown bits"));
+  if ((flags & kTimestampFlags) == kTimestampFlags)
+    fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": device and host timestamps exclude each other"));
+  const bool ipc = flags & IPCHECK_ZE_EVENT_COUNTER_BASED_FLAG_IPC;
+  if (ipc && (flags & kTimestampFlags))
+    fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+         cat(fn, ": an IPC counter-based event cannot carry timestamps (as IPC event pools cannot); drop one flag"));
+  if (ipc && !dev->dev.has(ipcref::aspect::ipc_event))
+    fail(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE,
+         cat(fn, ": device '", dev->dev.name(), "' lacks aspect ipc_event; it cannot share events"));
+  auto mem = std::make_shared<PoolMemory>();
+  mem->bytes = pool_bytes(1);
+  mem->ipc_ctx = *c->ctx;
+  if (ipc) {
+    // Shared through ipcref's memory IPC, as IPC pools are.
+    mem->base = ipcref::malloc_device(mem->bytes, dev->dev, *c->ctx);
+    mem->source = PoolMemory::Source::allocation;
+  } else {
+    void* p = ::mmap(nullptr, mem->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      fail(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY, cat(fn, ": cannot map ", mem->bytes, " bytes: ", std::strerror(errno)));
+    mem->base = p;
+    mem->source = PoolMemory::Source::private_map;
+  }
+  EventPoolHeader* h = mem->header();
+  h->magic = ze_ipcheck::kCounterEventMagic;
+  h->version = ze_ipcheck::kCounterEventVersion;
+  h->count = 1;
+  h->flags = flags;
+  auto e = std::make_unique<Event>();
+  e->mem = std::move(mem);
+  e->counter_based = true;
+  e->flags = flags;
+  e->ctx = c;
+  ++c->children;
+  add_live(e.get(), Kind::event);
+  *phEvent = reinterpret_cast<ze_event_handle_t>(e.release());
+  return ZE_RESULT_SUCCESS;
+}
+
+Event* counter_event(ze_event_handle_t h, const char* fn) {
+  driver();
+  Event* e = get<Event>(h, Kind::event, fn, "hEvent");
+  if (!e->counter_based)
+    fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+         cat(fn, ": the event belongs to an event pool; only counter-based events have these IPC handles ",
+             "(share the pool with zeEventPoolGetIpcHandle)"));
+  return e;
+}
+
+}  // namespace
+
+ze_result_t ZE_APICALL EventCounterBasedCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
+                                               const ipcheck_ze_event_counter_based_desc_t* desc,
+                                               ze_event_handle_t* phEvent) {
+  const char* fn = "zeEventCounterBasedCreate";
+  return entry(fn, [&] {
+    need_pointer(desc, fn, "desc");
+    if (desc->stype != IPCHECK_ZE_STRUCTURE_TYPE_EVENT_COUNTER_BASED_DESC)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": desc->stype is 0x", std::hex, desc->stype, ", not ZE_STRUCTURE_TYPE_EVENT_COUNTER_BASED_DESC"));
+    return create_counter_event(hContext, hDevice, desc->flags, desc->signal, desc->wait, phEvent, fn);
+  });
+}
+
+ze_result_t ZE_APICALL ZexCounterBasedEventCreate2(ze_context_handle_t hContext, ze_device_handle_t hDevice,
+                                                   const ipcheck_zex_counter_based_event_desc_t* desc,
+                                                   ze_event_handle_t* phEvent) {
+  const char* fn = "zexCounterBasedEventCreate2";
+  return entry(fn, [&] {
+    need_pointer(desc, fn, "desc");
+    if (desc->stype != IPCHECK_ZEX_STRUCTURE_COUNTER_BASED_EVENT_DESC)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": desc->stype is 0x", std::hex, desc->stype, ", not ZEX_STRUCTURE_COUNTER_BASED_EVENT_DESC"));
+    // zex bit 4 (kernel timestamps) and 5 (mapped timestamps) are the 1.15 device and host ones.
+    return create_counter_event(hContext, hDevice, desc->flags, desc->signalScope, desc->waitScope, phEvent, fn);
+  });
+}
+
+ze_result_t ZE_APICALL EventCounterBasedGetIpcHandle(ze_event_handle_t hEvent,
+                                                     ipcheck_ze_ipc_event_counter_based_handle_t* phIpc) {
+  const char* fn = "zeEventCounterBasedGetIpcHandle";
+  return entry(fn, [&] {
+    Driver& d = driver();
+    Event* e = counter_event(hEvent, fn);
+    need_pointer(phIpc, fn, "phIpc");
+    if (e->opened)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": the event was itself opened from an IPC handle; libze_ipcheck does not export it again"));
+    if (!(e->flags & IPCHECK_ZE_EVENT_COUNTER_BASED_FLAG_IPC))
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": the event was created without ZE_EVENT_COUNTER_BASED_FLAG_IPC; create it with that flag ",
+               "to share it"));
+    std::lock_guard lock(d.lock);
+    auto it = d.event_exports.find(e);
+    if (it == d.event_exports.end()) {
+      // Always the record itself (handle_layout.hpp): these handles travel as plain bytes.
+      Export x;
+      x.handle = ipcref::ipc::memory::get(e->mem->base, *e->ctx->ctx);
+      std::memcpy(x.bytes.data(), x.handle.data().data(), x.bytes.size());
+      x.ctx_id = e->ctx->ctx->id();
+      it = d.event_exports.emplace(e, std::move(x)).first;
+    }
+    ++it->second.refs;  // no put: the export lives until the event is destroyed
+    std::memcpy(phIpc->data, it->second.bytes.data(), sizeof phIpc->data);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL EventCounterBasedOpenIpcHandle(ze_context_handle_t hContext,
+                                                      ipcheck_ze_ipc_event_counter_based_handle_t hIpc,
+                                                      ze_event_handle_t* phEvent) {
+  const char* fn = "zeEventCounterBasedOpenIpcHandle";
+  return entry(fn, [&] {
+    Context* c = context_of(hContext, fn);
+    need_pointer(phEvent, fn, "phEvent");
+    Device* dev = nullptr;
+    for (auto* d : c->devices)
+      if (!dev && d->dev.has(ipcref::aspect::ipc_event)) dev = d;
+    if (!dev) fail(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, cat(fn, ": no device of the context has aspect ipc_event"));
+    std::array<std::byte, ze_ipcheck::kHandleSize> record{};
+    std::memcpy(record.data(), hIpc.data, record.size());
+    const ipcref::record::fields rec = ipcref::record::decode(record);
+    auto mem = std::make_shared<PoolMemory>();
+    mem->base = ipcref::ipc::memory::open(record, *c->ctx, dev->dev, {});
+    mem->bytes = rec.size;
+    mem->source = PoolMemory::Source::opened;
+    mem->ipc_ctx = *c->ctx;
+    // The header is the exporter's: check it covers what it claims before trusting it.
+    if (mem->bytes < ze_ipcheck::kEventSlotsOffset + sizeof(ze_ipcheck::CounterEventState))
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": the handle names ", mem->bytes, " bytes, too few for a counter-based event"));
+    const EventPoolHeader hdr = *mem->header();
+    if (hdr.magic != ze_ipcheck::kCounterEventMagic || hdr.version != ze_ipcheck::kCounterEventVersion)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": the handle names memory that is not a counter-based event (",
+               hdr.magic == ze_ipcheck::kEventPoolMagic ? "an event pool: open it with zeEventPoolOpenIpcHandle"
+                                                        : "a memory IPC handle?",
+               ")"));
+    if (!(hdr.flags & IPCHECK_ZE_EVENT_COUNTER_BASED_FLAG_IPC))
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": the event was not created with ZE_EVENT_COUNTER_BASED_FLAG_IPC"));
+    auto e = std::make_unique<Event>();
+    e->mem = std::move(mem);
+    e->counter_based = true;
+    e->opened = true;
+    e->flags = hdr.flags & kKnownCounterFlags;
+    e->ctx = c;
+    ++c->children;
+    add_live(e.get(), Kind::event);
+    *phEvent = reinterpret_cast<ze_event_handle_t>(e.release());
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL EventCounterBasedCloseIpcHandle(ze_event_handle_t hEvent) {
+  const char* fn = "zeEventCounterBasedCloseIpcHandle";
+  return entry(fn, [&] {
+    Event* e = counter_event(hEvent, fn);
+    if (!e->opened)
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+           cat(fn, ": the event was created in this process; destroy it with zeEventDestroy"));
+    --e->ctx->children;
+    remove_live(e);
+    delete e;  // the mapping goes when its last holder (a wait in progress) lets go
     return ZE_RESULT_SUCCESS;
   });
 }

@@ -131,6 +131,21 @@ ze_result_t ZE_APICALL MemFree(ze_context_handle_t hContext, void* ptr) {
   });
 }
 
+ze_result_t ZE_APICALL MemFreeExt(ze_context_handle_t hContext, const ze_memory_free_ext_desc_t* desc, void* ptr) {
+  const char* fn = "zeMemFreeExt";
+  return entry(fn, [&] {
+    need_pointer(desc, fn, "pMemFreeDesc");
+    const ze_driver_memory_free_policy_ext_flags_t known =
+        ZE_DRIVER_MEMORY_FREE_POLICY_EXT_FLAG_BLOCKING_FREE | ZE_DRIVER_MEMORY_FREE_POLICY_EXT_FLAG_DEFER_FREE;
+    if (desc->freePolicy & ~known)
+      fail(ZE_RESULT_ERROR_INVALID_ENUMERATION,
+           cat(fn, ": freePolicy 0x", std::hex, desc->freePolicy, " has bits beyond BLOCKING_FREE | DEFER_FREE"));
+    // Commands run when they are submitted (cmdlist.cpp): none can still use the memory, so
+    // every policy frees at once, as zeMemFree does.
+    return MemFree(hContext, ptr);
+  });
+}
+
 ze_result_t ZE_APICALL MemGetAllocProperties(ze_context_handle_t hContext, const void* ptr,
                                              ze_memory_allocation_properties_t* p, ze_device_handle_t* phDevice) {
   const char* fn = "zeMemGetAllocProperties";
@@ -194,6 +209,51 @@ ze_result_t ZE_APICALL MemGetAddressRange(ze_context_handle_t hContext, const vo
     const ipcref::pointer_info info = ipcref::get_pointer_info(ptr, *c->ctx);
     if (pBase) *pBase = info.base;
     if (pSize) *pSize = info.size;
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+// ---------------------------------------------------------------- residency
+
+namespace {
+
+// Residency changes nothing here (device memory is host memory, always present), but the
+// arguments are checked as a driver that pages would: memory of this context, inside one allocation.
+void check_residency(ze_context_handle_t hContext, ze_device_handle_t hDevice, void* ptr, size_t size,
+                     const char* fn) {
+  Context* c = context_of(hContext, fn);
+  device_in(c, hDevice, fn);
+  need_pointer(ptr, fn, "ptr");
+  if (size == 0) fail(ZE_RESULT_ERROR_INVALID_SIZE, cat(fn, ": size is 0"));
+  std::optional<ipcref::pointer_info> info;
+  try {
+    info = ipcref::get_pointer_info(ptr, *c->ctx);
+  } catch (const ipcref::exception&) {
+  }
+  if (!info)
+    fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": ", ptr, " is not memory allocated or opened in this context"));
+  const auto base = reinterpret_cast<std::uintptr_t>(info->base), p = reinterpret_cast<std::uintptr_t>(ptr);
+  if (size > info->size - (p - base))
+    fail(ZE_RESULT_ERROR_INVALID_SIZE, cat(fn, ": [", ptr, ", +", size, ") runs past the ", info->size,
+                                           "-byte allocation at ", info->base));
+}
+
+}  // namespace
+
+ze_result_t ZE_APICALL ContextMakeMemoryResident(ze_context_handle_t hContext, ze_device_handle_t hDevice, void* ptr,
+                                                 size_t size) {
+  const char* fn = "zeContextMakeMemoryResident";
+  return entry(fn, [&] {
+    check_residency(hContext, hDevice, ptr, size, fn);
+    return ZE_RESULT_SUCCESS;
+  });
+}
+
+ze_result_t ZE_APICALL ContextEvictMemory(ze_context_handle_t hContext, ze_device_handle_t hDevice, void* ptr,
+                                          size_t size) {
+  const char* fn = "zeContextEvictMemory";
+  return entry(fn, [&] {
+    check_residency(hContext, hDevice, ptr, size, fn);
     return ZE_RESULT_SUCCESS;
   });
 }
@@ -285,6 +345,12 @@ ze_result_t ZE_APICALL MemOpenIpcHandle(ze_context_handle_t hContext, ze_device_
         fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
              cat(fn, ": the handle names an event pool (zeEventPoolGetIpcHandle), not memory; open it with "
                      "zeEventPoolOpenIpcHandle"));
+      }
+      if (hdr.magic == ze_ipcheck::kCounterEventMagic && hdr.version == ze_ipcheck::kCounterEventVersion) {
+        ipcref::ipc::memory::close(p, *c->ctx);
+        fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+             cat(fn, ": the handle names a counter-based event (zeEventCounterBasedGetIpcHandle), not memory; ",
+                 "open it with zeEventCounterBasedOpenIpcHandle"));
       }
     }
     *pptr = p;

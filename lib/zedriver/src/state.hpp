@@ -12,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -96,8 +97,12 @@ T* need_pointer(T* p, const char* function, const char* what) {
 
 enum class Convention { fd, opaque };
 
+// What devices and the driver say they are (IPCHECK_ZE_IDENTITY).
+enum class Identity { intel, ipcheck };
+
 struct Config {
   Convention convention = Convention::fd;
+  Identity identity = Identity::intel;
   std::set<std::string> extensions;  // extension functions offered by name
 };
 
@@ -106,7 +111,17 @@ const std::vector<std::string>& offerable_extensions();
 
 // ---------------------------------------------------------------- objects
 
-enum class Kind : std::uint32_t { driver = 1, device, context, command_list, event_pool, event, physical_mem };
+enum class Kind : std::uint32_t {
+  driver = 1,
+  device,
+  context,
+  command_list,
+  event_pool,
+  event,
+  physical_mem,
+  command_queue,
+  fence
+};
 const char* kind_name(Kind k) noexcept;
 
 struct Device {
@@ -126,9 +141,34 @@ struct Context {
   }
 };
 
+// One command of a regular list, run when a queue executes the list: wait for `waits`, run
+// `body` (may be empty), signal `signal` (may be null).
+struct Command {
+  std::vector<ze_event_handle_t> waits;
+  std::function<void()> body;
+  ze_event_handle_t signal = nullptr;
+};
+
 struct CommandList {
   Context* ctx = nullptr;
-  std::mutex order;  // commands of one list run one after another
+  Device* device = nullptr;
+  bool immediate = true;
+  std::mutex order;  // commands of one list run one after another; guards what follows
+  bool closed = false;            // regular lists: zeCommandListClose, until zeCommandListReset
+  std::vector<Command> commands;  // regular lists: what a queue runs
+  std::uint32_t executing = 0;    // regular lists: queues running it now
+};
+
+struct CommandQueue {
+  Context* ctx = nullptr;
+  Device* device = nullptr;
+  std::mutex order;                 // lists of one queue run one after another
+  std::atomic<std::uint32_t> fences{0};
+};
+
+struct Fence {
+  CommandQueue* queue = nullptr;
+  std::uint32_t signaled = 0;  // futex word: 1 when the queue ran the lists submitted with it
 };
 
 // The memory of an event pool: private (non-IPC pools), an ipcref device allocation (IPC pools
@@ -157,10 +197,20 @@ struct EventPool {
 };
 
 struct Event {
-  EventPool* pool = nullptr;
+  EventPool* pool = nullptr;  // null for counter-based events
   std::shared_ptr<PoolMemory> mem;
   std::uint32_t index = 0;
   ze_ipcheck::EventSlot* slot() const { return mem->slot(index); }
+  // Counter-based events (zeEventCounterBasedCreate, zexCounterBasedEventCreate2): their own
+  // memory, a CounterEventState at kEventSlotsOffset.
+  bool counter_based = false;
+  bool opened = false;      // opened from an IPC handle (zeEventCounterBasedOpenIpcHandle)
+  std::uint32_t flags = 0;  // IPCHECK_ZE_EVENT_COUNTER_BASED_FLAG_* at creation
+  Context* ctx = nullptr;   // counter-based: the context it was created or opened in
+  ze_ipcheck::CounterEventState* counter() const {
+    return reinterpret_cast<ze_ipcheck::CounterEventState*>(static_cast<char*>(mem->base) +
+                                                            ze_ipcheck::kEventSlotsOffset);
+  }
 };
 
 struct PhysicalMem {
@@ -188,6 +238,7 @@ struct Driver {
   std::map<std::uintptr_t, Export> memory_exports;   // by exported pointer
   std::map<const EventPool*, Export> pool_exports;    // by pool
   std::map<const PhysicalMem*, Export> phys_exports;  // by physical object
+  std::map<const Event*, Export> event_exports;       // counter-based events, by event
   std::map<std::uintptr_t, Export> external_exports;  // by allocation base; live until zeMemFree
   std::set<void*> exportable_allocations;             // allocated with an export descriptor
   std::set<void*> imported_allocations;               // zeMemAllocDevice from an external descriptor

@@ -38,6 +38,13 @@
 // In both, an event pool handle names the ipcref device allocation that holds the pool's
 // events (its first page: EventPoolHeader below), so its record kind is "memory".
 //
+// A counter-based event's IPC handle (zeEventCounterBasedGetIpcHandle, Level Zero 1.15, or
+// Intel's zexCounterBasedEventGetIpcHandle) always names its exporter, whatever
+// IPCHECK_ZE_IPC_HANDLE says: it is the ipcref record of the event's memory byte for byte
+// ("ipcref/1"), opened with pidfd_getfd. The specification gives these handles no descriptor
+// to move (Unified Runtime copies them as plain bytes). The memory begins with an
+// EventPoolHeader whose magic is kCounterEventMagic, then one CounterEventState.
+//
 // External memory (ze_external_memory_export_fd_t from zeMemGetAllocProperties or
 // zePhysicalMemGetProperties; imported with ze_external_memory_import_fd_t) is a DMA-BUF-style
 // descriptor: a sealed memfd holding an ExternalDescriptor (below). Unlike a real dma-buf it
@@ -57,6 +64,15 @@ inline constexpr std::size_t kHandleSize = 64;
 // Environment of the driver's process.
 inline constexpr const char* kEnvIpcHandle = "IPCHECK_ZE_IPC_HANDLE";    // fd (default) | opaque
 inline constexpr const char* kEnvExtensions = "IPCHECK_ZE_EXTENSIONS";  // all (default) | none | name,name...
+inline constexpr const char* kEnvIdentity = "IPCHECK_ZE_IDENTITY";      // intel (default) | ipcheck
+
+// IPCHECK_ZE_IDENTITY=intel: what devices and the driver say, so that runtimes written for
+// Intel's driver take the paths they take there. Unified Runtime's Level Zero v2 adapter
+// offers event IPC only for vendor 0x8086 devices with an IP version of Xe2 (Battlemage,
+// 0x05004000) or newer on a compute-runtime build of 38646 or newer (driverVersion & 0xffff).
+inline constexpr std::uint32_t kIntelVendorId = 0x8086;
+inline constexpr std::uint32_t kIntelIpVersion = 0x05004000;
+inline constexpr std::uint32_t kIntelDriverBuild = 38646;
 // Devices: ipcref's IPCHECK_REF_DEVICES or IPCHECK_REF_CONFIG; when neither is set the driver
 // sets IPCHECK_REF_DEVICES=ref0=all;ref1=all;ref2=none (a device without IPC aspects).
 
@@ -108,6 +124,22 @@ struct EventSlot {
   std::uint64_t reserved[2];
 };
 static_assert(sizeof(EventSlot) == 32);
+
+// A counter-based event: each append that signals it arms it (armed + 1, the new tracking
+// point) and, when that command is done, completes it (completed = that point). It is
+// complete when completed >= armed: a fresh event is. `sequence` is the futex word waiters
+// sleep on; every completion bumps it.
+inline constexpr std::uint64_t kCounterEventMagic = 0x544e564542435a49ull;  // "IZCBEVNT"
+inline constexpr std::uint32_t kCounterEventVersion = 1;
+
+struct CounterEventState {
+  std::uint32_t sequence;  // futex word
+  std::uint32_t waiters;   // host waiters sleeping on `sequence`
+  std::uint64_t armed;
+  std::uint64_t completed;
+  std::uint64_t reserved;
+};
+static_assert(sizeof(CounterEventState) == 32);
 
 // Content of an external memory descriptor (a sealed memfd).
 inline constexpr std::uint64_t kExternalMagic = 0x4d58524554584549ull;  // "IEXTERXM"
