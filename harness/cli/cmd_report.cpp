@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "ipcheck/cli.hpp"
+#include "ipcheck/reports/compare.hpp"
 #include "ipcheck/reports/diff.hpp"
 #include "ipcheck/reports/files.hpp"
 #include "ipcheck/reports/history.hpp"
@@ -347,9 +348,36 @@ int baseline(const std::vector<std::string>& args) {
   });
 }
 
+int compare(const std::vector<std::string>& args) {
+  Options o("report compare", "A B [--all] [--format text|md|json] [-o OUT]",
+            "Two adapters' runs of the catalog side by side, for example cuda and ur on one\n"
+            "machine: every case and clause with both verdicts, those that differ first-class,\n"
+            "and which layer decided each side (the runtime's call and its native code, the\n"
+            "adapter's own code, or ipcheck). A clause that passes through one layer and fails\n"
+            "through the other is a finding about the layer in between. Judges nothing: exit 0,\n"
+            "or 2 for a bad command line or a file that cannot be read.");
+  o.positional("A", "a results.json (say, the driver's own API: cuda)")
+      .positional("B", "a results.json of the same catalog through another adapter (say, ur)")
+      .flag("--all", "list every case and clause, not only those that differ")
+      .value("--format", "FORMAT", "text, md or json", "text");
+  add_output(o);
+  return guarded("report compare", [&] {
+    if (!o.parse(args)) return kOk;
+    const std::string format = format_of(o, {"text", "md", "json"});
+    const auto& p = o.positionals();
+    const reports::Comparison c = reports::compare_results(load(p[0]), load(p[1]), p[0], p[1]);
+    const bool all = o.has("--all");
+    emit(o, format == "text" ? reports::render_compare_text(c, all)
+            : format == "md" ? reports::render_compare_markdown(c, all)
+                             : reports::compare_to_json(c).dump(2) + "\n");
+    return kOk;
+  });
+}
+
 const std::pair<const char*, const char*> kSubcommands[] = {
     {"render", "a results.json as Markdown, HTML or JUnit XML"},
     {"diff", "two runs compared; exit 1 when a case regressed or failed anew"},
+    {"compare", "two adapters' runs side by side, with the layer that decided each verdict"},
     {"history", "several runs side by side, one column per run (files, or a store: --db)"},
     {"first-bad", "the first driver version in a store where a case got worse"},
     {"merge", "the shards of one run joined into one results.json"},
@@ -368,11 +396,12 @@ int report(const std::vector<std::string>& args) {
   if (args[0] == "render") return render(rest);
   if (args[0] == "diff") return diff(rest);
   if (args[0] == "history") return history(rest);
+  if (args[0] == "compare") return compare(rest);
   if (args[0] == "first-bad") return first_bad(rest);
   if (args[0] == "merge") return merge(rest);
   if (args[0] == "baseline") return baseline(rest);
   std::fprintf(stderr,
-               "ipcheck report: unknown subcommand '%s'; use render, diff, history, first-bad, merge or baseline\n",
+               "ipcheck report: unknown subcommand '%s'; use render, diff, compare, history, first-bad, merge or baseline\n",
                args[0].c_str());
   return kUsage;
 }
