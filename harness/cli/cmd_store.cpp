@@ -22,6 +22,10 @@ std::string db_of(const Options& o) {
   return o.get("--db");
 }
 
+double busy_timeout_of(const Options& o) {
+  return o.has("--busy-timeout") ? o.get_double("--busy-timeout", 0, 86400) : reports::Store::kDefaultBusyTimeoutS;
+}
+
 int fail(const char* sub, const std::exception& e) {
   std::fprintf(stderr, "ipcheck store %s: %s\n", sub, e.what());
   return kUsage;
@@ -33,12 +37,13 @@ int add(const std::vector<std::string>& args) {
             "content: SHA-256 of its canonical JSON) is kept once: adding it again changes nothing.\n"
             "Each run is kept whole (its results.json, compressed) with one row per case.");
   o.positional("RESULTS.json", "results.json files (a run, or shards merged with 'ipcheck report merge')", true)
-      .value("--db", "FILE", "the store (an SQLite file)");
+      .value("--db", "FILE", "the store (an SQLite file)")
+      .value("--busy-timeout", "S", "seconds to wait while another process writes the store", "30");
   return run_command("store add", [&] {
     if (!o.parse(args)) return kOk;
     const std::string db = db_of(o);
     try {
-      auto store = reports::Store::open(db, true);
+      auto store = reports::Store::open(db, true, busy_timeout_of(o));
       for (const auto& p : o.positionals()) {
         const reports::Results r = reports::read_results(p);
         const auto a = store.add(r, p);
@@ -60,6 +65,7 @@ int ls(const std::vector<std::string>& args) {
             "Lists the runs of a results store in its order: adapter, driver, driver version\n"
             "(dotted numbers), start.");
   o.value("--db", "FILE", "the store (an SQLite file)")
+      .value("--busy-timeout", "S", "seconds to wait while another process writes the store", "30")
       .value("--adapter", "NAME", "only runs of this adapter")
       .value("--gpu", "GLOB", "only runs on these GPU models (a bare word matches anywhere)")
       .value("--format", "FORMAT", "text or json", "text");
@@ -69,7 +75,7 @@ int ls(const std::vector<std::string>& args) {
     const std::string format = o.get("--format");
     if (format != "text" && format != "json") throw UsageError("--format is '" + format + "'; use text or json");
     try {
-      const auto store = reports::Store::open(db, false);
+      const auto store = reports::Store::open(db, false, busy_timeout_of(o));
       reports::RunFilter f;
       f.adapter = o.get("--adapter");
       f.gpu = o.get("--gpu");
