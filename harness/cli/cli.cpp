@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ipcheck/reports/files.hpp"
+#include "ipcheck/reports/render.hpp"
 #include "ipcheck_version.h"
 
 namespace ipcheck::cli {
@@ -64,16 +65,17 @@ int run_command(const std::string& name, const std::function<int()>& body) {
   try {
     return body();
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "ipcheck %s: %s\nrun 'ipcheck %s --help' for usage\n", name.c_str(), e.what(), name.c_str());
+    std::fprintf(stderr, "ipcheck %s: %s\nrun 'ipcheck %s --help' for usage\n", name.c_str(),
+                 reports::terminal_text(e.what()).c_str(), name.c_str());
     return kUsage;
   } catch (const reports::FileError& e) {
     // An input that cannot be read or an output that cannot be written: named, exit 2.
-    std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), e.what());
+    std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), reports::terminal_text(e.what()).c_str());
     return kUsage;
   } catch (const std::exception& e) {
     // Never an abort: what no other handler expected is ipcheck's own failure, said as such.
     std::fprintf(stderr, "ipcheck %s: internal error: %s; please report it with the command line\n", name.c_str(),
-                 e.what());
+                 reports::terminal_text(e.what()).c_str());
     return kInternal;
   }
 }

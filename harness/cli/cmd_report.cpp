@@ -64,13 +64,13 @@ int guarded(const std::string& name, const std::function<int()>& body) {
     try {
       return body();
     } catch (const FileError& e) {
-      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), e.what());
+      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), reports::terminal_text(e.what()).c_str());
       return kUsage;
     } catch (const reports::StoreError& e) {
-      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), e.what());
+      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), reports::terminal_text(e.what()).c_str());
       return kUsage;
     } catch (const reports::MergeError& e) {
-      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), e.what());
+      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), reports::terminal_text(e.what()).c_str());
       return kUsage;
     }
   });
@@ -321,7 +321,8 @@ int merge(const std::vector<std::string>& args) {
     // The one judge of coverage, over the catalog the inputs were run with.
     mo.coverage = [](reports::Results& r) { verdict::fill_clause_coverage(r, r.clauses); };
     const reports::Merged m = reports::merge_results(inputs, mo);
-    for (const auto& n : m.notes) std::fprintf(stderr, "ipcheck report merge: note: %s\n", n.c_str());
+    for (const auto& n : m.notes)
+      std::fprintf(stderr, "ipcheck report merge: note: %s\n", reports::terminal_text(n).c_str());
     emit(o, reports::to_json(m.results).dump(2) + "\n");
     const auto& s = m.results.summary;
     std::fprintf(stderr, "ipcheck report merge: %zu files, %d cases, %d unexpected%s\n", inputs.size(), s.total,

@@ -227,7 +227,10 @@ const AdapterRegistration registered_cuda{{"cuda",
                                "NVIDIA's CUDA driver API (libcuda, loaded at run time)",
                                {"sycl", "cuda"},
                                [] { return std::unique_ptr<Adapter>(new CudaAdapter); },
-                               {"library"}}};
+                               {"library"},
+                               [](const std::string&, const std::string& value) -> std::string {
+                                 return value.empty() ? "give libcuda's path or name" : "";
+                               }}};
 
 }  // namespace
 }  // namespace ipcheck::cuda_adapter

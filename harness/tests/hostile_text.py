@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Hostile strings in a results file, and checks that every rendering of it is inert.
+
+  hostile_text.py make GOOD OUT       OUT: GOOD with a hostile payload added to every text field
+  hostile_text.py xml FILE            junit: well-formed XML 1.0 (xml.etree), only JUnit's elements
+  hostile_text.py term FILE           terminal text: no control byte but newline and tab, no C1
+  hostile_text.py md-html FILE        cmark's HTML of a Markdown file: no link, image or raw HTML
+                                      that the payload brought
+  hostile_text.py dom FILE            Chromium's DOM of report.html: no script of the payload ran,
+                                      no element of the payload was made
+Exit status 0 when the check holds, 1 (with what was found) when not.
+"""
+import json
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+MARK = "PWNED"
+# Each piece attacks one output: HTML (script, event handler, element), Markdown (link,
+# image, autolink, raw HTML, table and code breaks), terminals (OSC title, CSI, C1 CSI,
+# bell, backspace, carriage return), XML (characters XML 1.0 cannot hold, CDATA end).
+PAYLOAD = (
+    "<script>document.title='" + MARK + "-script'</script>"
+    "<img src=x onerror=\"document.title='" + MARK + "-img'\">"
+    "\"'><svg onload=\"document.title='" + MARK + "-svg'\"></svg>"
+    "<b data-x=" + MARK + "-element>bold</b>"
+    " [click](javascript:alert('" + MARK + "-link')) ![pic](http://evil.example/" + MARK + "-image.png)"
+    " <http://evil.example/" + MARK + "-autolink> <!-- comment --> ` | * _ ~ # &amp; ]]>"
+    "\x1b]0;" + MARK + "-title\x07\x1b[2J\x1b[31mred\u009b31m\x08\r\x0b\x0c\x7f\x00"
+    "\ufffe\uffff\u2028\n# " + MARK + "-heading\n```\n"
+)
+
+# Fields whose values are names from a fixed list (statuses, levels, ...): the reader
+# refuses any other value, so the payload goes only into free text.
+ENUMS = {"schema", "status", "level", "verdict", "result", "decided_by", "from", "to", "expected_status", "outcome",
+         "better", "encoding", "kind", "audit", "transport", "unit", "start", "profile", "expected"}
+
+
+def hostile(doc, key=None):
+    if isinstance(doc, dict):
+        return {k: hostile(v, k) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [hostile(v, key) for v in doc]
+    if isinstance(doc, str) and key not in ENUMS:
+        return doc + PAYLOAD
+    return doc
+
+
+def make(good, out):
+    with open(good, encoding="utf-8") as f:
+        doc = json.load(f)
+    doc = hostile(doc)
+    # Hostile keys too: observations are a map of names to values.
+    for c in doc.get("cases", []):
+        if isinstance(c.get("observations"), dict):
+            c["observations"]["key" + PAYLOAD] = "value" + PAYLOAD
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=True, indent=1)
+
+
+def fail(what):
+    print("FAIL: " + what)
+    sys.exit(1)
+
+
+def check_xml(path):
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        fail(f"{path} is not well-formed XML: {e}")
+    allowed = {"testsuites", "testsuite", "testcase", "failure", "error", "skipped", "system-out", "system-err",
+               "properties", "property"}
+    for el in root.iter():
+        if el.tag not in allowed:
+            fail(f"{path}: element <{el.tag}> is no JUnit element: the payload made it")
+    text = open(path, encoding="utf-8").read()
+    if MARK not in text:
+        fail(f"{path} does not hold the payload at all: the check would prove nothing")
+    print(f"ok: {path} parses as XML; {sum(1 for _ in root.iter())} elements, all JUnit's")
+
+
+C0 = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
+
+
+def check_term(path):
+    data = open(path, "rb").read()
+    m = C0.search(data)
+    if m:
+        at = m.start()
+        fail(f"{path}: control byte {m.group()!r} at offset {at}: ...{data[max(0, at - 40):at + 10]!r}")
+    if MARK.encode() not in data:
+        fail(f"{path} does not hold the payload at all: the check would prove nothing")
+    print(f"ok: {path}: {len(data)} bytes, no control byte but newline and tab")
+
+
+def check_md_html(path):
+    html = open(path, encoding="utf-8").read()
+    found = []
+    for pattern, what in [(r"<a\s[^>]*href=\"[^\"]*(javascript:|evil\.example)", "a live link"),
+                          (r"<img\s", "an image"),
+                          (r"<script", "raw HTML <script>"),
+                          (r"<svg", "raw HTML <svg>"),
+                          (r"<b\s+data-x", "raw HTML <b>"),
+                          (r"<!-- comment", "a raw HTML comment"),
+                          (r"<h1>\s*" + MARK, "a heading"),
+                          (r"<h[1-6][^>]*>[^<]*" + MARK + "-heading", "a heading")]:
+        m = re.search(pattern, html)
+        if m:
+            found.append(f"{what}: ...{html[max(0, m.start() - 60):m.end() + 40]!r}")
+    if found:
+        fail(f"{path}: the payload is live Markdown:\n  " + "\n  ".join(found))
+    if MARK not in html:
+        fail(f"{path} does not hold the payload at all: the check would prove nothing")
+    print(f"ok: {path}: no link, image, heading or raw HTML of the payload")
+
+
+def check_dom(path):
+    dom = open(path, encoding="utf-8").read()
+    title = re.search(r"<title>(.*?)</title>", dom, re.S)
+    if title and MARK in title.group(1):
+        fail(f"{path}: a script of the payload ran: the title is {title.group(1)!r}")
+    for pattern, what in [(r"<img\s[^>]*src=\"x\"", "an <img> element"), (r"<svg\s[^>]*onload", "an <svg> element"),
+                          (r"<b\s+data-x=", "a <b> element"), (r"<script>document\.title", "a <script> element")]:
+        if re.search(pattern, dom):
+            fail(f"{path}: the payload made {what}")
+    if MARK not in dom:
+        fail(f"{path} does not hold the payload at all: the check would prove nothing")
+    print(f"ok: {path}: the title is {title.group(1).strip()[:60]!r}; no script ran, no element of the payload")
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "make":
+        make(sys.argv[2], sys.argv[3])
+    elif cmd == "xml":
+        check_xml(sys.argv[2])
+    elif cmd == "term":
+        check_term(sys.argv[2])
+    elif cmd == "md-html":
+        check_md_html(sys.argv[2])
+    elif cmd == "dom":
+        check_dom(sys.argv[2])
+    else:
+        fail("unknown command " + cmd)
