@@ -37,10 +37,13 @@ void register_command(Command c) { registry()[c.name] = std::move(c); }
 const std::map<std::string, Command>& commands() { return registry(); }
 
 int main(int argc, char** argv) {
-  // A write beyond the file size limit (ulimit -f) fails with EFBIG, named, instead of
-  // killing ipcheck with its results unwritten.
-  ::signal(SIGXFSZ, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
+  // A write beyond the file size limit (ulimit -f) fails with EFBIG, named, instead of
+  // killing ipcheck with its results unwritten. Not in a role (`role`, `fuzz-role`): there
+  // SIGXFSZ keeps its default, so a driver's file that outgrows the limit stops the role
+  // and the runner names the limit (error), instead of the driver failing with EFBIG (fail).
+  const bool role = !args.empty() && (args[0] == "role" || args[0] == "fuzz-role");
+  if (!role) ::signal(SIGXFSZ, SIG_IGN);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     if (args.size() >= 2) {
       auto it = registry().find(args[1]);

@@ -14,6 +14,7 @@ import json
 import re
 import sys
 import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
 
 MARK = "PWNED"
 # Each piece attacks one output: HTML (script, event handler, element), Markdown (link,
@@ -93,39 +94,84 @@ def check_term(path):
     print(f"ok: {path}: {len(data)} bytes, no control byte but newline and tab")
 
 
-def check_md_html(path):
-    html = open(path, encoding="utf-8").read()
+class Elements(HTMLParser):
+    """Every element a real HTML parser sees, with its attributes, and the text of each
+    <script> and <title>: text that only looks like a tag (escaped, or inside an attribute
+    value) is no element here."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags = []
+        self.scripts = []
+        self.title = ""
+        self._in = None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        self._in = tag if tag in ("script", "title") else None
+
+    def handle_endtag(self, tag):
+        self._in = None
+
+    def handle_data(self, data):
+        if self._in == "script":
+            self.scripts.append(data)
+        elif self._in == "title":
+            self.title += data
+
+
+def elements(path):
+    p = Elements()
+    p.feed(open(path, encoding="utf-8").read())
+    p.close()
+    return p
+
+
+def payload_elements(p):
+    """The elements the payload would have made, were it live."""
     found = []
-    for pattern, what in [(r"<a\s[^>]*href=\"[^\"]*(javascript:|evil\.example)", "a live link"),
-                          (r"<img\s", "an image"),
-                          (r"<script", "raw HTML <script>"),
-                          (r"<svg", "raw HTML <svg>"),
-                          (r"<b\s+data-x", "raw HTML <b>"),
-                          (r"<!-- comment", "a raw HTML comment"),
-                          (r"<h1>\s*" + MARK, "a heading"),
-                          (r"<h[1-6][^>]*>[^<]*" + MARK + "-heading", "a heading")]:
-        m = re.search(pattern, html)
-        if m:
-            found.append(f"{what}: ...{html[max(0, m.start() - 60):m.end() + 40]!r}")
+    for tag, attrs in p.tags:
+        values = " ".join(v or "" for v in attrs.values())
+        if tag == "img" and (attrs.get("src") == "x" or "evil.example" in values):
+            found.append(f"<img {attrs}>")
+        if tag == "svg" and "onload" in attrs:
+            found.append(f"<svg {attrs}>")
+        if tag == "b" and "data-x" in attrs:
+            found.append(f"<b {attrs}>")
+        if tag == "a" and ("javascript:" in attrs.get("href", "") or "evil.example" in attrs.get("href", "")):
+            found.append(f"<a {attrs}>")
+        if any(k.startswith("on") for k in attrs) and MARK in values:
+            found.append(f"<{tag}> with an event handler {attrs}")
+    found += [f"<script> {s[:60]!r}" for s in p.scripts if MARK in s]
+    return found
+
+
+def check_md_html(path):
+    p = elements(path)
+    found = payload_elements(p)
+    html = open(path, encoding="utf-8").read()
+    if "<!-- comment" in html:
+        found.append("a raw HTML comment")
+    if re.search(r"<h[1-6][^>]*>[^<]*" + MARK + "-heading", html):
+        found.append("a heading")
     if found:
         fail(f"{path}: the payload is live Markdown:\n  " + "\n  ".join(found))
     if MARK not in html:
         fail(f"{path} does not hold the payload at all: the check would prove nothing")
-    print(f"ok: {path}: no link, image, heading or raw HTML of the payload")
+    print(f"ok: {path}: {len(p.tags)} elements; no link, image, heading or raw HTML of the payload")
 
 
 def check_dom(path):
-    dom = open(path, encoding="utf-8").read()
-    title = re.search(r"<title>(.*?)</title>", dom, re.S)
-    if title and MARK in title.group(1):
-        fail(f"{path}: a script of the payload ran: the title is {title.group(1)!r}")
-    for pattern, what in [(r"<img\s[^>]*src=\"x\"", "an <img> element"), (r"<svg\s[^>]*onload", "an <svg> element"),
-                          (r"<b\s+data-x=", "a <b> element"), (r"<script>document\.title", "a <script> element")]:
-        if re.search(pattern, dom):
-            fail(f"{path}: the payload made {what}")
-    if MARK not in dom:
+    p = elements(path)
+    if MARK in p.title:
+        fail(f"{path}: a script of the payload ran: the title is {p.title!r}")
+    found = payload_elements(p)
+    if found:
+        fail(f"{path}: the payload made elements:\n  " + "\n  ".join(found[:10]))
+    if MARK not in open(path, encoding="utf-8").read():
         fail(f"{path} does not hold the payload at all: the check would prove nothing")
-    print(f"ok: {path}: the title is {title.group(1).strip()[:60]!r}; no script ran, no element of the payload")
+    print(f"ok: {path}: {len(p.tags)} elements, the title is {p.title.strip()[:60]!r}; no script of the payload "
+          "ran, no element of it was made")
 
 
 if __name__ == "__main__":

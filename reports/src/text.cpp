@@ -1,5 +1,7 @@
 #include "text.hpp"
 
+#include "ipcheck/reports/render.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
