@@ -51,10 +51,16 @@ def make(good, out):
     with open(good, encoding="utf-8") as f:
         doc = json.load(f)
     doc = hostile(doc)
-    # Hostile keys too: observations are a map of names to values.
+    # Hostile keys too (observations are a map of names to values), and text where the
+    # schema keeps numbers but the reader keeps any JSON (the audit's descriptor counts).
     for c in doc.get("cases", []):
         if isinstance(c.get("observations"), dict):
             c["observations"]["key" + PAYLOAD] = "value" + PAYLOAD
+        roles = c.get("audit", {}).get("roles") if isinstance(c.get("audit"), dict) else None
+        for a in (roles or {}).values():
+            if isinstance(a, dict):
+                a["fds_before"] = PAYLOAD
+                a["fds_after"] = [PAYLOAD]
     with open(out, "w", encoding="utf-8") as f:
         json.dump(doc, f, ensure_ascii=True, indent=1)
 
@@ -103,7 +109,7 @@ class Elements(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.tags = []
         self.scripts = []
-        self.title = ""
+        self.titles = []
         self._in = None
 
     def handle_starttag(self, tag, attrs):
@@ -117,7 +123,7 @@ class Elements(HTMLParser):
         if self._in == "script":
             self.scripts.append(data)
         elif self._in == "title":
-            self.title += data
+            self.titles.append(data)
 
 
 def elements(path):
@@ -138,7 +144,9 @@ def payload_elements(p):
             found.append(f"<svg {attrs}>")
         if tag == "b" and "data-x" in attrs:
             found.append(f"<b {attrs}>")
-        if tag == "a" and ("javascript:" in attrs.get("href", "") or "evil.example" in attrs.get("href", "")):
+        href = attrs.get("href") or ""
+        # A link within the page (#case-<id>) may hold the payload as its fragment's text.
+        if tag == "a" and not href.startswith("#") and ("javascript:" in href or "evil.example" in href):
             found.append(f"<a {attrs}>")
         if any(k.startswith("on") for k in attrs) and MARK in values:
             found.append(f"<{tag}> with an event handler {attrs}")
@@ -152,7 +160,7 @@ def check_md_html(path):
     html = open(path, encoding="utf-8").read()
     if "<!-- comment" in html:
         found.append("a raw HTML comment")
-    if re.search(r"<h[1-6][^>]*>[^<]*" + MARK + "-heading", html):
+    if re.search(r"<h[1-6][^>]*>\s*" + MARK + "-heading", html):  # a line of the payload became a heading
         found.append("a heading")
     if found:
         fail(f"{path}: the payload is live Markdown:\n  " + "\n  ".join(found))
@@ -163,15 +171,19 @@ def check_md_html(path):
 
 def check_dom(path):
     p = elements(path)
-    if MARK in p.title:
-        fail(f"{path}: a script of the payload ran: the title is {p.title!r}")
+    # The payload's scripts set the title to exactly PWNED-script, -img or -svg; the
+    # page's own titles hold the payload only as text, around ipcheck's words.
+    ran = [t for t in p.titles if re.fullmatch(MARK + r"-\w+", t.strip())]
+    if ran:
+        fail(f"{path}: a script of the payload ran: the title is {ran[0]!r}")
     found = payload_elements(p)
     if found:
         fail(f"{path}: the payload made elements:\n  " + "\n  ".join(found[:10]))
     if MARK not in open(path, encoding="utf-8").read():
         fail(f"{path} does not hold the payload at all: the check would prove nothing")
-    print(f"ok: {path}: {len(p.tags)} elements, the title is {p.title.strip()[:60]!r}; no script of the payload "
-          "ran, no element of it was made")
+    title = p.titles[0].strip() if p.titles else ""
+    print(f"ok: {path}: {len(p.tags)} elements, the title starts {title[:40]!r}; no script of the payload ran, "
+          "no element of it was made")
 
 
 if __name__ == "__main__":
