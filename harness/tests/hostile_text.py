@@ -56,8 +56,11 @@ def make(good, out):
     for c in doc.get("cases", []):
         if isinstance(c.get("observations"), dict):
             c["observations"]["key" + PAYLOAD] = "value" + PAYLOAD
-        roles = c.get("audit", {}).get("roles") if isinstance(c.get("audit"), dict) else None
-        for a in (roles or {}).values():
+        audit = c.get("audit") if isinstance(c.get("audit"), dict) else {}
+        roles = audit.get("roles") if isinstance(audit.get("roles"), dict) else {}
+        # Keyed by role name, which now ends with the payload like every other text.
+        audit["roles"] = {k + PAYLOAD: v for k, v in roles.items()}
+        for a in audit["roles"].values():
             if isinstance(a, dict):
                 a["fds_before"] = PAYLOAD
                 a["fds_after"] = [PAYLOAD]
