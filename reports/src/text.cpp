@@ -170,8 +170,12 @@ std::string md(std::string_view raw) {
     // Underscores inside a word (event_wait) are plain text in CommonMark; at its edges they emphasise.
     const bool edge_underscore = c == '_' && !(i > 0 && word(i - 1) && word(i + 1));
     // Backslash before what Markdown acts on inline: code, emphasis, tables, raw HTML and
-    // autolinks (<), links and images ([, ], !), entities (&), strikethrough (~).
-    if (std::string_view("\\`*|<>[]!&~").find(c) != std::string_view::npos || edge_underscore) out += '\\';
+    // autolinks (<), links and images ([, ], !), entities (&), strikethrough (~); and, first
+    // in the text, what would start a block where the text starts a line (a quote >, a heading #).
+    const bool first = out.find_first_not_of(' ') == std::string::npos;
+    if (std::string_view("\\`*|<[]!&~").find(c) != std::string_view::npos || edge_underscore ||
+        (first && (c == '>' || c == '#')))
+      out += '\\';
     out += c;
   }
   return out;
