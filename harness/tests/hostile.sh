@@ -71,8 +71,12 @@ case "$class" in
     "$ipcheck" report render "$good" --format md -o disk/report.md || fail "rendering on an empty tmpfs failed"
     "$ipcheck" run --adapter ref --filter memory.open.repeat --exact --audit proc --quiet --out disk/run >/dev/null ||
       fail "a run on an empty tmpfs failed"
+    campaign="$(cd "$(dirname "$self")/../.." && pwd)/reports/findings/cuda-580.159.04/campaign-2026-11-23.json"
+    "$ipcheck" fuzz --export-c confused_deputy-bytes_24 --results "$campaign" -o disk/program.c >/dev/null ||
+      fail "fuzz --export-c on an empty tmpfs failed"
     cp disk/report.md report.md.good
     cp disk/run/results.json results.json.good
+    cp disk/program.c program.c.good
     dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null  # until the disk is full
     expect 2 "cannot write 'disk/report.md': writing: No space left on device; free some space" -- \
       "$ipcheck" report render "$good" --format html -o disk/report.md
@@ -83,6 +87,9 @@ case "$class" in
     expect 2 "cannot write 'disk/run/results.json'.*No space left on device" -- \
       "$ipcheck" run --adapter ref --filter memory.open.repeat --exact --audit proc --quiet --out disk/run
     same disk/run/results.json results.json.good
+    expect 2 "cannot write 'disk/program.c'.*No space left on device" -- \
+      "$ipcheck" fuzz --export-c confused_deputy-bytes_24 --results "$campaign" -o disk/program.c
+    same disk/program.c program.c.good
     no_temp disk
     no_temp disk/run
     ;;
