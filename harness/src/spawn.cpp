@@ -92,15 +92,19 @@ struct Privileges {
 };
 
 Privileges role_privileges(const SpawnSpec& spec) {
-  Privileges p;
-  if (!spec.role) return p;
-  p.reduce = true;
-  p.keep = role_capabilities();
-  p.last_cap = 63;
-  std::ifstream in("/proc/sys/kernel/cap_last_cap");
-  int n = 0;
-  if (in >> n && n >= 0 && n < 64) p.last_cap = n;
-  return p;
+  // Read once per process: the kernel's highest capability and Yama's scope do not change
+  // under a run (a thread-safe static: the runner starts roles from worker threads).
+  static const Privileges kRole = [] {
+    Privileges p;
+    p.reduce = true;
+    p.keep = role_capabilities();
+    p.last_cap = 63;
+    std::ifstream in("/proc/sys/kernel/cap_last_cap");
+    int n = 0;
+    if (in >> n && n >= 0 && n < 64) p.last_cap = n;
+    return p;
+  }();
+  return spec.role ? kRole : Privileges{};
 }
 
 // In the child: no_new_privs, every capability not kept out of the bounding set, the
