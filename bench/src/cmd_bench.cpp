@@ -11,9 +11,13 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -25,6 +29,7 @@
 #include "ipcheck/channel.hpp"
 #include "ipcheck/cli.hpp"
 #include "ipcheck/install_layout.hpp"
+#include "ipcheck/reports/files.hpp"
 #include "ipcheck/reports/report_set.hpp"
 #include "ipcheck/runner.hpp"
 #include "ipcheck/spawn.hpp"
@@ -62,15 +67,20 @@ std::string last_line_of_file(const std::string& path) {
 // A bench program started by the supervisor (harness/src/spawn.cpp): fork + exec in its own
 // process group, its output in a log file, descriptor 3 the given socket (if any). Killed
 // with its group if it outlives its RoleProcess; wait_for kills it past its limit.
+// `role`: the program is a role (least privilege, SpawnSpec::role); false for a whole
+// ipcheck run or fuzz campaign, which starts its own roles that way.
 RoleProcess start_program(const std::string& exe, const std::vector<std::string>& args, const std::string& log,
-                          int channel = -1) {
+                          int channel = -1, bool role = true) {
   SpawnSpec spec;
   spec.executable = exe;
   spec.args = args;
   spec.output_file = log;
   spec.channel_fd = channel;
+  spec.role = role;
   return RoleProcess::spawn(spec);
 }
+
+std::atomic<bool> g_interrupted{false};
 
 struct Settings {
   std::string adapter;
@@ -89,7 +99,57 @@ struct Settings {
   double fuzz_time = 5;
   int fuzz_jobs = 1;
   double timeout_s = 1200;
+  // The private temporary folder (mode 0700, made by mkdtemp inside `out`) where the bench
+  // programs write their raw Google Benchmark files and logs; every file in it is moved
+  // into `out` through the atomic writer at the end (PrivateFolder).
+  std::string work;
 };
+
+// Where a bench program writes `name` (the private folder), and where it ends up.
+std::string work_file(const Settings& s, const std::string& name) { return (fs::path(s.work) / name).string(); }
+std::string out_file(const Settings& s, const std::string& name) { return (fs::path(s.out) / name).string(); }
+
+bool interrupted() { return g_interrupted.load(); }
+std::chrono::milliseconds limit_of(double seconds) { return std::chrono::milliseconds(static_cast<long long>(seconds * 1000)); }
+
+// The private folder of one bench: made before the first program starts, so nothing planted
+// in --out (a link, a FIFO, a file of someone else's) is written through, truncated or
+// waited on; moved into --out file by file through reports::write_file_atomic (a full disk
+// keeps the previous file whole) and removed on every path out.
+class PrivateFolder {
+ public:
+  explicit PrivateFolder(const std::string& out) {
+    std::string templ = (fs::path(out) / ".bench-XXXXXX").string();
+    if (!::mkdtemp(templ.data()))
+      throw reports::FileError("cannot make a private folder in '" + out + "': " + std::strerror(errno) +
+                               "; choose a folder you can write to");
+    path_ = templ;
+  }
+  ~PrivateFolder() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  PrivateFolder(const PrivateFolder&) = delete;
+  PrivateFolder& operator=(const PrivateFolder&) = delete;
+  const std::string& path() const { return path_; }
+  // Every regular file of the folder into `out`, atomically; the paths written.
+  std::vector<std::string> move_into(const std::string& out) const {
+    std::vector<std::string> names, written;
+    for (const auto& e : fs::directory_iterator(path_))
+      if (e.is_regular_file() && !e.is_symlink()) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) {
+      const std::string from = (fs::path(path_) / n).string(), to = (fs::path(out) / n).string();
+      reports::write_file_atomic(to, reports::read_regular_file(from, "bench output", reports::kMaxResultsBytes));
+      written.push_back(to);
+    }
+    return written;
+  }
+
+ private:
+  std::string path_;
+};
+
 
 // What the steps found, gathered into the bench section.
 struct Gathered {
@@ -121,14 +181,14 @@ std::vector<std::string> google_benchmark_flags(const Settings& s, const std::st
 bool take_google_benchmark(Gathered& g, const std::string& program, const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    g.errors.push_back(program + ": no output at " + path);
+    g.errors.push_back(program + ": it wrote no " + fs::path(path).filename().string());
     return false;
   }
   json doc;
   try {
     doc = json::parse(in);
   } catch (const std::exception& e) {
-    g.errors.push_back(program + ": " + path + " is not JSON: " + e.what());
+    g.errors.push_back(program + ": its " + fs::path(path).filename().string() + " is not JSON: " + e.what());
     return false;
   }
   auto s = series_from_google_benchmark(doc, program, g.errors);
@@ -173,7 +233,7 @@ void run_ipc(const Settings& s, Gathered& g) {
   }
   std::vector<std::string> common{"--adapter", s.adapter, "--transport", s.transport};
   for (const auto& [k, v] : s.adapter_options) common.insert(common.end(), {"--adapter-opt", k + "=" + v});
-  const std::string raw = (fs::path(s.out) / "ipc.json").string();
+  const std::string raw = work_file(s, "ipc.json");
   std::vector<std::string> consumer_args{"--role", "consumer"};
   consumer_args.insert(consumer_args.end(), common.begin(), common.end());
   for (auto& f : google_benchmark_flags(s, raw, s.min_time)) consumer_args.push_back(f);
@@ -184,17 +244,18 @@ void run_ipc(const Settings& s, Gathered& g) {
               s.repetitions, s.out.c_str());
   std::fflush(stdout);
   auto [producer_end, consumer_end] = make_channel_pair();
-  const std::string plog = (fs::path(s.out) / "ipc-producer.log").string();
-  const std::string clog = (fs::path(s.out) / "ipc-consumer.log").string();
+  const std::string plog = work_file(s, "ipc-producer.log");
+  const std::string clog = work_file(s, "ipc-consumer.log");
   RoleProcess producer = start_program(exe, producer_args, plog, producer_end.get());
   RoleProcess consumer = start_program(exe, consumer_args, clog, consumer_end.get());
   producer_end.reset();
   consumer_end.reset();
-  const auto done = consumer.wait_for(std::chrono::milliseconds(static_cast<long long>(s.timeout_s * 1000)));
-  const auto pdone = producer.wait_for(std::chrono::seconds(10));
+  const auto done = consumer.wait_for(limit_of(s.timeout_s), &g_interrupted);
+  const auto pdone = producer.wait_for(std::chrono::seconds(10), &g_interrupted);
+  if (interrupted()) return;
   if (!done) {
     g.errors.push_back("ipc: the consumer ran past " + std::to_string(static_cast<int>(s.timeout_s)) +
-                       " s and was killed; see " + clog);
+                       " s and was killed; see " + out_file(s, "ipc-consumer.log"));
     return;
   }
   if (done->exited && done->code == kSkipped) {
@@ -217,15 +278,16 @@ void run_harness(const Settings& s, Gathered& g) {
     g.errors.push_back("harness: " + why);
     return;
   }
-  const std::string raw = (fs::path(s.out) / "harness.json").string();
-  const std::string log = (fs::path(s.out) / "harness.log").string();
+  const std::string raw = work_file(s, "harness.json");
+  const std::string log = work_file(s, "harness.log");
   std::vector<std::string> args{"--ipcheck", self_executable(), "--peer", peer};
   for (auto& f : google_benchmark_flags(s, raw, s.brief ? s.min_time : std::max(s.min_time, 0.2))) args.push_back(f);
   std::printf("harness: a two-role case against fork + exec + handshake, %d repetitions (log: %s)\n", s.repetitions,
-              log.c_str());
+              out_file(s, "harness.log").c_str());
   std::fflush(stdout);
-  RoleProcess c = start_program(exe, args, log);
-  const auto st = c.wait_for(std::chrono::milliseconds(static_cast<long long>(s.timeout_s * 1000)));
+  RoleProcess c = start_program(exe, args, log, -1, false);
+  const auto st = c.wait_for(limit_of(s.timeout_s), &g_interrupted);
+  if (interrupted()) return;
   if (!st || !st->exited || st->code != 0) {
     g.errors.push_back("harness: ipcheck-bench-harness ended with " + (st ? st->describe() : std::string("a timeout")) +
                        ": " + last_line_of_file(log));
@@ -274,9 +336,9 @@ void run_catalog(const Settings& s, Gathered& g) {
   wall.label.note = "ipcheck run --adapter " + s.adapter + " -j " + std::to_string(s.catalog_jobs) +
                     ", wall time from start to exit";
   if (s.adapter == "ref" && s.catalog_filters.empty() && s.catalog_jobs == 2) wall.label.target = 20;
-  for (int i = 0; i < s.catalog_runs; ++i) {
-    const std::string dir = (fs::path(s.out) / ("catalog-" + std::to_string(i))).string();
-    const std::string log = dir + ".log";
+  for (int i = 0; i < s.catalog_runs && !interrupted(); ++i) {
+    const std::string dir = out_file(s, "catalog-" + std::to_string(i));
+    const std::string log = work_file(s, "catalog-" + std::to_string(i) + ".log");
     std::vector<std::string> args{"run", "--adapter", s.adapter, "-j", std::to_string(s.catalog_jobs), "--quiet",
                                   "--out", dir, "--transport", s.transport};
     for (const auto& [k, v] : s.adapter_options) args.insert(args.end(), {"--adapter-opt", k + "=" + v});
@@ -285,9 +347,10 @@ void run_catalog(const Settings& s, Gathered& g) {
                 s.catalog_jobs, s.catalog_filters.empty() ? "" : " (filtered)");
     std::fflush(stdout);
     const auto t0 = Clock::now();
-    RoleProcess c = start_program(self_executable(), args, log);
-    const auto st = c.wait_for(std::chrono::milliseconds(static_cast<long long>(s.timeout_s * 1000)));
+    RoleProcess c = start_program(self_executable(), args, log, -1, false);
+    const auto st = c.wait_for(limit_of(s.timeout_s), &g_interrupted);
     const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (interrupted()) break;  // a cut-short run's time is no sample
     if (!st || !st->exited || st->code > 1) {
       g.errors.push_back("catalog: ipcheck run ended with " + (st ? st->describe() : std::string("a timeout")) + ": " +
                          last_line_of_file(log));
@@ -329,16 +392,17 @@ void run_fuzz(const Settings& s, Gathered& g) {
   Series total = series("fuzz_exec_per_s", "executions over fuzzing time, all " + jobs + " worker(s)");
   if (s.adapter == "ref" && s.fuzz_jobs == 1) per.label.target = 20000;
   json recovery = json::array();
-  for (int i = 0; i < s.fuzz_runs; ++i) {
-    const std::string dir = (fs::path(s.out) / ("fuzz-" + std::to_string(i))).string();
-    const std::string log = dir + ".log";
+  for (int i = 0; i < s.fuzz_runs && !interrupted(); ++i) {
+    const std::string dir = out_file(s, "fuzz-" + std::to_string(i));
+    const std::string log = work_file(s, "fuzz-" + std::to_string(i) + ".log");
     std::vector<std::string> args{"fuzz", "--adapter", s.adapter, "-j", jobs, "--time", secs.str(), "--quiet",
                                   "--seed", std::to_string(i + 1), "--out", dir, "--transport", s.transport};
     for (const auto& [k, v] : s.adapter_options) args.insert(args.end(), {"--adapter-opt", k + "=" + v});
     std::printf("fuzz: run %d of %d: %s\n", i + 1, s.fuzz_runs, command.c_str());
     std::fflush(stdout);
-    RoleProcess c = start_program(self_executable(), args, log);
-    const auto st = c.wait_for(std::chrono::milliseconds(static_cast<long long>(s.fuzz_time * 1000 + 120'000)));
+    RoleProcess c = start_program(self_executable(), args, log, -1, false);
+    const auto st = c.wait_for(limit_of(s.fuzz_time + 120), &g_interrupted);
+    if (interrupted()) break;  // a cut-short campaign's rate is no sample
     const json r = read_json(dir + "/results.json");
     const json f = r.is_object() ? r.value("fuzz", json()) : json();
     if (!st || !f.is_object() || !f.contains("exec_per_s_per_worker") || !f["exec_per_s_per_worker"].is_number() ||
@@ -484,12 +548,15 @@ json measure_parts(const Settings& s, const AdapterProbe& probe, const std::vect
     std::fflush(stdout);
     try {
       if (wants(s, "ipc")) run_ipc(s, g);
-      if (wants(s, "harness")) run_harness(s, g);
-      run_catalog(s, g);
-      run_fuzz(s, g);
+      if (wants(s, "harness") && !interrupted()) run_harness(s, g);
+      if (!interrupted()) run_catalog(s, g);
+      if (!interrupted()) run_fuzz(s, g);
     } catch (const std::exception& e) {
       g.errors.push_back(e.what());
     }
+    if (interrupted())
+      g.errors.push_back("the bench was interrupted by a signal: the figures measured so far are kept; the "
+                         "benchmark, run or campaign it cut short and the parts after it are missing");
     canonical_order(g.series);
     section["benchmarks"] = summarize(g.series, g.errors);
     section["floors"] = g.floors;
@@ -561,6 +628,12 @@ int bench(const std::vector<std::string>& args) {
     cli::prepare_output_option("--out", s.out);
     const std::string results_path = o.get("--results");
     reports::Results results = bench_results_to_merge(results_path);
+    // As `ipcheck run`: SIGINT, SIGTERM and SIGHUP end the bench with what it measured so
+    // far written; the program running gets SIGTERM (then SIGKILL), every child is reaped.
+    cli::install_interrupt_handlers(&g_interrupted);
+    become_subreaper();
+    const PrivateFolder work(s.out);
+    s.work = work.path();
 
     const auto t0 = Clock::now();
     const std::string start = iso_now();
@@ -572,12 +645,14 @@ int bench(const std::vector<std::string>& args) {
     section["context"] = bench_context(s, start, t0, load_before, load_after, g);
     if (results_path.empty()) stamp_bench_run(results, s, probe, start, t0);
     results.bench = section;
-    std::vector<std::string> written;
-    if (!results_path.empty()) written = write_merged_results(results_path, results);
+    reap_orphans();
+    std::vector<std::string> written = work.move_into(s.out);
+    if (!results_path.empty())
+      for (const auto& p : write_merged_results(results_path, results)) written.push_back(p);
     for (const auto& p : reports::write_report_set(s.out, results)) written.push_back(p);
 
     print_bench_end(section, g, probe.available, load_before, load_after, written);
-    if (probe.broken) return kFailed;
+    if (probe.broken || interrupted()) return kFailed;
     if (!probe.available) return skip_code ? *skip_code : kOk;
     return g.errors.empty() ? kOk : kFailed;
   });

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "campaign_impl.hpp"
+#include "ipcheck/reports/render.hpp"
 
 namespace ipcheck::fuzz::campaign_detail {
 
@@ -252,7 +253,8 @@ void Campaign::load_corpus() {
       (void)symbolic_from_json(j.at("input"));  // well-formed
       corpus_seeds_.push_back(j.at("input"));
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "fuzz: corpus file %s skipped: %s\n", p.c_str(), e.what());
+      std::fprintf(stderr, "fuzz: corpus file %s skipped: %s\n", reports::terminal_text(p.string()).c_str(),
+                   reports::terminal_text(e.what()).c_str());
     }
   }
 }

@@ -18,6 +18,7 @@
 #include "export_c.hpp"
 #include "targets.hpp"
 #include "ipcheck/run_record.hpp"
+#include "ipcheck/reports/render.hpp"
 
 namespace ipcheck::fuzz {
 namespace {
@@ -44,16 +45,18 @@ int replay(const cli::Options& o, const CampaignOptions& base) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  std::printf("replay %s%s\n", file.c_str(), r.expected.empty() ? "" : (" (found as " + r.expected + ")").c_str());
+  // A reproducer and the driver's answers are shown, never sent to the terminal as they are.
+  const auto t = [](const std::string& s) { return reports::terminal_text(s); };
+  std::printf("replay %s%s\n", t(file).c_str(), r.expected.empty() ? "" : t(" (found as " + r.expected + ")").c_str());
   if (!r.ran) {
-    std::fprintf(stderr, "ipcheck fuzz: cannot replay: %s\n", r.reason.c_str());
+    std::fprintf(stderr, "ipcheck fuzz: cannot replay: %s\n", t(r.reason).c_str());
     return kFailed;
   }
-  std::printf("input    %s\n", r.input.c_str());
-  std::printf("result   %s%s%s\n", r.verdict.c_str(), r.detail.empty() ? "" : ": ", r.detail.c_str());
+  std::printf("input    %s\n", t(r.input).c_str());
+  std::printf("result   %s%s%s\n", t(r.verdict).c_str(), r.detail.empty() ? "" : ": ", t(r.detail).c_str());
   if (r.outcome.is_object() && r.outcome.value("errc", "") != "" && r.outcome.value("errc", "") != "success")
-    std::printf("outcome  %s (%s): %s\n", r.outcome.value("errc", "").c_str(), r.outcome.value("native_name", "").c_str(),
-                r.outcome.value("message", "").c_str());
+    std::printf("outcome  %s (%s): %s\n", t(r.outcome.value("errc", "")).c_str(),
+                t(r.outcome.value("native_name", "")).c_str(), t(r.outcome.value("message", "")).c_str());
   const auto v = parse_verdict(r.verdict);
   const bool finding = v && is_finding(*v);
   if (finding)
@@ -198,18 +201,19 @@ void merge_fuzz_section(const std::string& results_path, reports::Results& merge
 void print_fuzz_summary(const std::string& adapter, const std::string& out, const json& f) {
   const std::string status = f.value("status", "");
   const auto& findings = f.at("findings");
+  const auto t = [](const std::string& s) { return reports::terminal_text(s); };
   std::printf("fuzz %s (%s %s, layout %s): %s executions in %.1f s (%.0f/s, %.0f/s per worker); %zu finding%s%s\n",
-              adapter.c_str(), f["driver"].value("name", "").c_str(), f["driver"].value("version", "").c_str(),
+              adapter.c_str(), t(f["driver"].value("name", "")).c_str(), t(f["driver"].value("version", "")).c_str(),
               f["handle_layout"].value("name", "?").c_str(), grouped(f.value("executions", 0ull)).c_str(),
               f.value("duration_s", 0.0), f.value("exec_per_s", 0.0), f.value("exec_per_s_per_worker", 0.0),
               findings.size(), findings.size() == 1 ? "" : "s",
-              status == "completed" ? "" : (" [" + status + ": " + f.value("reason", "") + "]").c_str());
+              status == "completed" ? "" : t(" [" + status + ": " + f.value("reason", "") + "]").c_str());
   std::string hist;
   for (const auto& [k, v] : f.at("outcomes").items()) hist += (hist.empty() ? "" : ", ") + k + " " + grouped(v.get<std::uint64_t>());
   if (!hist.empty()) std::printf("outcomes: %s\n", hist.c_str());
   for (const auto& x : findings) {
-    std::printf("finding %s: %s\n", x.value("id", "").c_str(), x.value("detail", "").c_str());
-    if (!x.value("mutation", std::string()).empty()) std::printf("  input   %s\n", x.value("mutation", "").c_str());
+    std::printf("finding %s: %s\n", t(x.value("id", "")).c_str(), t(x.value("detail", "")).c_str());
+    if (!x.value("mutation", std::string()).empty()) std::printf("  input   %s\n", t(x.value("mutation", "")).c_str());
     if (x["reproducer"].is_string())
       std::printf("  replay  ipcheck fuzz --replay %s\n",
                   (std::filesystem::path(out) / x["reproducer"].get<std::string>()).c_str());
@@ -224,11 +228,11 @@ int finish_fuzz(const std::string& adapter, const std::string& out, const json& 
   };
   const std::string status = f.value("status", "");
   if (status == "skipped") {
-    std::printf("fuzz %s: skipped: %s\n", adapter.c_str(), f.value("reason", "").c_str());
+    std::printf("fuzz %s: skipped: %s\n", adapter.c_str(), reports::terminal_text(f.value("reason", "")).c_str());
     return skip_code ? *skip_code : kOk;
   }
   if (status == "aborted") {
-    std::fprintf(stderr, "fuzz %s: aborted: %s\n", adapter.c_str(), f.value("reason", "").c_str());
+    std::fprintf(stderr, "fuzz %s: aborted: %s\n", adapter.c_str(), reports::terminal_text(f.value("reason", "")).c_str());
     print_written();
     return kFailed;
   }

@@ -19,6 +19,7 @@
 #include "ipcheck/fuzz/layout.hpp"
 #include "ipcheck/fuzz/oracle.hpp"
 #include "ipcheck/fuzz/symbolic.hpp"
+#include "ipcheck/reports/files.hpp"
 #include "ipcheck_version.h"
 #include "protocol.hpp"
 #include "targets.hpp"
@@ -518,11 +519,9 @@ std::string program_text(const ReproProgram& p) {
          finding_data(p) + kReproBody;
 }
 
-void write_program(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
+// Through the one atomic writer (reports/src/files.cpp): a planted link or FIFO at `path`
+// is replaced, never followed or waited on, and a full disk leaves the old file whole.
+void write_program(const std::string& path, const std::string& text) { reports::write_file_atomic(path, text); }
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ipcheck/reports/files.hpp"
+#include "ipcheck/reports/render.hpp"
 #include "ipcheck_version.h"
 
 namespace ipcheck::cli {
@@ -36,10 +37,13 @@ void register_command(Command c) { registry()[c.name] = std::move(c); }
 const std::map<std::string, Command>& commands() { return registry(); }
 
 int main(int argc, char** argv) {
-  // A write beyond the file size limit (ulimit -f) fails with EFBIG, named, instead of
-  // killing ipcheck with its results unwritten.
-  ::signal(SIGXFSZ, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
+  // A write beyond the file size limit (ulimit -f) fails with EFBIG, named, instead of
+  // killing ipcheck with its results unwritten. Not in a role (`role`, `fuzz-role`): there
+  // SIGXFSZ keeps its default, so a driver's file that outgrows the limit stops the role
+  // and the runner names the limit (error), instead of the driver failing with EFBIG (fail).
+  const bool role = !args.empty() && (args[0] == "role" || args[0] == "fuzz-role");
+  if (!role) ::signal(SIGXFSZ, SIG_IGN);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     if (args.size() >= 2) {
       auto it = registry().find(args[1]);
@@ -64,16 +68,17 @@ int run_command(const std::string& name, const std::function<int()>& body) {
   try {
     return body();
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "ipcheck %s: %s\nrun 'ipcheck %s --help' for usage\n", name.c_str(), e.what(), name.c_str());
+    std::fprintf(stderr, "ipcheck %s: %s\nrun 'ipcheck %s --help' for usage\n", name.c_str(),
+                 reports::terminal_text(e.what()).c_str(), name.c_str());
     return kUsage;
   } catch (const reports::FileError& e) {
     // An input that cannot be read or an output that cannot be written: named, exit 2.
-    std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), e.what());
+    std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), reports::terminal_text(e.what()).c_str());
     return kUsage;
   } catch (const std::exception& e) {
     // Never an abort: what no other handler expected is ipcheck's own failure, said as such.
     std::fprintf(stderr, "ipcheck %s: internal error: %s; please report it with the command line\n", name.c_str(),
-                 e.what());
+                 reports::terminal_text(e.what()).c_str());
     return kInternal;
   }
 }

@@ -5,6 +5,7 @@
 #include "ipcheck/cli.hpp"
 #include "ipcheck/resources.hpp"
 #include "ipcheck/runner.hpp"
+#include "ipcheck/reports/render.hpp"
 
 namespace ipcheck::cli {
 namespace {
@@ -62,15 +63,17 @@ int info(const std::vector<std::string>& args) {
     for (const auto& x : find_adapter(r.adapter)->profiles) prof += (prof.empty() ? "" : ", ") + x;
     std::printf("profiles   %s\n", prof.c_str());
     if (!p.available) {
-      std::printf("available  no: %s\n", p.reason.c_str());
+      std::printf("available  no: %s\n", reports::terminal_text(p.reason).c_str());
       return kFailed;
     }
-    std::printf("driver     %s %s\n", p.info.driver_name.c_str(), p.info.driver_version.c_str());
+    std::printf("driver     %s %s\n", reports::terminal_text(p.info.driver_name).c_str(),
+                reports::terminal_text(p.info.driver_version).c_str());
     std::printf("transport  %s\n", p.info.transport.c_str());
     for (const auto& d : p.info.devices) {
       std::string aspects;
       for (const auto& [k, v] : d["aspects"].items()) aspects += "  " + k + (v.get<bool>() ? "=yes" : "=no");
-      std::printf("device     %s%s\n", d.value("name", std::string("?")).c_str(), aspects.c_str());
+      std::printf("device     %s%s\n", reports::terminal_text(d.value("name", std::string("?"))).c_str(),
+                  reports::terminal_text(aspects).c_str());
     }
     return kOk;
   });

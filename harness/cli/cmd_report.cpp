@@ -65,13 +65,13 @@ int guarded(const std::string& name, const std::function<int()>& body) {
     try {
       return body();
     } catch (const FileError& e) {
-      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), e.what());
+      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), reports::terminal_text(e.what()).c_str());
       return kUsage;
     } catch (const reports::StoreError& e) {
-      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), e.what());
+      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), reports::terminal_text(e.what()).c_str());
       return kUsage;
     } catch (const reports::MergeError& e) {
-      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), e.what());
+      std::fprintf(stderr, "ipcheck %s: %s\n", name.c_str(), reports::terminal_text(e.what()).c_str());
       return kUsage;
     }
   });
@@ -82,11 +82,17 @@ void add_store_selection(Options& o) {
   o.value("--db", "FILE", "a results store (ipcheck store add) instead of files")
       .value("--adapter", "NAME", "with --db: only runs of this adapter")
       .value("--gpu", "GLOB", "with --db: only runs on these GPU models (device names; a bare word matches anywhere)")
-      .value("--last", "N", "with --db: only the last N runs, in the store's order (driver version, then start)");
+      .value("--last", "N", "with --db: only the last N runs, in the store's order (driver version, then start)")
+      .value("--busy-timeout", "S", "with --db: seconds to wait while another process writes the store", "30");
+}
+
+// --busy-timeout S: how long opening the store waits for another writer's lock.
+double store_busy_timeout(const Options& o) {
+  return o.has("--busy-timeout") ? o.get_double("--busy-timeout", 0, 86400) : reports::Store::kDefaultBusyTimeoutS;
 }
 
 reports::RunFilter store_selection(const Options& o) {
-  for (const char* k : {"--adapter", "--gpu", "--last"})
+  for (const char* k : {"--adapter", "--gpu", "--last", "--busy-timeout"})
     if (o.has(k) && !o.has("--db")) throw UsageError(std::string(k) + " selects runs of a store; give --db FILE too");
   reports::RunFilter f;
   f.adapter = o.get("--adapter");
@@ -167,7 +173,7 @@ int history(const std::vector<std::string>& args) {
     if (o.has("--db")) {
       if (!o.positionals().empty())
         throw UsageError("give results.json files or --db FILE, not both ('" + o.positionals()[0] + "' and --db)");
-      const auto store = reports::Store::open(o.get("--db"), false);
+      const auto store = reports::Store::open(o.get("--db"), false, store_busy_timeout(o));
       for (const auto& r : store.runs(filter)) runs.push_back({r.label, store.load(r.id)});
       if (runs.empty())
         throw FileError(o.get("--db") + ": no run matches" + (filter.adapter.empty() ? "" : " --adapter " + filter.adapter) +
@@ -290,7 +296,7 @@ int first_bad(const std::vector<std::string>& args) {
     if (!o.has("--db")) throw UsageError("first-bad reads a results store; give --db FILE (ipcheck store add fills one)");
     const reports::RunFilter filter = store_selection(o);
     const std::string id = o.positionals()[0];
-    const auto store = reports::Store::open(o.get("--db"), false);
+    const auto store = reports::Store::open(o.get("--db"), false, store_busy_timeout(o));
     auto runs = store.runs(filter);
     const auto rows = store.case_rows(id);
     const std::vector<reports::StoredRun> kept = runs_with_case(o, runs, rows, id);
@@ -324,7 +330,8 @@ int merge(const std::vector<std::string>& args) {
     // The one judge of coverage, over the catalog the inputs were run with.
     mo.coverage = [](reports::Results& r) { verdict::fill_clause_coverage(r, r.clauses); };
     const reports::Merged m = reports::merge_results(inputs, mo);
-    for (const auto& n : m.notes) std::fprintf(stderr, "ipcheck report merge: note: %s\n", n.c_str());
+    for (const auto& n : m.notes)
+      std::fprintf(stderr, "ipcheck report merge: note: %s\n", reports::terminal_text(n).c_str());
     emit(o, reports::to_json(m.results).dump(2) + "\n");
     const auto& s = m.results.summary;
     std::fprintf(stderr, "ipcheck report merge: %zu files, %d cases, %d unexpected%s\n", inputs.size(), s.total,

@@ -10,6 +10,7 @@
 
 #include "ipcheck/cli.hpp"
 #include "ipcheck/expectations.hpp"
+#include "ipcheck/reports/render.hpp"
 #include "ipcheck/reports/report_set.hpp"
 #include "ipcheck/resources.hpp"
 #include "ipcheck/runner.hpp"
@@ -144,7 +145,9 @@ std::function<void(const reports::CaseResult&, std::size_t, std::size_t)> case_p
     if (tty) std::printf("\r\033[K");
     std::printf("[%3zu/%zu] %-10s %s (%.0f ms)\n", done, total, reports::to_string(c.status), c.id.c_str(),
                 c.duration_s * 1000);
-    if (c.status != reports::Status::pass && !c.reason.empty()) std::printf("           %s\n", c.reason.c_str());
+    // A reason can hold a role's or a driver's output: shown, never sent to the terminal.
+    if (c.status != reports::Status::pass && !c.reason.empty())
+      std::printf("           %s\n", reports::terminal_text(c.reason).c_str());
     if (tty && done < total) {
       const int width = 30, filled = static_cast<int>(width * done / total);
       std::printf("[%s%s] %zu/%zu", std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), done,
@@ -161,7 +164,8 @@ void print_run_counts(const RunOptions& r, const reports::Results& results, cons
   for (const auto& [k, v] : s.counts)
     if (v) counts += (counts.empty() ? "" : ", ") + std::to_string(v) + " " + k;
   std::printf("\n%s: %d cases: %s; %.1f s (%s %s)\n", r.adapter.c_str(), s.total, counts.c_str(),
-              results.run.duration_s, results.run.driver_name.c_str(), results.run.driver_version.c_str());
+              results.run.duration_s, reports::terminal_text(results.run.driver_name).c_str(),
+              reports::terminal_text(results.run.driver_version).c_str());
   if (r.expectations_path.size()) {
     std::printf("expectations: %s\n", r.expectations_path.c_str());
     // Lines that matched nothing while a case they name ran: the deviation is gone or changed.
@@ -188,7 +192,8 @@ void print_run_notes(const RunOptions& r, reports::Results& results) {
     if (c.status != reports::Status::flaky || c.attempts.empty()) continue;
     const auto& first = c.attempts.front();
     std::printf("flaky: %s on %s: attempt 1 of %zu was %s: %s\n", c.id.c_str(), r.adapter.c_str(), c.attempts.size(),
-                reports::to_string(first.status), first.reason.empty() ? "(no reason recorded)" : first.reason.c_str());
+                reports::to_string(first.status),
+                first.reason.empty() ? "(no reason recorded)" : reports::terminal_text(first.reason).c_str());
   }
   if (r.shard)
     std::printf("shard %d/%d (from %s): %d of %d selected cases; join the shards with 'ipcheck report merge'\n",
@@ -196,9 +201,9 @@ void print_run_notes(const RunOptions& r, reports::Results& results) {
                 results.run.options["shard"].value("selected", 0));
   // Part of the summary, also under --quiet: why every case skipped (CTest shows it).
   if (const auto& opts = results.run.options; opts.contains("adapter_unavailable"))
-    std::printf("skipped: %s\n", opts["adapter_unavailable"].get<std::string>().c_str());
+    std::printf("skipped: %s\n", reports::terminal_text(opts["adapter_unavailable"].get<std::string>()).c_str());
   if (const auto& opts = results.run.options; opts.contains("harness_error"))
-    std::printf("not run: %s\n", opts["harness_error"].get<std::string>().c_str());
+    std::printf("not run: %s\n", reports::terminal_text(opts["harness_error"].get<std::string>()).c_str());
 }
 
 int run(const std::vector<std::string>& args) {

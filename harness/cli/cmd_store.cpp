@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "ipcheck/cli.hpp"
+#include "ipcheck/reports/render.hpp"
 #include "ipcheck/reports/store.hpp"
 
 namespace ipcheck::cli {
@@ -22,8 +23,12 @@ std::string db_of(const Options& o) {
   return o.get("--db");
 }
 
+double busy_timeout_of(const Options& o) {
+  return o.has("--busy-timeout") ? o.get_double("--busy-timeout", 0, 86400) : reports::Store::kDefaultBusyTimeoutS;
+}
+
 int fail(const char* sub, const std::exception& e) {
-  std::fprintf(stderr, "ipcheck store %s: %s\n", sub, e.what());
+  std::fprintf(stderr, "ipcheck store %s: %s\n", sub, reports::terminal_text(e.what()).c_str());
   return kUsage;
 }
 
@@ -33,18 +38,20 @@ int add(const std::vector<std::string>& args) {
             "content: SHA-256 of its canonical JSON) is kept once: adding it again changes nothing.\n"
             "Each run is kept whole (its results.json, compressed) with one row per case.");
   o.positional("RESULTS.json", "results.json files (a run, or shards merged with 'ipcheck report merge')", true)
-      .value("--db", "FILE", "the store (an SQLite file)");
+      .value("--db", "FILE", "the store (an SQLite file)")
+      .value("--busy-timeout", "S", "seconds to wait while another process writes the store", "30");
   return run_command("store add", [&] {
     if (!o.parse(args)) return kOk;
     const std::string db = db_of(o);
     try {
-      auto store = reports::Store::open(db, true);
+      auto store = reports::Store::open(db, true, busy_timeout_of(o));
       for (const auto& p : o.positionals()) {
         const reports::Results r = reports::read_results(p);
         const auto a = store.add(r, p);
+        const auto t = [](const std::string& x) { return reports::terminal_text(x); };
         std::printf("%s run %lld (%s): %s %s %s, %d cases, started %s: %s\n", a.fresh ? "added" : "already stored as",
-                    a.id, a.digest.substr(0, 12).c_str(), r.run.adapter.c_str(), r.run.driver_name.c_str(),
-                    r.run.driver_version.c_str(), r.summary.total, r.run.start.c_str(), p.c_str());
+                    a.id, a.digest.substr(0, 12).c_str(), t(r.run.adapter).c_str(), t(r.run.driver_name).c_str(),
+                    t(r.run.driver_version).c_str(), r.summary.total, t(r.run.start).c_str(), t(p).c_str());
       }
     } catch (const reports::SchemaError& e) {
       return fail("add", e);
@@ -60,6 +67,7 @@ int ls(const std::vector<std::string>& args) {
             "Lists the runs of a results store in its order: adapter, driver, driver version\n"
             "(dotted numbers), start.");
   o.value("--db", "FILE", "the store (an SQLite file)")
+      .value("--busy-timeout", "S", "seconds to wait while another process writes the store", "30")
       .value("--adapter", "NAME", "only runs of this adapter")
       .value("--gpu", "GLOB", "only runs on these GPU models (a bare word matches anywhere)")
       .value("--format", "FORMAT", "text or json", "text");
@@ -69,7 +77,7 @@ int ls(const std::vector<std::string>& args) {
     const std::string format = o.get("--format");
     if (format != "text" && format != "json") throw UsageError("--format is '" + format + "'; use text or json");
     try {
-      const auto store = reports::Store::open(db, false);
+      const auto store = reports::Store::open(db, false, busy_timeout_of(o));
       reports::RunFilter f;
       f.adapter = o.get("--adapter");
       f.gpu = o.get("--gpu");
@@ -93,10 +101,11 @@ int ls(const std::vector<std::string>& args) {
       if (runs.empty()) return kOk;
       std::printf("%5s  %-8s  %-34s  %-24s  %-20s  %5s  %5s  %9s  %s\n", "id", "adapter", "driver", "gpu", "start",
                   "cases", "unexp", "stored", "added from");
+      const auto t = [](const std::string& x) { return reports::terminal_text(x); };
       for (const auto& r : runs)
-        std::printf("%5lld  %-8s  %-34s  %-24s  %-20s  %5d  %5d  %9s  %s\n", r.id, r.adapter.c_str(),
-                    (r.driver_name + " " + r.driver_version).c_str(), r.gpu.c_str(), r.start.c_str(), r.total,
-                    r.unexpected, size_of(r.stored_bytes).c_str(), r.label.c_str());
+        std::printf("%5lld  %-8s  %-34s  %-24s  %-20s  %5d  %5d  %9s  %s\n", r.id, t(r.adapter).c_str(),
+                    t(r.driver_name + " " + r.driver_version).c_str(), t(r.gpu).c_str(), t(r.start).c_str(), r.total,
+                    r.unexpected, size_of(r.stored_bytes).c_str(), t(r.label).c_str());
     } catch (const reports::StoreError& e) {
       return fail("ls", e);
     }

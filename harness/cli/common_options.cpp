@@ -63,6 +63,13 @@ AdapterChoice adapter_choice(const Options& o) {
     if (std::find(desc->options.begin(), desc->options.end(), key) == desc->options.end())
       throw UsageError("--adapter-opt '" + key + "' is no option of adapter " + c.adapter + "; " +
                        (desc->options.empty() ? c.adapter + " takes none" : c.adapter + " takes " + joined(desc->options)));
+  // Values too, in the same place: a bad one is exit 2 here, never an adapter that is "not
+  // available" in every case (skip, exit 0).
+  if (desc->check_value)
+    for (const auto& [key, value] : c.options)
+      if (std::string why = desc->check_value(key, value); !why.empty())
+        throw UsageError("--adapter-opt " + key + "='" + value + "' is no valid value for adapter " + c.adapter + "; " +
+                         why);
   return c;
 }
 

@@ -101,4 +101,19 @@ const AdapterDesc* find_adapter(const std::string& name) {
   return nullptr;
 }
 
+std::string option_one_of(const std::string& value, const std::vector<std::string>& allowed) {
+  for (const auto& a : allowed)
+    if (value == a) return {};
+  std::string list;
+  for (std::size_t i = 0; i < allowed.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + allowed[i];
+  return "use " + list;
+}
+
+std::string option_whole_number(const std::string& value, unsigned long max) {
+  const std::string want = "give a whole number from 0 to " + std::to_string(max);
+  if (value.empty() || value.size() > 10 || value.find_first_not_of("0123456789") != std::string::npos) return want;
+  return std::stoul(value) <= max ? std::string() : want;
+}
+
 }  // namespace ipcheck

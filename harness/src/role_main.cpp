@@ -384,6 +384,26 @@ std::string limits_too_low() {
     return "the process limit (ulimit -u) is " + std::to_string(procs.rlim_cur) + "; ipcheck needs at least " +
            std::to_string(kMinProcesses) + " processes and threads for its roles and the drivers' threads: raise it "
            "(ulimit -u 4096) and run again";
+  // Memory limits, in bytes here; ulimit shows and takes KiB (-f: 1-KiB blocks in bash).
+  struct Limit {
+    int resource;
+    unsigned long long least;
+    const char* what;
+    const char* flag;
+  };
+  static constexpr Limit kMemory[] = {{RLIMIT_FSIZE, kMinFileSize, "the file size limit", "-f"},
+                                      {RLIMIT_AS, kMinAddressSpace, "the address space limit", "-v"},
+                                      {RLIMIT_STACK, kMinStack, "the stack size limit", "-s"},
+                                      {RLIMIT_MEMLOCK, kMinLockedMemory, "the locked memory limit", "-l"}};
+  for (const Limit& l : kMemory) {
+    rlimit r{};
+    if (::getrlimit(static_cast<__rlimit_resource_t>(l.resource), &r) == 0 && r.rlim_cur != RLIM_INFINITY &&
+        r.rlim_cur < l.least)
+      return std::string(l.what) + " (ulimit " + l.flag + ") is " + std::to_string(r.rlim_cur / 1024) +
+             " KiB; ipcheck's roles and their drivers need at least " + std::to_string(l.least / 1024) +
+             " KiB, and a driver's allocation beyond it would look like the driver's failure: raise it (ulimit " +
+             l.flag + " unlimited) and run again";
+  }
   return {};
 }
 

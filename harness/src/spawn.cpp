@@ -4,12 +4,15 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -55,8 +58,9 @@ struct ExecImage {
   std::vector<char*> argv, envp;
 };
 
-// argv is the executable and the spec's args; the environment is the runner's, with the
-// spec's "KEY=VALUE" entries replacing or adding theirs (sorted by key).
+// argv is the executable and the spec's args; the environment is the runner's (for a role,
+// only what role_environment_allowed lets through), with the spec's "KEY=VALUE" entries
+// replacing or adding theirs (sorted by key).
 void build_exec_image(const SpawnSpec& spec, ExecImage& image) {
   image.argv_s = {spec.executable};
   image.argv_s.insert(image.argv_s.end(), spec.args.begin(), spec.args.end());
@@ -67,7 +71,10 @@ void build_exec_image(const SpawnSpec& spec, ExecImage& image) {
   for (char** e = environ; e && *e; ++e) {
     std::string kv(*e);
     const auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv;
+    if (eq == std::string::npos) continue;
+    std::string name = kv.substr(0, eq);
+    if (spec.role && !role_environment_allowed(name)) continue;
+    env[std::move(name)] = kv;
   }
   for (const auto& kv : spec.env) env[kv.substr(0, kv.find('='))] = kv;
   for (auto& [k, v] : env) image.env_s.push_back(v);
@@ -75,20 +82,107 @@ void build_exec_image(const SpawnSpec& spec, ExecImage& image) {
   image.envp.push_back(nullptr);
 }
 
+// What a role keeps of the runner's privileges, worked out before fork: the capability
+// sets to give (capset's structures) and the highest capability number to drop from the
+// bounding set.
+struct Privileges {
+  bool reduce = false;
+  int last_cap = 0;
+  unsigned long long keep = 0;
+};
+
+Privileges role_privileges(const SpawnSpec& spec) {
+  // Read once per process: the kernel's highest capability and Yama's scope do not change
+  // under a run (a thread-safe static: the runner starts roles from worker threads).
+  static const Privileges kRole = [] {
+    Privileges p;
+    p.reduce = true;
+    p.keep = role_capabilities();
+    p.last_cap = 63;
+    std::ifstream in("/proc/sys/kernel/cap_last_cap");
+    int n = 0;
+    if (in >> n && n >= 0 && n < 64) p.last_cap = n;
+    return p;
+  }();
+  return spec.role ? kRole : Privileges{};
+}
+
+// In the child: no_new_privs, every capability not kept out of the bounding set, the
+// ambient and inheritable sets emptied, permitted and effective cut to the kept ones. An
+// exec'd root process gets its bounding set as its permitted set, so this is what the role
+// holds after exec. Raw system calls only (async-signal-safe); a step refused (an
+// unprivileged runner has no CAP_SETPCAP, and nothing to drop) is no error.
+void drop_privileges(const Privileges& p) noexcept {
+  if (!p.reduce) return;
+  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  for (int cap = 0; cap <= p.last_cap; ++cap)
+    if (!(p.keep >> cap & 1)) ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (::syscall(SYS_capget, &header, data) != 0) return;
+  for (int i = 0; i < 2; ++i) {
+    const auto keep = static_cast<std::uint32_t>(p.keep >> (32 * i));
+    data[i].permitted &= keep;
+    data[i].effective &= keep;
+    data[i].inheritable = 0;
+  }
+  (void)::syscall(SYS_capset, &header, data);
+}
+
+}  // namespace
+
+bool role_environment_allowed(std::string_view name) {
+  static constexpr std::string_view exact[] = {
+      "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "LANGUAGE", "LD_LIBRARY_PATH", "LD_PRELOAD",
+      "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_HOME", "XDG_DATA_DIRS",
+      "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "MSAN_OPTIONS", "ASAN_SYMBOLIZER_PATH",
+      "LLVM_SYMBOLIZER_PATH", "LLVM_PROFILE_FILE", "REPRO_LIBCUDA"};
+  static constexpr std::string_view prefixes[] = {"LC_",   "IPCHECK_", "IPCREF_", "CUDA_", "ZE_", "UR_",     "UMF_",
+                                                  "SYCL_", "ONEAPI_",  "VK_",     "MESA_", "LP_", "GALLIUM_", "NEO_"};
+  for (auto e : exact)
+    if (name == e) return true;
+  for (auto p : prefixes)
+    if (name.substr(0, p.size()) == p) return true;
+  // More names by the person running ipcheck: IPCHECK_ROLE_ENV=NAME,NAME.
+  if (const char* extra = std::getenv("IPCHECK_ROLE_ENV")) {
+    std::string_view list(extra);
+    while (!list.empty()) {
+      const auto comma = list.find(',');
+      if (list.substr(0, comma) == name) return true;
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+  }
+  return false;
+}
+
+unsigned long long role_capabilities() {
+  std::ifstream in("/proc/sys/kernel/yama/ptrace_scope");
+  int scope = 0;
+  if (in >> scope && scope == 2) return 1ull << CAP_SYS_PTRACE;
+  return 0;
+}
+
+namespace {
+
 // The child between fork and exec: async-signal-safe calls only (the runner has other
 // threads). Its own group, death with the parent, default signals, descriptors 0 to 4 as
 // docs/ARCHITECTURE.md says, the rest closed; a failed exec writes its errno to 4.
 [[noreturn]] void exec_child(pid_t parent, int devnull, int out_w, int channel, int st_w, char* const* argv,
-                             char* const* envp) noexcept {
+                             char* const* envp, const Privileges& privileges) noexcept {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);  // the runner died before prctl took effect
   sigset_t none;
   ::sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::signal(SIGPIPE, SIG_DFL);
-  ::signal(SIGINT, SIG_DFL);
-  ::signal(SIGTERM, SIG_DFL);
+  // Every disposition back to its default: exec keeps an ignored signal ignored, and a role
+  // that inherited SIGXFSZ ignored would see EFBIG from a driver instead of being stopped by
+  // the file size limit the runner then names.
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+  drop_privileges(privileges);
   // Move every source above the target numbers first, so no dup2 clobbers another.
   const int hi_null = ::fcntl(devnull, F_DUPFD, 10);
   const int hi_out = ::fcntl(out_w, F_DUPFD, 10);
@@ -137,6 +231,7 @@ RoleProcess RoleProcess::start(const SpawnSpec& spec) {
   // make async-signal-safe calls (the runner has other threads).
   ExecImage image;
   build_exec_image(spec, image);
+  const Privileges privileges = role_privileges(spec);
 
   int st[2];
   unique_fd out_r, out_w;
@@ -146,7 +241,7 @@ RoleProcess RoleProcess::start(const SpawnSpec& spec) {
     out_r.reset(out[0]);
     out_w.reset(out[1]);
   } else {
-    out_w.reset(::open(spec.output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    out_w.reset(::open(spec.output_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!out_w) throw SpawnError("cannot write " + spec.output_file + ": " + std::strerror(errno), errno);
   }
   if (::pipe2(st, O_CLOEXEC) != 0) throw SpawnError(limit_error("pipe2", errno), errno);
@@ -158,7 +253,8 @@ RoleProcess RoleProcess::start(const SpawnSpec& spec) {
   const int channel = spec.channel_fd;
   const pid_t pid = ::fork();
   if (pid < 0) throw SpawnError(limit_error("fork", errno), errno);
-  if (pid == 0) exec_child(parent, devnull.get(), out_w.get(), channel, st_w.get(), image.argv.data(), image.envp.data());
+  if (pid == 0) exec_child(parent, devnull.get(), out_w.get(), channel, st_w.get(), image.argv.data(), image.envp.data(),
+                             privileges);
 
   RoleProcess p;
   p.pid_ = pid;
@@ -250,15 +346,24 @@ const std::optional<ExitStatus>& RoleProcess::poll_exit() {
   return status_;
 }
 
-std::optional<ExitStatus> RoleProcess::wait_for(std::chrono::milliseconds limit) {
+std::optional<ExitStatus> RoleProcess::wait_for(std::chrono::milliseconds limit, const std::atomic<bool>* stop,
+                                                 std::chrono::milliseconds grace) {
   if (pid_ <= 0 || poll_exit()) return status_;
-  const auto deadline = std::chrono::steady_clock::now() + limit;
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  bool stopping = false;
   for (;;) {
+    if (stop && !stopping && stop->load()) {
+      // Asked to stop: SIGTERM to the group (an ipcheck run writes what it finished), then
+      // SIGKILL once the grace is over.
+      stopping = true;
+      signal_group(SIGTERM);
+      deadline = std::min(deadline, std::chrono::steady_clock::now() + grace);
+    }
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) break;
     pollfd p[2] = {{pidfd_.get(), POLLIN, 0}, {output_.get(), POLLIN, 0}};  // a closed one (-1) is ignored
-    const int r = ::poll(p, 2, static_cast<int>(std::min<long long>(left, 1000)));
+    const int r = ::poll(p, 2, static_cast<int>(std::min<long long>(left, stop ? 100 : 1000)));
     if (r > 0 && (p[1].revents & (POLLIN | POLLHUP))) read_output();
     if (r > 0 && (p[0].revents & POLLIN)) break;
   }

@@ -1,5 +1,7 @@
 #include "ipcheck/verdict.hpp"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -153,6 +155,11 @@ void classify(const CaseFacts& f, CaseResult& c) {
   if (f.timed_out) return set(Status::timeout, f.termination_reason + " (" + f.waiting_where + ")");
   for (const auto& r : f.roles)
     if (r.exit && !r.exit->exited && !r.expected_death) {
+      // The machine's file size limit stopped the role (roles keep SIGXFSZ's default): not
+      // the adapter's crash.
+      if (r.exit->signal == SIGXFSZ)
+        return set(Status::error, r.name + " was stopped by SIGXFSZ: a file grew past the file size limit (ulimit -f); "
+                                  "raise it (ulimit -f unlimited) and run again");
       std::string why = r.name + " died by " + signal_name(r.exit->signal);
       const std::string last = last_line(r.output_tail);
       if (!last.empty()) why += " (last output: " + last + ")";

@@ -71,8 +71,12 @@ case "$class" in
     "$ipcheck" report render "$good" --format md -o disk/report.md || fail "rendering on an empty tmpfs failed"
     "$ipcheck" run --adapter ref --filter memory.open.repeat --exact --audit proc --quiet --out disk/run >/dev/null ||
       fail "a run on an empty tmpfs failed"
+    campaign="$(cd "$(dirname "$self")/../.." && pwd)/reports/findings/cuda-580.159.04/campaign-2026-11-23.json"
+    "$ipcheck" fuzz --export-c confused_deputy-bytes_24 --results "$campaign" -o disk/program.c >/dev/null ||
+      fail "fuzz --export-c on an empty tmpfs failed"
     cp disk/report.md report.md.good
     cp disk/run/results.json results.json.good
+    cp disk/program.c program.c.good
     dd if=/dev/zero of=disk/fill bs=64k 2>/dev/null  # until the disk is full
     expect 2 "cannot write 'disk/report.md': writing: No space left on device; free some space" -- \
       "$ipcheck" report render "$good" --format html -o disk/report.md
@@ -83,6 +87,9 @@ case "$class" in
     expect 2 "cannot write 'disk/run/results.json'.*No space left on device" -- \
       "$ipcheck" run --adapter ref --filter memory.open.repeat --exact --audit proc --quiet --out disk/run
     same disk/run/results.json results.json.good
+    expect 2 "cannot write 'disk/program.c'.*No space left on device" -- \
+      "$ipcheck" fuzz --export-c confused_deputy-bytes_24 --results "$campaign" -o disk/program.c
+    same disk/program.c program.c.good
     no_temp disk
     no_temp disk/run
     ;;
@@ -288,6 +295,221 @@ case "$class" in
       [ "$incomplete" -ge 1 ] || fail "SIG$sig: no case is incomplete"
       echo "ok  SIG$sig: exit 1, $passed passed and $incomplete incomplete in run-$sig/results.json"
     done
+    ;;
+
+  one-writer)
+    # fuzz --export-c and bench's raw files and logs go through the atomic writer: a link
+    # planted at the target (to a 0600 file of someone else's) is replaced, never followed;
+    # a FIFO there never hangs the writer; nothing temporary is left.
+    src="$(cd "$(dirname "$self")/../.." && pwd)"
+    campaign="$src/reports/findings/cuda-580.159.04/campaign-2026-11-23.json"
+    echo "secret: root's 0600 file" >victim && chmod 0600 victim
+    cp -p victim victim.good
+    ln -s victim program.c
+    expect 0 "wrote program.c: finding confused_deputy-bytes_24" -- \
+      "$ipcheck" fuzz --export-c confused_deputy-bytes_24 --results "$campaign" -o program.c
+    same victim victim.good
+    [ "$(stat -c %a victim)" = 600 ] || fail "the victim's mode changed"
+    [ -f program.c ] && [ ! -L program.c ] && grep -q "cuIpcOpenMemHandle" program.c ||
+      fail "program.c is not the exported program (or still a link)"
+    mkfifo fifo.c
+    expect 0 "wrote fifo.c" -- "$ipcheck" fuzz --export-c confused_deputy-bytes_24 --results "$campaign" -o fifo.c
+    [ -f fifo.c ] || fail "fifo.c is not a regular file now"
+    no_temp .
+    # bench: links planted at every raw file and log it writes.
+    mkdir bench
+    for f in ipc.json ipc-consumer.log catalog-0.log; do
+      ln -s ../victim "bench/$f"
+    done
+    mkfifo bench/ipc-producer.log
+    expect 0 "wrote bench/ipc.json" -- "$ipcheck" bench --adapter ref --brief --parts ipc,catalog \
+      --catalog-runs 1 --repetitions 1 --filter 'floor/mem_open_close/4KiB' --out bench
+    same victim victim.good
+    for f in ipc.json ipc-producer.log ipc-consumer.log catalog-0.log; do
+      [ -f "bench/$f" ] && [ ! -L "bench/$f" ] || fail "bench/$f is not bench's own file (still a link or a FIFO?)"
+    done
+    grep -q '"benchmarks"' bench/ipc.json || fail "bench/ipc.json is not Google Benchmark's output"
+    left="$(find bench -maxdepth 1 -name '.bench-*' -o -maxdepth 1 -name '.*.tmp')"
+    [ -z "$left" ] || fail "bench left temporary files: $left"
+    ;;
+
+  bench-signals)
+    # bench, like run: HUP, INT and TERM end it with what it measured written, the program
+    # it was running ended and reaped, its private folder removed.
+    for sig in INT TERM HUP; do
+      out="bench-$sig" before=$failures
+      "$ipcheck" bench --adapter ref --brief --parts ipc,catalog --catalog-runs 3 --repetitions 1 \
+        --filter 'floor/mem_open_close/4KiB' --out "$out" >"out-$sig" 2>&1 &
+      pid=$!
+      for _ in $(seq 600); do  # until the catalog runs (ipc measured): 60 s at most
+        grep -q '^catalog: run 1' "out-$sig" 2>/dev/null && break
+        sleep 0.1
+      done
+      sleep 0.5
+      kill "-$sig" "$pid"
+      timeout 60 tail --pid="$pid" -f /dev/null || fail "SIG$sig: bench did not end within 60 s"
+      wait "$pid"
+      rc=$?
+      [ "$rc" -eq 1 ] || fail "SIG$sig: exit $rc, expected 1"$'\n'"$(tail -5 "out-$sig")"
+      grep -q "ipcheck: SIG$sig" "out-$sig" || fail "SIG$sig: bench did not say it was ending"
+      grep -q 'interrupted by a signal' "$out/results.json" 2>/dev/null ||
+        fail "SIG$sig: results.json does not say the bench was interrupted"
+      [ -s "$out/ipc.json" ] || fail "SIG$sig: the ipc part measured before the signal was not kept"
+      left="$(find "$out" -maxdepth 1 -name '.bench-*')"
+      [ -z "$left" ] || fail "SIG$sig: the private folder was left: $left"
+      survivors="$(pgrep -f -- "$work/$out" || true)"
+      [ -z "$survivors" ] || fail "SIG$sig: processes left behind: $survivors"
+      [ "$failures" -eq "$before" ] && echo "ok  SIG$sig: exit 1, ipc.json kept, nothing left behind"
+    done
+    ;;
+
+  text)
+    # A results file with a hostile payload in every text field (script, event handler,
+    # Markdown link and image, raw HTML, terminal escape sequences, C1 controls, characters
+    # XML cannot hold): every rendering is inert, checked by a real parser for each format.
+    checker="$(dirname "$self")/hostile_text.py"
+    python3 "$checker" make "$good" hostile.json || { fail "cannot make hostile.json"; exit 1; }
+    "$ipcheck" report render hostile.json --format html -o report.html || fail "render html failed"
+    "$ipcheck" report render hostile.json --format md -o report.md || fail "render md failed"
+    "$ipcheck" report render hostile.json --format junit -o junit.xml || fail "render junit failed"
+    "$ipcheck" report diff "$good" hostile.json >diff.txt || [ $? -eq 1 ] || fail "report diff failed"
+    "$ipcheck" report diff "$good" hostile.json --format md >diff.md || [ $? -eq 1 ] || fail "report diff md failed"
+    "$ipcheck" report history "$good" hostile.json >history.txt || fail "report history failed"
+    "$ipcheck" report history "$good" hostile.json --format md >history.md || fail "report history md failed"
+    "$ipcheck" report history "$good" hostile.json --format html -o history.html || fail "report history html failed"
+    "$ipcheck" store add hostile.json --db store.db >store.txt 2>&1 || fail "store add failed"
+    "$ipcheck" store ls --db store.db >>store.txt 2>&1 || fail "store ls failed"
+    python3 "$checker" xml junit.xml || fail "junit.xml"
+    for t in diff.txt history.txt store.txt; do python3 "$checker" term "$t" || fail "$t"; done
+    if command -v cmark >/dev/null; then
+      for m in report.md diff.md history.md; do
+        cmark --unsafe "$m" >"$m.html" || fail "cmark $m"
+        python3 "$checker" md-html "$m.html" || fail "$m"
+      done
+    else
+      fail "cmark (a CommonMark parser) is not installed; ci/setup installs it"
+    fi
+    browser=""
+    for name in chromium chromium-browser google-chrome; do
+      command -v "$name" >/dev/null && browser="$(command -v "$name")" && break
+    done
+    if [ -z "$browser" ]; then
+      fail "no Chromium found; ci/setup installs Debian's chromium"
+    else
+      flags=(--headless=new --disable-gpu --no-first-run --no-default-browser-check --user-data-dir="$work/profile")
+      [ "$(id -u)" -eq 0 ] && flags+=(--no-sandbox)
+      for h in report.html history.html; do
+        timeout 90 "$browser" "${flags[@]}" --virtual-time-budget=2000 --dump-dom "file://$work/$h" \
+          >"$h.dom" 2>>chromium.log || fail "chromium --dump-dom $h exited with $?"
+        python3 "$checker" dom "$h.dom" || fail "$h"
+      done
+    fi
+    ;;
+
+  machine-limits)
+    # Limits that would turn a driver's allocation into EFBIG or ENOMEM make every case
+    # `error` naming the limit, never the adapter's `fail`; a bad adapter option value is
+    # exit 2 before any case, like an unknown key.
+    # Before this check: -f 16384 (16 MiB) made memory.roundtrip.64m `fail` (EFBIG), -v 200000
+    # (195 MiB) `fail` (std::bad_alloc in a role).
+    for lim in "-f 16384:file size limit \(ulimit -f\)" "-v 200000:address space limit \(ulimit -v\)"; do
+      flag="${lim%%:*}" want="${lim#*:}"
+      rm -rf run
+      out="$(bash -c "ulimit $flag && exec \"\$0\" run --adapter ref --filter 'memory.roundtrip.*' --audit proc --quiet --out run" "$ipcheck" 2>&1)"
+      rc=$?
+      [ "$rc" -eq 1 ] || fail "ulimit $flag: exit $rc, expected 1 (harness errors)"$'\n'"$out"
+      [ -s run/results.json ] || { fail "ulimit $flag: no results.json"; continue; }
+      errors="$(grep -c '"status": "error"' run/results.json)"
+      others="$(grep -cE '"status": "(pass|fail|crash|skip)"' run/results.json)"
+      [ "$errors" -ge 1 ] && [ "$others" -eq 0 ] || { fail "ulimit $flag: $errors error and $others other statuses"; continue; }
+      grep -qE "$want" run/results.json || { fail "ulimit $flag: the reason does not name the $want"; continue; }
+      echo "ok  ulimit $flag: $errors cases error, naming the $(grep -oE -m1 "$want" run/results.json)"
+    done
+    expect 2 "--adapter-opt handle='bogus' is no valid value for adapter ze; use fd, opaque or auto" -- \
+      "$ipcheck" run --adapter ze --adapter-opt handle=bogus --out run2
+    expect 2 "--adapter-opt driver='x1' is no valid value for adapter ze; give a whole number" -- \
+      "$ipcheck" info --adapter ze --adapter-opt driver=x1
+    expect 2 "--adapter-opt staging='yes' is no valid value for adapter vk; use 1, on, 0 or off" -- \
+      "$ipcheck" run --adapter vk --adapter-opt staging=yes --out run2
+    expect 2 "--adapter-opt devices='' is no valid value for adapter ref" -- \
+      "$ipcheck" fuzz --adapter ref --runs 1 --adapter-opt devices=
+    [ ! -e run2 ] || fail "a refused run made its --out folder"
+    ;;
+
+  store-writers)
+    # Eight `store add` at once on a new store: every one succeeds (creation in one exclusive
+    # transaction); a store locked past --busy-timeout is "busy"; --db must name a file.
+    for i in 1 2 3 4 5 6 7 8; do
+      python3 - "$good" "run$i.json" "$i" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["run"]["start"] = "2026-01-0%sT00:00:00Z" % sys.argv[3]  # another run: another digest
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+    done
+    # Five rounds, each on a new store (before the fix, about one round in five lost a writer
+    # to "table meta already exists").
+    for round in 1 2 3 4 5; do
+      rm -f many.db
+      pids=()
+      for i in 1 2 3 4 5 6 7 8; do
+        "$ipcheck" store add "run$i.json" --db many.db >"add$i.out" 2>&1 &
+        pids+=($!)
+      done
+      okays=0
+      for i in 1 2 3 4 5 6 7 8; do
+        if wait "${pids[$((i - 1))]}"; then okays=$((okays + 1)); else fail "round $round: store add $i: $(cat "add$i.out")"; fi
+      done
+      n="$("$ipcheck" store ls --db many.db --format json | grep -c '"digest"')"
+      [ "$n" -eq 8 ] || fail "round $round: the store holds $n runs, expected 8"
+      echo "ok  round $round: 8 concurrent store add on a new store: $okays succeeded, $n runs stored"
+    done
+    # A writer that holds the lock: the next add waits --busy-timeout, then says busy.
+    python3 - many.db <<'PY' &
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+open("locked", "w").close()
+time.sleep(8)
+db.execute("ROLLBACK")
+PY
+    holder=$!
+    for _ in $(seq 100); do [ -e locked ] && break; sleep 0.1; done
+    expect 2 "many.db: the store is busy: another process held its lock for longer than the busy timeout; try again, or wait longer with --busy-timeout S" -- \
+      "$ipcheck" store add run1.json --db many.db --busy-timeout 0.5
+    expect 0 "already stored as run" -- "$ipcheck" store add run1.json --db many.db --busy-timeout 30
+    wait "$holder"
+    mkdir folder
+    expect 2 "--db is empty: name the store's file" -- "$ipcheck" store add run1.json --db ""
+    expect 2 "folder: is a folder; --db names the store's file \(e.g. folder/results.db\)" -- \
+      "$ipcheck" store add run1.json --db folder
+    expect 2 "is a folder" -- "$ipcheck" store ls --db folder
+    ;;
+
+  role-privileges)
+    # A role runs with no_new_privs, no capability (Yama ptrace_scope 2 aside: CAP_SYS_PTRACE
+    # only), default signal dispositions and the allow-listed environment: a CI secret of the
+    # runner's environment never reaches it.
+    selftest="$(dirname "$ipcheck")/ipcheck-selftest"
+    [ -x "$selftest" ] || { fail "no $selftest: build the ipcheck-selftest target"; exit 1; }
+    AWS_SECRET_ACCESS_KEY=hostile-secret GITHUB_TOKEN=hostile-token IPCHECK_ROLE_ENV=EXTRA_FOR_ROLES \
+      EXTRA_FOR_ROLES=1 bash -c 'trap "" XFSZ; exec "$0" run --adapter ref --filter selftest.privileges --exact --audit proc --quiet --out run' "$selftest" ||
+      fail "the selftest run failed"
+    obs() { python3 -c 'import json,sys; c=[c for c in json.load(open("run/results.json"))["cases"] if c["id"]=="selftest.privileges"][0]; print(c.get("observations",{}).get(sys.argv[1],"(none)"))' "$1"; }
+    [ "$(obs NoNewPrivs)" = 1 ] || fail "NoNewPrivs is '$(obs NoNewPrivs)', expected 1"
+    keep=0000000000000000
+    [ "$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null)" = 2 ] && keep=0000000000080000
+    for set in CapEff CapPrm CapBnd CapInh CapAmb; do
+      [ "$(obs $set)" = "$keep" ] || fail "$set is '$(obs $set)', expected $keep"
+    done
+    [ "$(obs SigIgn)" = 0000000000000000 ] || fail "SigIgn is '$(obs SigIgn)': the role inherited ignored signals"
+    envs="$(obs environment)"
+    for secret in AWS_SECRET_ACCESS_KEY GITHUB_TOKEN; do
+      ! grep -qw "$secret" <<<"$envs" || fail "$secret reached the role"
+    done
+    grep -qw PATH <<<"$envs" || fail "PATH did not reach the role: $envs"
+    grep -qw EXTRA_FOR_ROLES <<<"$envs" || fail "IPCHECK_ROLE_ENV did not let EXTRA_FOR_ROLES through: $envs"
+    echo "ok  role: NoNewPrivs 1, CapEff/CapPrm/CapBnd $keep, SigIgn 0, environment: $envs"
     ;;
 
   *)

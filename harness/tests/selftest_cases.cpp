@@ -5,12 +5,17 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
+#include <fstream>
+#include <vector>
 #include <cstdlib>
 #include <string>
 
 #include "ipcheck/case.hpp"
 #include "ipcheck/clause.hpp"
+
+extern char** environ;
 
 namespace ipcheck::selftest {
 namespace {
@@ -320,6 +325,32 @@ IPCHECK_CASE(Case("selftest.flaky", "Fails on its first runs when IPCHECK_SELFTE
                            run < 0 ? std::string("no IPCHECK_SELFTEST_FLAKY: passes")
                                    : "run " + std::to_string(run + 1) + " (IPCHECK_SELFTEST_FLAKY=" + spec +
                                          ": the first " + std::to_string(failures) + " fail)");
+                 }));
+
+// What a role holds of the runner's privileges (README, "What a role may do"): the
+// no_new_privs flag, its capability sets and ignored signals as /proc/self/status shows
+// them, and the names of its environment, each an observation for the hostile test.
+IPCHECK_CASE(Case("selftest.privileges", "A role reports its no_new_privs flag, capabilities, ignored signals and "
+                                         "environment")
+                 .hidden()
+                 .role("producer", [](Role& r) {
+                   std::ifstream status("/proc/self/status");
+                   for (std::string line; std::getline(status, line);) {
+                     const auto colon = line.find(':');
+                     if (colon == std::string::npos) continue;
+                     const std::string key = line.substr(0, colon);
+                     if (key == "NoNewPrivs" || key.rfind("Cap", 0) == 0 || key == "SigIgn")
+                       r.observe(key, line.substr(line.find_first_not_of(" \t", colon + 1)));
+                   }
+                   std::vector<std::string> names;
+                   for (char** e = environ; e && *e; ++e) {
+                     const std::string kv(*e);
+                     names.push_back(kv.substr(0, kv.find('=')));
+                   }
+                   std::sort(names.begin(), names.end());
+                   std::string list;
+                   for (const auto& n : names) list += (list.empty() ? "" : " ") + n;
+                   r.observe("environment", list);
                  }));
 
 }  // namespace

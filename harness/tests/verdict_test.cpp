@@ -1,6 +1,8 @@
 // The verdict module alone, on typed facts: check judging (rb everywhere, profiles),
 // attribution into clause coverage, case classification (harness faults are `error`),
 // and expectations that never hide a different failure.
+#include <csignal>
+
 #include <gtest/gtest.h>
 
 #include "ipcheck/verdict.hpp"
@@ -127,6 +129,15 @@ TEST(Verdict, HarnessFaultsAreErrorsNeverTheAdapters) {
   c = CaseResult{};
   verdict::classify(f, c);
   EXPECT_EQ(c.status, Status::crash);
+
+  // A role stopped by the file size limit (SIGXFSZ, its default action): the machine's, not
+  // the adapter's crash.
+  f = two_roles();
+  f.roles[0].exit = ExitStatus{false, 0, SIGXFSZ};
+  c = CaseResult{};
+  verdict::classify(f, c);
+  EXPECT_EQ(c.status, Status::error);
+  EXPECT_NE(c.reason.find("ulimit -f"), std::string::npos) << c.reason;
   EXPECT_FALSE(reports::is_judged(Status::error));
   EXPECT_TRUE(reports::is_problem(Status::error));
 }

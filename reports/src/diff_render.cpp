@@ -380,7 +380,7 @@ std::string render_diff_text(const Diff& d) {
     for (const auto& n : notes) line += (line.empty() ? "" : "; ") + n;
     s += "\n" + line + "\n";
   }
-  return s;
+  return text::plain(s);  // the terminal's one escaping: control bytes shown, never sent
 }
 
 std::string render_diff_markdown(const Diff& d) {

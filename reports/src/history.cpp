@@ -166,7 +166,7 @@ std::string render_history_text(const std::vector<HistoryRun>& runs, const Histo
       line("  " + k, cells);
     }
   }
-  return s;
+  return text::plain(s);  // the terminal's one escaping: control bytes shown, never sent
 }
 
 std::string render_history_markdown(const std::vector<HistoryRun>& runs, const HistoryOptions& o) {

@@ -239,7 +239,7 @@ void details(std::string& s, const CaseResult& c) {
       if (audit != c.audit.end() && audit->is_object() && audit->contains(r.name)) {
         const auto& a = (*audit)[r.name];
         if (a.contains("fds_before") && a.contains("fds_after"))
-          s += fmt("; descriptors %s before, %s after", a["fds_before"].dump().c_str(), a["fds_after"].dump().c_str());
+          s += "; descriptors " + html(a["fds_before"].dump()) + " before, " + html(a["fds_after"].dump()) + " after";
       }
       s += "</p>\n";
       const std::string tail = text::trim_end(text::plain(r.output_tail));

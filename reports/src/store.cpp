@@ -1,6 +1,7 @@
 #include "ipcheck/reports/store.hpp"
 
 #include <fnmatch.h>
+#include <sys/stat.h>
 #include <sqlite3.h>
 #include <zlib.h>
 
@@ -32,12 +33,23 @@ std::string gpu_of(const RunInfo& run) {
 
 namespace {
 
+// What a failed SQLite call means for the person running ipcheck: a lock held too long is
+// "busy" (never "not a database"), a file of another kind is not a store.
+[[noreturn]] void sqlite_failed(sqlite3* db, int rc, const std::string& path, const std::string& doing = "") {
+  const int code = rc & 0xff;
+  if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+    throw StoreError(path + ": the store is busy: another process held its lock for longer than the busy timeout; "
+                            "try again, or wait longer with --busy-timeout S");
+  if (code == SQLITE_NOTADB) throw StoreError(path + ": not an ipcheck results store (not an SQLite database)");
+  throw StoreError(path + ": " + sqlite3_errmsg(db) + doing);
+}
+
 // One prepared statement, finalized when it goes.
 class Statement {
  public:
   Statement(sqlite3* db, const std::string& sql, const std::string& path) : db_(db), path_(path) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK)
-      throw StoreError(path + ": " + sqlite3_errmsg(db) + " (preparing: " + sql.substr(0, 60) + ")");
+    const int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr);
+    if (rc != SQLITE_OK) sqlite_failed(db, rc, path, " (preparing: " + sql.substr(0, 60) + ")");
   }
   ~Statement() { sqlite3_finalize(s_); }
   Statement(const Statement&) = delete;
@@ -64,7 +76,7 @@ class Statement {
     const int rc = sqlite3_step(s_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    throw StoreError(path_ + ": " + sqlite3_errmsg(db_));
+    sqlite_failed(db_, rc, path_);
   }
   std::string text(int i) const {
     const auto* p = sqlite3_column_text(s_, i);
@@ -87,10 +99,10 @@ class Statement {
 
 void exec(sqlite3* db, const std::string& sql, const std::string& path) {
   char* err = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    const std::string msg = err ? err : sqlite3_errmsg(db);
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
     sqlite3_free(err);
-    throw StoreError(path + ": " + msg);
+    sqlite_failed(db, rc, path);
   }
 }
 
@@ -189,29 +201,29 @@ Store::~Store() {
 
 int Store::schema_version() const { return static_cast<int>(pragma(db_, "user_version", path_)); }
 
-Store Store::open(const std::string& path, bool create) { return open(path, create, kStoreSchemaVersion); }
+Store Store::open(const std::string& path, bool create, double busy_timeout_s) {
+  return open(path, create, kStoreSchemaVersion, busy_timeout_s);
+}
 
-Store Store::open(const std::string& path, bool create, int target) {
-  std::error_code ec;
-  if (!create && !std::filesystem::exists(path, ec))
-    throw StoreError(path + ": no store there; create one by adding a run: ipcheck store add RESULTS.json --db " + path);
-  sqlite3* raw = nullptr;
-  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
-  if (sqlite3_open_v2(path.c_str(), &raw, flags, nullptr) != SQLITE_OK) {
-    const std::string why = raw ? sqlite3_errmsg(raw) : "out of memory";
-    sqlite3_close(raw);
-    throw StoreError(path + ": cannot open the store (" + why + "); check the path and its permissions");
-  }
-  Store s(raw, path);
-  sqlite3_busy_timeout(raw, 30000);  // CI jobs of one fleet add runs side by side
-  exec(raw, "PRAGMA foreign_keys = ON", path);
-  long long app = 0, version = 0;
-  try {
-    app = pragma(raw, "application_id", path);
-    version = pragma(raw, "user_version", path);
-  } catch (const StoreError&) {
-    throw StoreError(path + ": not an ipcheck results store (not an SQLite database)");
-  }
+namespace {
+
+// --db must name a file: "" would make SQLite use a temporary database that vanishes (the
+// run "added" nowhere), a folder or a FIFO is no store.
+void check_store_path(const std::string& path) {
+  if (path.empty())
+    throw StoreError("--db is empty: name the store's file (an SQLite file, e.g. results.db; 'store add' creates it)");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw StoreError(path + ": " + (S_ISDIR(st.st_mode) ? "is a folder" : "is not a regular file") +
+                     "; --db names the store's file (e.g. " + (S_ISDIR(st.st_mode) ? path + "/results.db" : "results.db") +
+                     ")");
+}
+
+// The application id and schema version, checked: this is a store (or an empty file) that
+// this ipcheck can read.
+long long checked_version(sqlite3* raw, const std::string& path) {
+  const long long app = pragma(raw, "application_id", path);
+  const long long version = pragma(raw, "user_version", path);
   if (version == 0 && app == 0) {
     Statement t(raw, "SELECT count(*) FROM sqlite_master", path);
     if (t.step() && t.integer(0) > 0)
@@ -230,40 +242,66 @@ Store Store::open(const std::string& path, bool create, int target) {
                      std::to_string(kStoreSchemaVersion) + "); it was last written by " + writer +
                      ": use that ipcheck or a newer one (reports/STORE.md lists the versions)");
   }
-  // Migrations, each in its own transaction: a store is always at one version.
-  for (long long v = version + 1; v <= target; ++v) {
-    exec(raw, "BEGIN IMMEDIATE", path);
-    try {
-      if (v == 1) {
-        exec(raw, kSchema1, path);
-        exec(raw, "PRAGMA application_id = " + std::to_string(kStoreApplicationId), path);
-      }
-      if (v == 2) {
-        exec(raw, kSchema2, path);
-        // Backfill from each run kept whole.
-        std::vector<std::tuple<long long, std::string, std::string, long long>> blobs;
-        {
-          Statement q(raw, "SELECT id, results, results_encoding, results_size FROM runs", path);
-          while (q.step()) blobs.emplace_back(q.integer(0), q.blob(1), q.text(2), q.integer(3));
-        }
-        for (const auto& [id, blob, encoding, size] : blobs) {
-          const Results r = results_from_blob(blob, encoding, size, path + ": run " + std::to_string(id));
-          for (const auto& c : r.cases) {
-            Statement u(raw, "UPDATE cases SET attempts = ?, expected_status = ? WHERE run_id = ? AND case_id = ?", path);
-            u.bind(1, static_cast<long long>(std::max<std::size_t>(1, c.attempts.size())))
-                .bind(2, c.expected_status ? std::string(to_string(*c.expected_status)) : std::string())
-                .bind(3, id)
-                .bind(4, c.id);
-            u.step();
-          }
-        }
-      }
-      exec(raw, "PRAGMA user_version = " + std::to_string(v), path);
-      exec(raw, "COMMIT", path);
-    } catch (...) {
-      sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
-      throw;
+  return version;
+}
+
+// One step of the schema, inside the caller's transaction.
+void migrate_to(sqlite3* raw, long long v, const std::string& path) {
+  if (v == 1) {
+    exec(raw, kSchema1, path);
+    exec(raw, "PRAGMA application_id = " + std::to_string(kStoreApplicationId), path);
+  }
+  if (v == 2) {
+    exec(raw, kSchema2, path);
+    // Backfill from each run kept whole.
+    std::vector<std::tuple<long long, std::string, std::string, long long>> blobs;
+    {
+      Statement q(raw, "SELECT id, results, results_encoding, results_size FROM runs", path);
+      while (q.step()) blobs.emplace_back(q.integer(0), q.blob(1), q.text(2), q.integer(3));
     }
+    for (const auto& [id, blob, encoding, size] : blobs) {
+      const Results r = results_from_blob(blob, encoding, size, path + ": run " + std::to_string(id));
+      for (const auto& c : r.cases) {
+        Statement u(raw, "UPDATE cases SET attempts = ?, expected_status = ? WHERE run_id = ? AND case_id = ?", path);
+        u.bind(1, static_cast<long long>(std::max<std::size_t>(1, c.attempts.size())))
+            .bind(2, c.expected_status ? std::string(to_string(*c.expected_status)) : std::string())
+            .bind(3, id)
+            .bind(4, c.id);
+        u.step();
+      }
+    }
+  }
+  exec(raw, "PRAGMA user_version = " + std::to_string(v), path);
+}
+
+}  // namespace
+
+Store Store::open(const std::string& path, bool create, int target, double busy_timeout_s) {
+  check_store_path(path);
+  std::error_code ec;
+  if (!create && !std::filesystem::exists(path, ec))
+    throw StoreError(path + ": no store there; create one by adding a run: ipcheck store add RESULTS.json --db " + path);
+  sqlite3* raw = nullptr;
+  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+  if (sqlite3_open_v2(path.c_str(), &raw, flags, nullptr) != SQLITE_OK) {
+    const std::string why = raw ? sqlite3_errmsg(raw) : "out of memory";
+    sqlite3_close(raw);
+    throw StoreError(path + ": cannot open the store (" + why + "); check the path and its permissions");
+  }
+  Store s(raw, path);
+  // CI jobs of one fleet add runs side by side: a writer waits this long for another's lock.
+  sqlite3_busy_timeout(raw, static_cast<int>(std::clamp(busy_timeout_s, 0.0, 86400.0) * 1000));
+  exec(raw, "PRAGMA foreign_keys = ON", path);
+  if (checked_version(raw, path) >= target) return s;
+  // Creation and migration: one exclusive transaction that reads the version again, so of
+  // several writers opening a new store at once one creates it and the others find it made.
+  exec(raw, "BEGIN EXCLUSIVE", path);
+  try {
+    for (long long v = checked_version(raw, path) + 1; v <= target; ++v) migrate_to(raw, v, path);
+    exec(raw, "COMMIT", path);
+  } catch (...) {
+    sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
   }
   return s;
 }

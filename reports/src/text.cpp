@@ -1,5 +1,7 @@
 #include "text.hpp"
 
+#include "ipcheck/reports/render.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -39,25 +41,63 @@ std::string number(double v) {
   return s;
 }
 
+namespace {
+// The length of the UTF-8 sequence at s[i] and its code point; 0 when the bytes there are
+// not UTF-8 (a stray continuation byte, a truncated or overlong sequence, a surrogate, a
+// code point above U+10FFFF).
+std::size_t utf8_at(std::string_view s, std::size_t i, char32_t& cp) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  std::size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((b(k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(k) & 0x3F);
+  }
+  static constexpr char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+}  // namespace
+
 std::string plain(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
+  for (std::size_t i = 0; i < s.size();) {
     const auto u = static_cast<unsigned char>(s[i]);
     if (u == 0x1b && i + 1 < s.size() && s[i + 1] == '[') {
-      // CSI: ESC [ parameters, then one final byte from @ to ~.
+      // CSI (colours): ESC [ parameters, then one final byte from @ to ~, removed whole.
       std::size_t j = i + 2;
       while (j < s.size() && !(s[j] >= '@' && s[j] <= '~')) ++j;
-      i = j;
+      i = j + 1;
       continue;
     }
-    if ((u < 0x20 && s[i] != '\n' && s[i] != '\t') || u == 0x7f)
-      out += fmt("\\x%02x", u);
+    char32_t cp = 0;
+    const std::size_t n = utf8_at(s, i, cp);
+    if (n == 0) {
+      out += fmt("\\x%02x", u);  // not UTF-8: the byte, shown
+      ++i;
+      continue;
+    }
+    if ((cp < 0x20 && cp != '\n' && cp != '\t') || cp == 0x7f)
+      out += fmt("\\x%02x", static_cast<unsigned>(cp));  // C0 controls: ESC, BEL, CR, backspace, NUL
+    else if ((cp >= 0x80 && cp <= 0x9f) || cp == 0xFFFE || cp == 0xFFFF)
+      out += fmt("\\u%04x", static_cast<unsigned>(cp));  // C1 controls (CSI as one character), XML's non-characters
     else
-      out += s[i];
+      out.append(s.substr(i, n));
+    i += n;
   }
   return out;
 }
+
+}  // namespace ipcheck::reports::text
+
+namespace ipcheck::reports {
+std::string terminal_text(std::string_view s) { return text::plain(s); }
+}  // namespace ipcheck::reports
+
+namespace ipcheck::reports::text {
 
 std::string plural(long long n, std::string_view one, std::string_view many) {
   return std::to_string(n) + " " + std::string(n == 1 ? one : many);
@@ -129,7 +169,13 @@ std::string md(std::string_view raw) {
     }
     // Underscores inside a word (event_wait) are plain text in CommonMark; at its edges they emphasise.
     const bool edge_underscore = c == '_' && !(i > 0 && word(i - 1) && word(i + 1));
-    if (std::string_view("\\`*|<").find(c) != std::string_view::npos || edge_underscore) out += '\\';
+    // Backslash before what Markdown acts on inline: code, emphasis, tables, raw HTML and
+    // autolinks (<), links and images ([, ], !), entities (&), strikethrough (~); and, first
+    // in the text, what would start a block where the text starts a line (a quote >, a heading #).
+    const bool first = out.find_first_not_of(' ') == std::string::npos;
+    if (std::string_view("\\`*|<[]!&~").find(c) != std::string_view::npos || edge_underscore ||
+        (first && (c == '>' || c == '#')))
+      out += '\\';
     out += c;
   }
   return out;

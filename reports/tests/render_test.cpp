@@ -89,9 +89,11 @@ TEST(Markdown, FuzzSetUpThatWasNotExportedIsShown) {
   r.fuzz["unexported"] = {"producer.alloc[6] (shared): invalid: cuIpcGetMemHandle answered <1>"};
   r.fuzz["calibration"] = {"producer.export[3] (unchanged) maps producer.alloc[4] from offset 0"};
   const std::string md = render_markdown(r), h = render_html(r);
-  EXPECT_NE(md.find("Calibrated: producer.export[3] (unchanged) maps producer.alloc[4] from offset 0"), std::string::npos);
+  // Markdown escapes the brackets (no link can form); the rendered text is the same.
+  EXPECT_NE(md.find("Calibrated: producer.export\\[3\\] (unchanged) maps producer.alloc\\[4\\] from offset 0"),
+            std::string::npos);
   EXPECT_NE(h.find("<p>Calibrated: producer.export[3] (unchanged)"), std::string::npos);
-  EXPECT_NE(md.find("Not exported (kept as a decoy): producer.alloc[6] (shared): invalid"), std::string::npos) << md;
+  EXPECT_NE(md.find("Not exported (kept as a decoy): producer.alloc\\[6\\] (shared): invalid"), std::string::npos) << md;
   EXPECT_NE(h.find("Not exported (kept as a decoy): producer.alloc[6] (shared): invalid: cuIpcGetMemHandle answered &lt;1&gt;"),
             std::string::npos);
   r.fuzz.erase("unexported");

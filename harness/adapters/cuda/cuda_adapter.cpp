@@ -228,7 +228,10 @@ const AdapterRegistration registered_cuda{{"cuda",
                                {"sycl", "cuda"},
                                [] { return std::unique_ptr<Adapter>(new CudaAdapter); },
                                {"library"},
-                               {"library"}}};
+                               {"library"},
+                               [](const std::string&, const std::string& value) -> std::string {
+                                 return value.empty() ? "give libcuda's path or name" : "";
+                               }}};
 
 }  // namespace
 }  // namespace ipcheck::cuda_adapter

@@ -327,7 +327,10 @@ const AdapterRegistration registered_ref{{"ref",
                                {"sycl", "ur", "ze", "cuda", "rb"},
                                [] { return std::unique_ptr<Adapter>(new RefAdapter); },
                                {"devices"},
-                               {}}};
+                               {},
+                               [](const std::string&, const std::string& value) -> std::string {
+                                 return value.empty() ? "give the device set (IPCHECK_REF_DEVICES' syntax)" : "";
+                               }}};
 
 }  // namespace
 }  // namespace ipcheck::ref_adapter

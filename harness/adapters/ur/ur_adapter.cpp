@@ -451,7 +451,12 @@ const AdapterRegistration registered_ur{{"ur",
                                          {"sycl", "ur"},
                                          [] { return std::unique_ptr<Adapter>(new UrAdapter); },
                                          {"loader", "backend", "l0"},
-                                         {"loader"}}};
+                                         {"loader"},
+                                         [](const std::string& key, const std::string& value) -> std::string {
+                                           if (key == "backend") return option_one_of(value, {"level_zero", "cuda", "auto"});
+                                           if (key == "l0") return option_one_of(value, {"v1", "v2", "auto"});
+                                           return value.empty() ? "give libur_loader.so.0's path" : "";
+                                         }}};
 
 }  // namespace
 }  // namespace ipcheck::ur_adapter

@@ -136,7 +136,12 @@ const AdapterRegistration registered_vk{{"vk",
                                {"sycl", "vk"},
                                [] { return std::unique_ptr<Adapter>(new VkAdapter); },
                                {"loader", "device", "staging", "dedicated", "validation", "identity"},
-                               {"loader"}}};
+                               {"loader"},
+                               [](const std::string& key, const std::string& value) -> std::string {
+                                 if (key == "loader") return value.empty() ? "give the loader library's path" : "";
+                                 if (key == "device") return option_whole_number(value, 255);
+                                 return option_one_of(value, {"1", "on", "0", "off"});
+                               }}};
 
 }  // namespace
 

@@ -391,7 +391,12 @@ const AdapterRegistration registered_ze{{"ze",
                                {"sycl", "ur", "ze"},
                                [] { return std::unique_ptr<Adapter>(new ZeAdapter); },
                                {"handle", "driver", "devices"},
-                               {}}};
+                               {},
+                               [](const std::string& key, const std::string& value) -> std::string {
+                                 if (key == "handle") return option_one_of(value, {"fd", "opaque", "auto"});
+                                 if (key == "driver") return option_whole_number(value, 255);
+                                 return value.empty() ? "give the device set (IPCHECK_REF_DEVICES' syntax)" : "";
+                               }}};
 }  // namespace
 
 }  // namespace ipcheck::ze

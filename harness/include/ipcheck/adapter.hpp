@@ -236,7 +236,15 @@ struct AdapterDesc {
   // Options taken only from the command line, never from a file (a reproducer's
   // adapter_options): those that name a library to load.
   std::vector<std::string> command_line_only;
+  // Checks one option's value the same way, before a case runs (exit 2): "" when it is
+  // valid, else what the key takes ("use fd, opaque or auto"). Empty: any value.
+  std::function<std::string(const std::string& key, const std::string& value)> check_value;
 };
+
+// What check_value helpers answer: "" when `value` is one of `allowed`, else "use a, b or c".
+std::string option_one_of(const std::string& value, const std::vector<std::string>& allowed);
+// "" when `value` is a whole number from 0 to `max` (decimal), else what to give.
+std::string option_whole_number(const std::string& value, unsigned long max);
 
 void register_adapter(AdapterDesc desc);
 const std::vector<AdapterDesc>& adapters();

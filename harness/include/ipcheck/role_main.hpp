@@ -17,6 +17,13 @@ inline constexpr const char* kInfoCase = "__info";
 // fail for want of descriptors or threads and the failure would look like the driver's.
 inline constexpr unsigned long kMinDescriptors = 128;
 inline constexpr unsigned long kMinProcesses = 256;
+// The memory limits that turn a driver's allocation into EFBIG or ENOMEM: the largest file
+// (a memfd: ulimit -f), the address space (ulimit -v), a thread's stack (ulimit -s) and
+// locked memory (ulimit -l). The catalog's largest object is 64 MiB; a role maps several.
+inline constexpr unsigned long long kMinFileSize = 1ull << 30;       // 1 GiB
+inline constexpr unsigned long long kMinAddressSpace = 16ull << 30;  // 16 GiB (GPU runtimes reserve more)
+inline constexpr unsigned long long kMinStack = 1ull << 20;          // 1 MiB
+inline constexpr unsigned long long kMinLockedMemory = 64ull << 10;  // 64 KiB
 // Why this process's limits are below those ("" when they are not): names the limit, its
 // value and the fix.
 std::string limits_too_low();

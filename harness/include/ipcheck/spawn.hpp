@@ -8,10 +8,12 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ipcref/unique_fd.hpp"
@@ -26,9 +28,31 @@ struct SpawnSpec {
   std::vector<std::string> env;        // "KEY=VALUE" set on top of the runner's environment
   int channel_fd = -1;                 // becomes fd 3 in the child (closed there when -1)
   // Empty: stdout and stderr go to a pipe the parent reads (read_output, output_tail).
-  // Otherwise they go to this file, created or truncated before the fork.
+  // Otherwise they go to this file, created before the fork; it must not exist yet (O_EXCL,
+  // O_NOFOLLOW: nothing planted there is followed or truncated), so callers name a file in
+  // a folder of their own (bench's private temporary folder).
   std::string output_file;
+  // A role (the default): started with least privilege (README, "What a role may do"):
+  // no_new_privs, every capability dropped (bounding set included) but what taking a
+  // peer's descriptor needs (role_capabilities()), and the environment reduced to
+  // role_environment_allowed() plus `env`. false for a child that is itself a whole
+  // ipcheck run (bench's timed `ipcheck run` and `ipcheck fuzz`): it starts its own roles
+  // this way, and may need what a parent needs (the BPF audit loads its programs there).
+  bool role = true;
 };
+
+// Whether an environment variable of the runner reaches a role: the allow-list of the
+// README's "What a role may do" (PATH, HOME, the loader's LD_LIBRARY_PATH and LD_PRELOAD,
+// locale and temporary folder, the adapters' own CUDA_*, ZE_*, UR_*, UMF_*, SYCL_*, VK_*,
+// MESA_*, the sanitizers' *SAN_OPTIONS, IPCHECK_*, IPCREF_*), and the names listed in
+// IPCHECK_ROLE_ENV (comma-separated). Everything else (CI secrets: AWS_*, GITHUB_TOKEN)
+// stays with the runner.
+bool role_environment_allowed(std::string_view name);
+// The capabilities a role keeps (a bit mask of CAP_* numbers): none, except CAP_SYS_PTRACE
+// where Yama's ptrace_scope is 2 (then only it lets pidfd_getfd take a peer's descriptor;
+// with scope 0 or 1 a role of the same user, with the same reduced capability set as its
+// peer and dumpable, passes the kernel's ptrace check without any capability).
+unsigned long long role_capabilities();
 
 // A failed exec, with the errno the child reported.
 class SpawnError : public std::runtime_error {
@@ -77,7 +101,10 @@ class RoleProcess {
   const std::optional<ExitStatus>& poll_exit();
   // Waits up to `limit` for the child to exit (reading its output pipe meanwhile) and
   // reaps it. Empty when it outlived `limit`: its group is then killed and reaped.
-  std::optional<ExitStatus> wait_for(std::chrono::milliseconds limit);
+  // With `stop`: once *stop turns true (a signal handler sets it) the group gets SIGTERM,
+  // and SIGKILL when it outlives `grace`.
+  std::optional<ExitStatus> wait_for(std::chrono::milliseconds limit, const std::atomic<bool>* stop = nullptr,
+                                     std::chrono::milliseconds grace = std::chrono::seconds(5));
   const std::optional<ExitStatus>& status() const noexcept { return status_; }
 
   // Signals the role's process group (the role and whatever it forked).

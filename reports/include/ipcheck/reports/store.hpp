@@ -59,11 +59,18 @@ std::string gpu_of(const RunInfo& run);
 
 class Store {
  public:
+  // How long a store waits for another writer's lock before it reports the store busy.
+  static constexpr double kDefaultBusyTimeoutS = 30;
   // Opens (and with `create`, creates) the store at `path`, migrating an older schema.
-  static Store open(const std::string& path, bool create);
+  // `path` must name a file ("" or a folder is a StoreError). Creation and every migration
+  // run in one exclusive transaction that first reads the version again, so writers that
+  // open one store side by side create or migrate it once and the others see the result.
+  // A lock held longer than `busy_timeout_s` is a StoreError saying the store is busy.
+  static Store open(const std::string& path, bool create, double busy_timeout_s = kDefaultBusyTimeoutS);
   // The same, migrating no further than `schema_version`: makes the stores of older ipchecks
   // that the migration tests start from.
-  static Store open(const std::string& path, bool create, int schema_version);
+  static Store open(const std::string& path, bool create, int schema_version,
+                    double busy_timeout_s = kDefaultBusyTimeoutS);
   Store(Store&& other) noexcept;
   Store& operator=(Store&&) = delete;
   ~Store();
