@@ -1,5 +1,7 @@
 #include "ipcheck/reports/merge.hpp"
 
+#include "ipcheck/reports/files.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -344,6 +346,11 @@ ShardCover cover_of(const json& shards, std::size_t cases) {
   ShardCover c;
   std::set<int> totals, indices;
   for (const auto& s : shards) {
+    const json total = s.is_object() ? s.value("total", json(0)) : json();
+    if (!total.is_number_integer() || total.get<long long>() < 1 || total.get<long long>() > kMaxShardTotal)
+      throw MergeError("a shard's field total (run.options.shard.total or merged.shards[].total) is " +
+                       dump_json(total) + ", not a shard count from 1 to " + std::to_string(kMaxShardTotal) +
+                       "; give results files ipcheck wrote");
     totals.insert(s.value("total", 0));
     indices.insert(s.value("index", 0));
     c.selected.insert(s.value("selected", 0LL));
