@@ -227,6 +227,7 @@ const AdapterRegistration registered_cuda{{"cuda",
                                "NVIDIA's CUDA driver API (libcuda, loaded at run time)",
                                {"sycl", "cuda"},
                                [] { return std::unique_ptr<Adapter>(new CudaAdapter); },
+                               {"library"},
                                {"library"}}};
 
 }  // namespace

@@ -326,7 +326,8 @@ const AdapterRegistration registered_ref{{"ref",
                                "ipcheck's reference implementation (lib/, host memory)",
                                {"sycl", "ur", "ze", "cuda", "rb"},
                                [] { return std::unique_ptr<Adapter>(new RefAdapter); },
-                               {"devices"}}};
+                               {"devices"},
+                               {}}};
 
 }  // namespace
 }  // namespace ipcheck::ref_adapter

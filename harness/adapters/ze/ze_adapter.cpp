@@ -390,7 +390,8 @@ const AdapterRegistration registered_ze{{"ze",
                                "ZE_ENABLE_ALT_DRIVERS)",
                                {"sycl", "ur", "ze"},
                                [] { return std::unique_ptr<Adapter>(new ZeAdapter); },
-                               {"handle", "driver", "devices"}}};
+                               {"handle", "driver", "devices"},
+                               {}}};
 }  // namespace
 
 }  // namespace ipcheck::ze

@@ -233,6 +233,10 @@ struct AdapterDesc {
   std::function<std::unique_ptr<Adapter>()> create;
   // The keys of --adapter-opt it accepts; the command line refuses any other before a case runs.
   std::vector<std::string> options;
+  // Those of `options` that name a library, a loader or a file (cuda's library, vk's loader):
+  // they choose code or paths, so they come only from the command line or the environment of
+  // whoever runs ipcheck, never from a file ipcheck reads (a reproducer's are ignored, said so).
+  std::vector<std::string> path_options;
 };
 
 void register_adapter(AdapterDesc desc);
