@@ -45,6 +45,8 @@ int replay(const cli::Options& o, const CampaignOptions& base) {
     throw UsageError(e.what());
   }
   std::printf("replay %s%s\n", file.c_str(), r.expected.empty() ? "" : (" (found as " + r.expected + ")").c_str());
+  for (const auto& ignored : r.ignored_options)
+    std::printf("ignored  the reproducer's adapter option %s\n", reports::escape_invalid_utf8(ignored).c_str());
   if (!r.ran) {
     std::fprintf(stderr, "ipcheck fuzz: cannot replay: %s\n", r.reason.c_str());
     return kFailed;

@@ -8,6 +8,7 @@
 // is plain C in fuzz/src/repro/.
 #include "export_c.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "ipcheck/fuzz/layout.hpp"
 #include "ipcheck/fuzz/oracle.hpp"
 #include "ipcheck/fuzz/symbolic.hpp"
+#include "ipcheck/reports/files.hpp"
 #include "ipcheck_version.h"
 #include "protocol.hpp"
 #include "targets.hpp"
@@ -43,13 +45,13 @@ struct Finding {
   bool has_input = false;
 };
 
+// Every file read here is input from anyone: a regular file of bounded size, its JSON
+// depth bounded (reports::read_json_file), errors naming it.
 json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("cannot read '" + path + "'");
   try {
-    return json::parse(in);
-  } catch (const std::exception& e) {
-    throw std::invalid_argument("'" + path + "' is not JSON: " + e.what());
+    return reports::read_json_file(path, "finding file", reports::kMaxResultsBytes);
+  } catch (const reports::FileError& e) {
+    throw std::invalid_argument(e.what());
   }
 }
 
@@ -165,7 +167,16 @@ Finding from_results(const std::string& id, const std::string& results) {
     if (x.value("id", "") != id) continue;
     // The reproducer beside the results, when it was kept, is exact (tail bytes included).
     if (x.contains("reproducer") && x["reproducer"].is_string()) {
-      const fs::path repro = fs::path(results).parent_path() / x["reproducer"].get<std::string>();
+      // A results file names no path outside its own folder: findings/<id>.repro only.
+      const fs::path named = x["reproducer"].get<std::string>();
+      const bool inside = named.is_relative() && std::none_of(named.begin(), named.end(), [](const fs::path& p) {
+        return p == "..";
+      });
+      if (!inside)
+        throw std::invalid_argument("'" + results + "': fuzz finding " + id + " names reproducer '" +
+                                    reports::escape_invalid_utf8(named.string()) +
+                                    "', outside the results' folder; ipcheck writes findings/<id>.repro there");
+      const fs::path repro = fs::path(results).parent_path() / named;
       if (fs::exists(repro)) {
         Finding f = from_file(repro.string());
         f.id = id;
