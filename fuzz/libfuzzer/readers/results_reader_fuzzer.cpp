@@ -1,6 +1,6 @@
 // libFuzzer target: the results reader, the path every report command takes (render, diff,
 // merge, baseline, history, store add: reports::read_results_text), then what those commands
-// do with what it read. The input is a results file's bytes.
+// do with what it read (merge alone and with itself included). The input is a results file's bytes.
 //
 // The oracle is the command line's exit-code contract: a bad file is SchemaError (exit 2);
 // any other exception would be exit 3 (ipcheck's own bug), so it escapes and libFuzzer
@@ -12,6 +12,7 @@
 #include "ipcheck/reports/diff.hpp"
 #include "ipcheck/reports/files.hpp"
 #include "ipcheck/reports/history.hpp"
+#include "ipcheck/reports/merge.hpp"
 #include "ipcheck/reports/render.hpp"
 #include "ipcheck/reports/results.hpp"
 #include "ipcheck/reports/stable.hpp"
@@ -39,6 +40,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)render_history_text(runs);
   (void)render_history_markdown(runs);
   (void)stable_copy(r);
+  // report merge of this file alone and with itself (a shard given twice): a refusal is a
+  // MergeError (exit 2).
+  MergeOptions mo;
+  mo.allow_mixed = true;
+  mo.coverage = [](Results&) {};
+  for (const std::size_t n : {1, 2}) try {
+      std::vector<MergeInput> in(n, MergeInput{"shard.json", r});
+      const Merged m = merge_results(in, mo);
+      (void)dump_json(to_json(m.results));
+    } catch (const MergeError&) {
+    }
   (void)content_digest(r);
   // What ipcheck writes it reads back.
   (void)read_results_text(dump_json(to_json(r), 2), "written.json");
