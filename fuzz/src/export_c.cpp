@@ -167,15 +167,15 @@ Finding from_results(const std::string& id, const std::string& results) {
     if (x.value("id", "") != id) continue;
     // The reproducer beside the results, when it was kept, is exact (tail bytes included).
     if (x.contains("reproducer") && x["reproducer"].is_string()) {
-      // A results file names no path outside its own folder: findings/<id>.repro only.
+      // A results file chooses no file to read: only a reproducer (*.repro), relative to the
+      // results' folder (ipcheck writes findings/<id>.repro, or ../<campaign>/findings/<id>.repro
+      // when a campaign's section was put into a catalog run's results).
       const fs::path named = x["reproducer"].get<std::string>();
-      const bool inside = named.is_relative() && std::none_of(named.begin(), named.end(), [](const fs::path& p) {
-        return p == "..";
-      });
-      if (!inside)
+      if (!named.is_relative() || named.extension() != ".repro")
         throw std::invalid_argument("'" + results + "': fuzz finding " + id + " names reproducer '" +
                                     reports::escape_invalid_utf8(named.string()) +
-                                    "', outside the results' folder; ipcheck writes findings/<id>.repro there");
+                                    "', not a *.repro relative to the results' folder; ipcheck writes "
+                                    "findings/<id>.repro there");
       const fs::path repro = fs::path(results).parent_path() / named;
       if (fs::exists(repro)) {
         Finding f = from_file(repro.string());

@@ -387,7 +387,7 @@ case "$class" in
     [ -e LOADED ] || fail "--adapter-opt library= on the command line was not used"$'\n'"$(tail -5 cmdline.out)"
     # A results file names no reproducer outside its folder.
     printf '{"schema": "ipcheck.results/2", "run": {"adapter": "cuda"}, "cases": [], "fuzz": {"findings": [{"id": "x", "reproducer": "/etc/passwd"}]}}\n' >escape.json
-    expect 2 "names reproducer '/etc/passwd', outside the results' folder" -- \
+    expect 2 "names reproducer '/etc/passwd', not a \*.repro relative to the results' folder" -- \
       "$ipcheck" fuzz --export-c x --results escape.json -o x.c
     ;;
 
