@@ -98,7 +98,7 @@ void register_no_leak() {
                        std::to_string(iterations) + " opens of one " + name +
                            " handle, each closed: no descriptor, mapping or handle left in the opener")
                       .clause(kLeak)
-                      .param("iterations")
+                      .param("iterations", 100000)
                       .role("producer",
                             [kind](Role& r) {
                               Target t = export_target(r, kind, kSeed, kLeak);
@@ -107,7 +107,7 @@ void register_no_leak() {
                             })
                       .role("consumer",
                             [kind, iterations](Role& r) {
-                              leak_consumer(r, kind, std::stoi(r.param("iterations", std::to_string(iterations))));
+                              leak_consumer(r, kind, static_cast<int>(count_param(r, "iterations", iterations)));
                             })
                       .def);
   }

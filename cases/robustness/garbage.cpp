@@ -135,7 +135,7 @@ void register_garbage() {
                       .role("producer", [kind](Role& r) { producer(r, kind); })
                       .on_demand_roles("consumer", kMostConsumers, [kind](Role& r) { consumer(r, kind); })
                       .expendable("consumer")
-                      .param("consumers")
+                      .param("consumers", kMostConsumers)
                       // A driver whose variants kill many processes needs many in turn; a
                       // hang is still caught within the run's inactivity limit.
                       .timeout(300)

@@ -128,7 +128,7 @@ void consumer(Role& r) {
 
 IPCHECK_CASE(Case("stress.event_roundtrips",
                   "100000 event round trips between two processes, a number carried each way (--param cycles=N)")
-                 .param("cycles")
+                 .param("cycles", 10000000)
                  .hidden()
                  .clause(kClause)
                  .timeout(600)

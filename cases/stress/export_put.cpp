@@ -107,8 +107,8 @@ void consumer(Role& r) {
 
 IPCHECK_CASE(Case("stress.export_put",
                   "10000 get/put cycles on one allocation (--param cycles=N); every 10th export opens in a consumer, then is refused once put")
-                 .param("cycles")
-                 .param("every")
+                 .param("cycles", 1000000)
+                 .param("every", 1000000)
                  .hidden()
                  .clause(kClause)
                  .timeout(600)

@@ -86,7 +86,7 @@ void consumer(Role& r) {
 
 IPCHECK_CASE(Case("stress.open_close",
                   "32 consumers open, check, write and close one handle 1000 times each (--param cycles=N), all at once")
-                 .param("cycles")
+                 .param("cycles", 100000)
                  .hidden()
                  .clause(kClause)
                  .timeout(600)

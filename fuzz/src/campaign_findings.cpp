@@ -246,12 +246,7 @@ void Campaign::load_corpus() {
     try {
       // A FIFO, a folder or a huge file named *.repro is skipped, saying why, never waited on.
       const json j = reports::read_json_file(p.string(), "corpus file", reports::kMaxSmallInputBytes);
-      if (!j.is_object() || j.value("schema", json()) != "ipcheck.fuzz-repro/1" || j.value("adapter", json()) != o_.adapter ||
-          j.value("target", json("memory")) != o_.target)
-        continue;  // another adapter's or another target's
-      if (!j.contains("input")) throw std::invalid_argument("it has no \"input\"");
-      (void)symbolic_from_json(j.at("input"));  // well-formed
-      corpus_seeds_.push_back(j.at("input"));
+      if (auto input = corpus_entry_input(j, o_.adapter, o_.target)) corpus_seeds_.push_back(std::move(*input));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "fuzz: corpus file %s skipped: %s\n", reports::terminal_text(p.string()).c_str(),
                    reports::terminal_text(e.what()).c_str());

@@ -25,6 +25,7 @@
 #include "ipcheck/channel.hpp"
 #include "ipcheck/fuzz/layout.hpp"
 #include "ipcheck/fuzz/oracle.hpp"
+#include "ipcheck/fuzz/repro_file.hpp"
 #include "ipcheck/fuzz/symbolic.hpp"
 #include "ipcheck/reports/files.hpp"
 #include "ipcheck/reports/report_set.hpp"

@@ -1,6 +1,7 @@
 // The campaign's messages (campaign_messages.hpp): each one's members written and read here.
 #include "campaign_messages.hpp"
 
+#include "ipcheck/reports/files.hpp"
 #include "protocol.hpp"
 
 namespace ipcheck::fuzz::wire {
@@ -10,7 +11,7 @@ using nlohmann::json;
 namespace {
 
 Message as_data(const char* key, const json& doc, const CarriedFd& fd = {}) {
-  return msg::encode(msg::Data{key, doc.dump(), CarriedFd::lend(fd.get())});
+  return msg::encode(msg::Data{key, reports::dump_json(doc), CarriedFd::lend(fd.get())});
 }
 
 Verdict verdict_of(const msg::DocReader& r, const char* member) {

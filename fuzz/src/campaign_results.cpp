@@ -236,54 +236,30 @@ ReplayReport replay_reproducer(const std::string& path, const CampaignOptions& b
   auto shape = [&](const std::string& what) {
     return std::invalid_argument("reproducer '" + path + "': " + what + "; give a findings/<id>.repro that ipcheck fuzz wrote");
   };
-  if (!doc.is_object()) throw shape(std::string("the document is ") + doc.type_name() + ", not an object");
-  auto text = [&](const char* key, const std::string& fallback) {
-    auto it = doc.find(key);
-    if (it == doc.end() || it->is_null()) return fallback;
-    if (!it->is_string()) throw shape(std::string("field \"") + key + "\" is " + it->type_name() + ", not text");
-    return it->get<std::string>();
-  };
-  if (text("schema", "") != "ipcheck.fuzz-repro/1")
-    throw std::invalid_argument("'" + path + "' is not an ipcheck reproducer (schema \"" + text("schema", "") +
-                                "\", expected \"ipcheck.fuzz-repro/1\")");
-  if (text("setup", "") != detail::kSetup)
-    throw std::invalid_argument("reproducer '" + path + "' was made with set-up \"" + text("setup", "") +
-                                "\"; this ipcheck builds \"" + detail::kSetup + "\": replay it with the ipcheck that found it");
-  CampaignOptions o = base;
-  o.adapter = text("adapter", o.adapter);
-  if (!find_adapter(o.adapter)) throw shape("field \"adapter\" is '" + o.adapter + "', no adapter of this ipcheck");
-  o.target = text("target", "memory");
-  if (!detail::valid_target(o.target))
-    throw shape("field \"target\" is '" + o.target + "', not memory, physical or event");
-  o.transport = text("transport", o.transport);
-  if (o.transport != "pidfd" && o.transport != "scm" && o.transport != "auto")
-    throw shape("field \"transport\" is '" + o.transport + "', not pidfd, scm or auto");
-  if (auto it = doc.find("adapter_options"); it != doc.end() && !it->is_null()) {
-    if (!it->is_object()) throw shape(std::string("field \"adapter_options\" is ") + it->type_name() + ", not an object");
-    const auto& cli_only = find_adapter(o.adapter)->command_line_only;
-    for (const auto& [k, v] : it->items()) {
-      if (!v.is_string()) throw shape("field \"adapter_options." + k + "\" is " + v.type_name() + ", not text");
-      // A library to load is never taken from a file: the command line must name it.
-      if (std::find(cli_only.begin(), cli_only.end(), k) != cli_only.end()) {
-        if (!o.adapter_options.count(k))
-          throw std::invalid_argument("reproducer '" + path + "' names adapter option " + k + "=" + v.get<std::string>() +
-                                      ", which ipcheck takes only from the command line (it names a library to load): " +
-                                      "replay it with --adapter-opt " + k + "=PATH");
-        continue;
-      }
-      o.adapter_options.try_emplace(k, v.get<std::string>());
-    }
-  }
-  o.jobs = 0;
-  o.progress = false;
-  r.expected = text("expect", "");
-  if (!doc.contains("input")) throw shape("it has no \"input\"");
-  Symbolic s;
+  ReproFile f;
   try {
-    s = symbolic_from_json(doc.at("input"));
+    f = reproducer_from_json(doc);
   } catch (const std::invalid_argument& e) {
     throw shape(e.what());
   }
+  if (f.setup != detail::kSetup)
+    throw std::invalid_argument("reproducer '" + path + "' was made with set-up \"" + f.setup +
+                                "\"; this ipcheck builds \"" + detail::kSetup + "\": replay it with the ipcheck that found it");
+  CampaignOptions o = base;
+  if (!f.adapter.empty()) o.adapter = f.adapter;
+  const AdapterDesc* desc = find_adapter(o.adapter);
+  if (!desc) throw shape("field \"adapter\" is '" + o.adapter + "', no adapter of this ipcheck");
+  o.target = f.target;
+  if (!f.transport.empty()) o.transport = f.transport;
+  // A reproducer chooses no code and no path: an option that names a library, a loader or
+  // a file is taken only from the command line (or the environment) of whoever replays it,
+  // and so is any key the adapter does not take. The command line's own options win.
+  for (const auto& [k, v] : trusted_adapter_options(f, o.adapter, desc->options, desc->path_options, r.ignored_options))
+    o.adapter_options.try_emplace(k, v);
+  o.jobs = 0;
+  o.progress = false;
+  r.expected = f.expect;
+  const Symbolic s = f.input;
   Campaign c(o);
   try {
     c.start_dead_pid();

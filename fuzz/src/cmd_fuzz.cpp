@@ -48,6 +48,8 @@ int replay(const cli::Options& o, const CampaignOptions& base) {
   // A reproducer and the driver's answers are shown, never sent to the terminal as they are.
   const auto t = [](const std::string& s) { return reports::terminal_text(s); };
   std::printf("replay %s%s\n", t(file).c_str(), r.expected.empty() ? "" : t(" (found as " + r.expected + ")").c_str());
+  for (const auto& ignored : r.ignored_options)
+    std::printf("ignored  the reproducer's adapter option %s\n", t(ignored).c_str());
   if (!r.ran) {
     std::fprintf(stderr, "ipcheck fuzz: cannot replay: %s\n", t(r.reason).c_str());
     return kFailed;

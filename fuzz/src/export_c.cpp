@@ -8,6 +8,7 @@
 // is plain C in fuzz/src/repro/.
 #include "export_c.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -44,13 +45,13 @@ struct Finding {
   bool has_input = false;
 };
 
+// Every file read here is input from anyone: a regular file of bounded size, its JSON
+// depth bounded (reports::read_json_file), errors naming it.
 json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("cannot read '" + path + "'");
   try {
-    return json::parse(in);
-  } catch (const std::exception& e) {
-    throw std::invalid_argument("'" + path + "' is not JSON: " + e.what());
+    return reports::read_json_file(path, "finding file", reports::kMaxResultsBytes);
+  } catch (const reports::FileError& e) {
+    throw std::invalid_argument(e.what());
   }
 }
 
@@ -166,7 +167,16 @@ Finding from_results(const std::string& id, const std::string& results) {
     if (x.value("id", "") != id) continue;
     // The reproducer beside the results, when it was kept, is exact (tail bytes included).
     if (x.contains("reproducer") && x["reproducer"].is_string()) {
-      const fs::path repro = fs::path(results).parent_path() / x["reproducer"].get<std::string>();
+      // A results file chooses no file to read: only a reproducer (*.repro), relative to the
+      // results' folder (ipcheck writes findings/<id>.repro, or ../<campaign>/findings/<id>.repro
+      // when a campaign's section was put into a catalog run's results).
+      const fs::path named = x["reproducer"].get<std::string>();
+      if (!named.is_relative() || named.extension() != ".repro")
+        throw std::invalid_argument("'" + results + "': fuzz finding " + id + " names reproducer '" +
+                                    reports::escape_invalid_utf8(named.string()) +
+                                    "', not a *.repro relative to the results' folder; ipcheck writes "
+                                    "findings/<id>.repro there");
+      const fs::path repro = fs::path(results).parent_path() / named;
       if (fs::exists(repro)) {
         Finding f = from_file(repro.string());
         f.id = id;

@@ -268,6 +268,9 @@ Symbolic symbolic_from_json(const nlohmann::json& j) {
   s.base = text(j, "base", true);
   auto changes = j.find("changes");
   if (changes == j.end() || !changes->is_array()) throw bad("changes", "is not an array");
+  if (changes->size() > kMaxSymbolicChanges)
+    throw bad("changes", "has " + std::to_string(changes->size()) + " items, more than the " +
+                             std::to_string(kMaxSymbolicChanges) + " a handle layout has fields");
   for (std::size_t i = 0; i < changes->size(); ++i) {
     const auto& c = (*changes)[i];
     const std::string at = "changes[" + std::to_string(i) + "]";
@@ -292,7 +295,11 @@ Symbolic symbolic_from_json(const nlohmann::json& j) {
                             ", not a byte count from 0 to " + std::to_string(kMaxSymbolicLength));
   s.length = static_cast<std::size_t>(length->get<std::uint64_t>());
   try {
-    s.tail = from_hex(text(j, "tail", false));
+    const std::string tail = text(j, "tail", false);
+    if (tail.size() / 2 > kMaxSymbolicLength)
+      throw std::invalid_argument("is " + std::to_string(tail.size() / 2) + " bytes, more than " +
+                                  std::to_string(kMaxSymbolicLength));
+    s.tail = from_hex(tail);
   } catch (const std::invalid_argument& e) {
     throw bad("tail", e.what());
   }

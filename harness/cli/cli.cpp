@@ -1,6 +1,7 @@
 #include "ipcheck/cli.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -61,6 +62,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ipcheck: unknown command '%s'; run 'ipcheck --help' for the list\n", args[0].c_str());
     return kUsage;
   }
+  // The environment is text from outside too: a variable that is not UTF-8 is said once (not
+  // by the role processes, which inherit it), and whatever records text taken from it escapes it.
+  if (!it->second.hidden)
+    for (char** e = environ; e && *e; ++e)
+      if (!reports::is_utf8(*e)) {
+        const std::string entry = *e;
+        std::fprintf(stderr,
+                     "ipcheck: warning: environment variable %s is not UTF-8; text taken from it is recorded with its "
+                     "bad bytes as \\xNN\n",
+                     reports::escape_invalid_utf8(entry.substr(0, entry.find('='))).c_str());
+      }
   return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
 }
 
@@ -110,6 +122,20 @@ const Options::Spec* Options::find(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+
+// Text is checked at the boundary: an argument that is not UTF-8 is used as given (a path
+// opens the file it names), and whatever records it (results, messages to the roles) writes
+// its bad bytes as \xNN. Said once per argument; never an error.
+void warn_if_not_utf8(const std::string& option, const std::string& value) {
+  if (reports::is_utf8(value)) return;
+  std::cerr << "ipcheck: warning: " << (option.empty() ? "argument" : "option '" + option + "'") << " '"
+            << reports::escape_invalid_utf8(value)
+            << "' is not UTF-8; it is used as given, and recorded with its bad bytes as \\xNN\n";
+}
+
+}  // namespace
+
 bool Options::parse(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -142,9 +168,11 @@ bool Options::parse(const std::vector<std::string>& args) {
         val = args[++i];
       }
       if (!s->repeated && values_.count(name)) throw UsageError("option '" + name + "' is given twice");
+      warn_if_not_utf8(name, val);
       values_[name].push_back(val);
       continue;
     }
+    warn_if_not_utf8("", a);
     positional_values_.push_back(a);
   }
   std::size_t need = 0;

@@ -43,6 +43,7 @@ int list_expectations(Options& o, const std::string& format) {
   } catch (const std::runtime_error& x) {
     throw UsageError(x.what());
   }
+  for (const auto& w : e.warnings) std::fprintf(stderr, "ipcheck: warning: %s\n", w.c_str());
   std::optional<reports::Results> run;
   if (o.has("--results")) {
     try {

@@ -147,7 +147,7 @@ int diff(const std::vector<std::string>& args) {
     const auto& p = o.positionals();
     const reports::Diff d = reports::diff_results(load(p[0]), load(p[1]), p[0], p[1]);
     emit(o, format == "text" ? reports::render_diff_text(d)
-                             : format == "md" ? reports::render_diff_markdown(d) : reports::diff_to_json(d).dump(2) + "\n");
+                             : format == "md" ? reports::render_diff_markdown(d) : reports::dump_json(reports::diff_to_json(d), 2) + "\n");
     return d.fails_gate() ? kFailed : kOk;
   });
 }
@@ -231,14 +231,14 @@ std::string first_bad_json(const std::string& id, const std::vector<reports::Sto
                         {"runs", v.runs}});
   }
   auto at = [&](const std::optional<std::size_t>& i) { return i ? versions[*i] : nlohmann::json(); };
-  return nlohmann::json{{"case", id},
+  return reports::dump_json(nlohmann::json{{"case", id},
                         {"adapter", kept.front().adapter},
                         {"driver", kept.front().driver_name},
                         {"gpus", gpus},
                         {"first_bad", at(fb.first_bad)},
                         {"last_good", at(fb.last_good)},
-                        {"versions", versions}}
-             .dump(2) +
+                        {"versions", versions}},
+                            2) +
          "\n";
 }
 
@@ -332,7 +332,7 @@ int merge(const std::vector<std::string>& args) {
     const reports::Merged m = reports::merge_results(inputs, mo);
     for (const auto& n : m.notes)
       std::fprintf(stderr, "ipcheck report merge: note: %s\n", reports::terminal_text(n).c_str());
-    emit(o, reports::to_json(m.results).dump(2) + "\n");
+    emit(o, reports::dump_json(reports::to_json(m.results), 2) + "\n");
     const auto& s = m.results.summary;
     std::fprintf(stderr, "ipcheck report merge: %zu files, %d cases, %d unexpected%s\n", inputs.size(), s.total,
                  s.unexpected, m.results.run.options["merged"].value("complete", false) ? "; every shard is here" : "");
@@ -350,7 +350,7 @@ int baseline(const std::vector<std::string>& args) {
   return guarded("report baseline", [&] {
     if (!o.parse(args)) return kOk;
     const reports::Results r = reports::stable_copy(load(o.positionals()[0]));
-    emit(o, reports::to_json(r).dump(2) + "\n");
+    emit(o, reports::dump_json(reports::to_json(r), 2) + "\n");
     return kOk;
   });
 }
@@ -376,7 +376,7 @@ int compare(const std::vector<std::string>& args) {
     const bool all = o.has("--all");
     emit(o, format == "text" ? reports::render_compare_text(c, all)
             : format == "md" ? reports::render_compare_markdown(c, all)
-                             : reports::compare_to_json(c).dump(2) + "\n");
+                             : reports::dump_json(reports::compare_to_json(c), 2) + "\n");
     return kOk;
   });
 }

@@ -11,6 +11,7 @@
 #include "ipcheck/cli.hpp"
 #include "ipcheck/expectations.hpp"
 #include "ipcheck/reports/render.hpp"
+#include "ipcheck/reports/merge.hpp"
 #include "ipcheck/reports/report_set.hpp"
 #include "ipcheck/resources.hpp"
 #include "ipcheck/runner.hpp"
@@ -47,7 +48,7 @@ Options run_cli_options() {
   o.multi("--filter", "GLOB", "only cases whose id matches GLOB (a bare word matches anywhere)")
       .flag("--exact", "filters are exact case ids")
       .value("--jobs", "N", "cases run in parallel", "1")
-      .value("--timeout", "S", "seconds a case may take", "60")
+      .value("--timeout", "S", "seconds a case may take; given, it also limits the cases that ask for more (stress: 600)", "60")
       .value("--inactivity", "S", "seconds without any message or output before a case times out", "20")
       .value("--out", "DIR", "where results go", "ipcheck-results/<adapter>")
       .multi("--param", "KEY=VALUE", "case parameter (sizes, iteration counts) that a selected case reads")
@@ -85,6 +86,7 @@ RunOptions read_run_options(const Options& o) {
   r.exact = o.has("--exact");
   r.jobs = o.get_int("--jobs", 1, 256);
   r.timeout_s = o.get_double("--timeout", 0.1, 86400);
+  r.timeout_caps_cases = o.has("--timeout");
   r.inactivity_s = o.get_double("--inactivity", 0.1, 86400);
   r.params = o.get_map("--param");
   r.include_hidden = o.has("--include-hidden");
@@ -99,7 +101,7 @@ RunOptions read_run_options(const Options& o) {
 // --shard, --shard-total (or IPCHECK_SHARD, a CI system's variables) and --ctest-resources.
 void read_run_placement(const Options& o, RunOptions& r) {
   std::optional<int> shard_total;
-  if (o.has("--shard-total")) shard_total = o.get_int("--shard-total", 1, 1000000);
+  if (o.has("--shard-total")) shard_total = o.get_int("--shard-total", 1, reports::kMaxShardTotal);
   try {
     const std::string given = o.get("--shard");
     if (o.has("--shard") && given != "auto") {
@@ -132,7 +134,8 @@ void read_run_expectations(const Options& o, RunOptions& r) {
     r.expectations_path = default_expectations_file(r.adapter);
   }
   if (!r.expectations_path.empty()) try {
-      (void)Expectations::load(r.expectations_path);
+      for (const auto& w : Expectations::load(r.expectations_path).warnings)
+        std::fprintf(stderr, "ipcheck: warning: --expectations: %s\n", w.c_str());
     } catch (const std::exception& e) {
       throw UsageError(std::string("--expectations: ") + e.what() + "; fix the file, or give --expectations none");
     }

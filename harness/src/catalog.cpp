@@ -192,7 +192,8 @@ Case& Case::hidden() {
   return *this;
 }
 
-Case& Case::param(std::string key) {
+Case& Case::param(std::string key, long max) {
+  def.param_max[key] = max;
   def.params.push_back(std::move(key));
   return *this;
 }

@@ -253,7 +253,12 @@ Expectations Expectations::parse(const std::string& text, const std::string& whe
   std::string line;
   ExpectationBlock block;
   for (int n = 1; std::getline(in, line); ++n) {
-    const std::string at = where + ":" + std::to_string(n);
+    const std::string at = reports::escape_invalid_utf8(where) + ":" + std::to_string(n);
+    if (!reports::is_utf8(line)) {
+      line = reports::escape_invalid_utf8(line);
+      e.warnings.push_back(at + ": the line is not UTF-8 (a Latin-1 file?); read with its bad bytes as \\xNN: " +
+                           trim(line));
+    }
     const std::string body = trim(line);
     if (body.empty() || body[0] == '#') continue;
     if (body[0] == '@') {

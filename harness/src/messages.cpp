@@ -6,6 +6,8 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "ipcheck/reports/files.hpp"
+
 namespace ipcheck::msg {
 
 using nlohmann::json;
@@ -138,7 +140,7 @@ Hello decode<Hello>(Message& m) {
   return {kProtocolVersion, f.text(1), static_cast<int>(f.number(2, 1, kMaxPid)), f.text(3)};
 }
 
-Message encode(const Start& m) { return make(MsgType::start, {m.doc.dump()}); }
+Message encode(const Start& m) { return make(MsgType::start, {reports::dump_json(m.doc)}); }
 
 template <>
 Start decode<Start>(Message& m) {
@@ -205,7 +207,7 @@ Proceed decode<Proceed>(Message& m) {
 
 // ---------------------------------------------------------------- what a role reports
 
-Message encode(const Check& m) { return make(MsgType::check, {m.report.to_json().dump()}); }
+Message encode(const Check& m) { return make(MsgType::check, {reports::dump_json(m.report.to_json())}); }
 
 template <>
 Check decode<Check>(Message& m) {
@@ -229,7 +231,7 @@ Observe decode<Observe>(Message& m) {
 Message encode(const NativeError& m) {
   const json j = {{"verb", m.verb}, {"errc", m.errc}, {"native", m.native}, {"native_name", m.native_name},
                   {"message", m.message}};
-  return make(MsgType::native_error, {j.dump()});
+  return make(MsgType::native_error, {reports::dump_json(j)});
 }
 
 template <>
@@ -247,7 +249,7 @@ Skip decode<Skip>(Message& m) {
   return {f.text(0)};
 }
 
-Message encode(const Audit& m) { return make(MsgType::audit, {m.doc.dump()}); }
+Message encode(const Audit& m) { return make(MsgType::audit, {reports::dump_json(m.doc)}); }
 
 template <>
 Audit decode<Audit>(Message& m) {
@@ -255,7 +257,7 @@ Audit decode<Audit>(Message& m) {
   return {f.document(0)};
 }
 
-Message encode(const Info& m) { return make(MsgType::info, {m.doc.dump()}); }
+Message encode(const Info& m) { return make(MsgType::info, {reports::dump_json(m.doc)}); }
 
 template <>
 Info decode<Info>(Message& m) {
@@ -355,7 +357,7 @@ DocReader::DocReader(const Data& d) : where_("channel: data message '" + d.key +
 
 void DocReader::fail(const char* member, const json& found, const std::string& why) const {
   const std::string what = member ? "member '" + std::string(member) + "'" : std::string("the document");
-  throw ChannelError(where_ + ": " + what + " is " + shown(found.dump()) + ": " + why);
+  throw ChannelError(where_ + ": " + what + " is " + shown(reports::dump_json(found)) + ": " + why);
 }
 
 const json& DocReader::at(const char* member) const {

@@ -16,6 +16,7 @@
 
 #include "ipcheck/expectations.hpp"
 #include "ipcheck/install_layout.hpp"
+#include "ipcheck/reports/files.hpp"
 #include "ipcheck/messages.hpp"
 #include "ipcheck/role_main.hpp"
 #include "ipcheck/spawn.hpp"
@@ -67,7 +68,24 @@ void validate_selection(const RunOptions& o) {
   for (const auto& [key, value] : o.params) {
     std::set<std::string> known;
     for (const CaseDef* c : selected) known.insert(c->params.begin(), c->params.end());
-    if (known.count(key)) continue;
+    if (known.count(key)) {
+      // A count sizes a loop: bounded here, before any case runs, by the smallest maximum of
+      // the selected cases that read it.
+      long most = 0;
+      std::string who;
+      for (const CaseDef* c : selected)
+        if (auto it = c->param_max.find(key); it != c->param_max.end() && (most == 0 || it->second < most)) {
+          most = it->second;
+          who = c->id;
+        }
+      const bool digits = !value.empty() && value.size() <= 18 && value.find_first_not_of("0123456789") == std::string::npos;
+      const long long v = digits ? std::stoll(value) : 0;
+      if (most > 0 && (!digits || v < 1 || v > most))
+        throw std::invalid_argument("--param " + key + " is '" + reports::escape_invalid_utf8(value) +
+                                    "'; give a whole number from 1 to " + std::to_string(most) + " (the most " + who +
+                                    " takes)");
+      continue;
+    }
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
     throw std::invalid_argument("--param '" + key + "' is read by no selected case; " +

@@ -461,7 +461,7 @@ CaseResult CaseRun::run() {
   result_.description = def_.description;
   result_.area = def_.area();
   result_.clauses = def_.clauses;
-  timeout_s_ = std::max(opt_.timeout_s, def_.timeout_s);
+  timeout_s_ = opt_.timeout_caps_cases ? opt_.timeout_s : std::max(opt_.timeout_s, def_.timeout_s);
   start_ = last_activity_ = Clock::now();
   spawn_all();
   loop();

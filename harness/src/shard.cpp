@@ -5,6 +5,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "ipcheck/reports/merge.hpp"
+
 namespace ipcheck {
 
 std::uint64_t fnv1a64(std::string_view text) {
@@ -61,6 +63,9 @@ Shard parse_shard(const std::string& text, const std::string& source) {
   const auto n = slash == std::string::npos ? std::nullopt : whole_number(text.substr(slash + 1));
   if (!k || !n || *n < 1 || *k < 1 || *k > *n)
     throw std::invalid_argument(source + " is '" + text + "'; write K/N with 1 <= K <= N (for example 2/3: the second of three shards)");
+  if (*n > reports::kMaxShardTotal)
+    throw std::invalid_argument(source + " is '" + text + "': the shard count N is at most " +
+                                std::to_string(reports::kMaxShardTotal) + "; give fewer shards");
   return {static_cast<int>(*k), static_cast<int>(*n), source};
 }
 
@@ -88,6 +93,10 @@ std::optional<Shard> shard_from_environment(bool ci_systems, std::optional<int> 
                                   total_var + " is not set; set it, or give --shard K/N");
     const int k = number(index_var, *index) + (zero_based ? 1 : 0);
     const int n = number(total_var, *count);
+    if (n > reports::kMaxShardTotal)
+      throw std::invalid_argument("environment variable " + std::string(total_var) + " is '" + *count +
+                                  "': the shard count is at most " + std::to_string(reports::kMaxShardTotal) +
+                                  "; fix it, or give --shard K/N");
     if (n < 1 || k < 1 || k > n)
       throw std::invalid_argument("environment variables " + source + " are '" + *index + "' and '" + *count + "': " +
                                   (zero_based ? "a 0-based index below the total" : "a 1-based index up to the total") +
@@ -108,6 +117,9 @@ std::optional<Shard> shard_from_environment(bool ci_systems, std::optional<int> 
     const int n = total ? *total : number("IPCHECK_SHARD_TOTAL", *from_env);
     const int k = number("JOB_COMPLETION_INDEX", *index) + 1;
     const std::string source = std::string("JOB_COMPLETION_INDEX/") + (total ? "--shard-total" : "IPCHECK_SHARD_TOTAL");
+    if (n > reports::kMaxShardTotal)
+      throw std::invalid_argument("the shard total (" + source.substr(source.find('/') + 1) + ") is " + std::to_string(n) +
+                                  ": at most " + std::to_string(reports::kMaxShardTotal) + "; fix it");
     if (n < 1 || k > n)
       throw std::invalid_argument("JOB_COMPLETION_INDEX is '" + *index + "' and the total is " + std::to_string(n) +
                                   ": a 0-based index below the total is expected; fix the total");

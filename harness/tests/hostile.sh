@@ -512,6 +512,144 @@ PY
     echo "ok  role: NoNewPrivs 1, CapEff/CapPrm/CapBnd $keep, SigIgn 0, environment: $envs"
     ;;
 
+  deep-json)
+    # 100,000 nested arrays: every JSON reader refuses the file before parsing it (exit 2,
+    # naming it and the depth), never a stack overflow.
+    deep="$(head -c 100000 /dev/zero | tr '\0' '[')$(head -c 100000 /dev/zero | tr '\0' ']')"
+    results_doc '' ", \"deep\": $deep" >deep.json
+    msg="nests objects and arrays deeper than 128 levels"
+    expect 2 "results file 'deep.json' $msg" -- "$ipcheck" report render deep.json
+    expect 2 "$msg" -- "$ipcheck" report render "$good" --baseline deep.json
+    expect 2 "$msg" -- "$ipcheck" report diff "$good" deep.json
+    expect 2 "$msg" -- "$ipcheck" report merge deep.json "$good" -o merged.json
+    expect 2 "$msg" -- "$ipcheck" report baseline deep.json -o baseline.json
+    expect 2 "$msg" -- "$ipcheck" report history "$good" deep.json
+    expect 2 "$msg" -- "$ipcheck" store add deep.json --db runs.sqlite
+    printf '{"schema": "ipcheck.fuzz-repro/1", "setup": "ipcheck.fuzz-setup/1", "input": %s}\n' "$deep" >deep.repro
+    expect 2 "reproducer 'deep.repro' $msg" -- "$ipcheck" fuzz --replay deep.repro
+    expect 2 "$msg" -- "$ipcheck" fuzz --export-c deep.repro -o deep.c
+    expect 2 "$msg" -- "$ipcheck" fuzz --adapter ref --runs 10 --results deep.json --out fuzz
+    expect 2 "$msg" -- "$ipcheck" bench --adapter ref --brief --results deep.json --out bench
+    mkdir corpus && cp deep.repro corpus/
+    expect 0 "corpus file corpus/deep.repro skipped: .*$msg" -- \
+      "$ipcheck" fuzz --adapter ref --runs 50 --corpus corpus --quiet --out fuzz
+    printf '%s fail why\n' "$deep" >deep.txt  # not JSON: a line like any other
+    expect 1 "1 stale" -- "$ipcheck" list --expectations --file deep.txt
+    expect 2 "$msg" -- "$ipcheck" list --expectations --file deep.txt --results deep.json
+    for f in merged.json baseline.json deep.c; do [ ! -e "$f" ] || fail "a refused reader wrote $f"; done
+    ;;
+
+  not-utf8)
+    # A byte that is not UTF-8 in an expectations file, a path, an option value or the
+    # environment: warned about and written as \xNN; the run's results are always written.
+    printf 'memory.open.repeat  fail  Caf\xe9 du d\xe9faut: known (https://example.org)\n' >latin1.txt
+    expect 0 "warning: --expectations: latin1.txt:1: the line is not UTF-8" -- \
+      "$ipcheck" run --adapter ref --filter memory.open.repeat --exact --audit proc --expectations latin1.txt --out run-latin1
+    grep -q 'Caf\\\\xe9' run-latin1/results.json 2>/dev/null || grep -q 'latin1.txt' run-latin1/results.json ||
+      fail "run-latin1/results.json is missing"
+    out=$'run-\xe9t\xe9'
+    expect 0 "option '--out' 'run-\\\\xe9t\\\\xe9' is not UTF-8" -- \
+      "$ipcheck" run --adapter ref --filter memory.open.repeat --exact --audit proc --out "$out"
+    [ -s "$out/results.json" ] && [ -s "$out/report.html" ] && [ -s "$out/junit.xml" ] ||
+      fail "a run with a Latin-1 --out lost its results"
+    expect 0 "environment variable IPCHECK_REF_DEVICES is not UTF-8" -- env $'IPCHECK_REF_DEVICES=ref0=all;r\xe9f1=all' \
+      LANG=$'C.\xe9' "$ipcheck" run --adapter ref --filter memory.open.repeat --exact --audit proc --out run-env
+    [ -s run-env/results.json ] || fail "a run with a Latin-1 environment lost its results"
+    expect 2 "--param cycles is 'x\\\\xff'; give a whole number from 1 to 100000" -- \
+      "$ipcheck" run --adapter ref --filter stress.open_close --exact --param $'cycles=x\xff' --out run-param
+    expect 0 "option '--adapter-opt' 'devices=ref0=all;r\\\\xe9f1=all' is not UTF-8" -- \
+      "$ipcheck" run --adapter ref --filter memory.open.repeat --exact --audit proc \
+      --adapter-opt $'devices=ref0=all;r\xe9f1=all' --out run-opt
+    [ -s run-opt/results.json ] || fail "a run with a Latin-1 --adapter-opt lost its results"
+    grep -q 'r\\\\xe9f1' run-env/results.json || fail "the Latin-1 device name is not escaped in run-env/results.json"
+    # Every file written is UTF-8; each renders and is stored.
+    for f in run-latin1 run-env run-opt "$out"; do
+      [ -s "$f/results.json" ] || continue
+      for g in "$f"/*; do iconv -f UTF-8 -t UTF-8 "$g" >/dev/null 2>&1 || fail "$g is not UTF-8"; done
+      "$ipcheck" report render "$f/results.json" --format junit -o "$f.xml" || fail "rendering $f failed"
+      "$ipcheck" store add "$f/results.json" --db runs.sqlite >/dev/null || fail "storing $f failed"
+    done
+    # A results file holding such text (another tool wrote it) is read with the bytes escaped.
+    results_doc $'{"id": "a.b", "status": "fail", "reason": "bad \xff byte"}' >raw.json
+    expect 0 "raw.json': text that is not UTF-8 is read with its bad bytes as" -- \
+      "$ipcheck" report diff "$good" raw.json -o raw-diff.json --format json
+    grep -q 'bad \\\\xff byte' raw-diff.json || fail "report diff did not escape the bad byte"
+    ;;
+
+  replay-library)
+    # A reproducer's adapter options never choose code or a path: a replay naming a library
+    # loads nothing (the library's constructor would write a marker) and says what it ignored.
+    if ! command -v cc >/dev/null; then
+      echo "SKIP: no C compiler to build the marker library"
+      exit 0
+    fi
+    printf '#include <stdio.h>\n__attribute__((constructor)) static void mark(void) { FILE* f = fopen("%s/LOADED", "w"); if (f) fclose(f); }\n' \
+      "$PWD" >marker.c
+    cc -shared -fPIC -o libmarker.so marker.c || { echo "SKIP: cc cannot build a shared library"; exit 0; }
+    for adapter in cuda vk; do
+      key=library
+      [ "$adapter" = vk ] && key=loader
+      printf '{"schema": "ipcheck.fuzz-repro/1", "adapter": "%s", "setup": "ipcheck.fuzz-setup/1", "transport": "pidfd",
+        "adapter_options": {"%s": "%s/libmarker.so", "colour": "green"}, "expect": "confused_deputy",
+        "input": {"base": "producer.export[0]", "changes": [], "length": 64, "tail": ""}}\n' \
+        "$adapter" "$key" "$PWD" >"$adapter.repro"
+      out="$(timeout 120 "$ipcheck" fuzz --replay "$adapter.repro" 2>&1)"
+      echo "$out" | head -5
+      grep -q "ignored  the reproducer's adapter option $key=$PWD/libmarker.so (it names a library" <<<"$out" ||
+        fail "$adapter: the replay did not say it ignored $key="
+      grep -q "ignored  the reproducer's adapter option colour=green (no option of adapter $adapter)" <<<"$out" ||
+        fail "$adapter: the replay did not say it ignored colour="
+      [ ! -e LOADED ] || fail "$adapter: replaying $adapter.repro loaded the library it named"
+      rm -f LOADED
+    done
+    # Given on the command line, the same option is the person's choice and is used.
+    printf '{"schema": "ipcheck.fuzz-repro/1", "adapter": "cuda", "setup": "ipcheck.fuzz-setup/1",
+      "input": {"base": "producer.export[0]", "changes": [], "length": 64, "tail": ""}}\n' >plain.repro
+    timeout 120 "$ipcheck" fuzz --replay plain.repro --adapter cuda --adapter-opt "library=$PWD/libmarker.so" >cmdline.out 2>&1
+    [ -e LOADED ] || fail "--adapter-opt library= on the command line was not used"$'\n'"$(tail -5 cmdline.out)"
+    # A results file names no reproducer outside its folder.
+    printf '{"schema": "ipcheck.results/2", "run": {"adapter": "cuda"}, "cases": [], "fuzz": {"findings": [{"id": "x", "reproducer": "/etc/passwd"}]}}\n' >escape.json
+    expect 2 "names reproducer '/etc/passwd', not a \*.repro relative to the results' folder" -- \
+      "$ipcheck" fuzz --export-c x --results escape.json -o x.c
+    ;;
+
+  huge-counts)
+    # A number that sizes an allocation or a loop is bounded where it is read, named.
+    expect 2 "--shard is '1/999999999': the shard count N is at most 10000; give fewer shards" -- \
+      "$ipcheck" run --shard 1/999999999 --out run
+    expect 2 "CI_NODE_TOTAL is '999999999': the shard count is at most 10000" -- \
+      env CI_NODE_INDEX=1 CI_NODE_TOTAL=999999999 "$ipcheck" run --shard auto --out run
+    results_doc '' ', "options": {"shard": {"index": 1, "total": 2147483647, "selected": 1}}' >shards.json
+    expect 2 "field total .* is 2147483647, not a shard count from 1 to 10000" -- \
+      "$ipcheck" report merge shards.json shards.json -o merged.json
+    expect 2 "--param cycles is '99999999999'; give a whole number from 1 to 100000 \(the most stress.open_close" -- \
+      "$ipcheck" run --filter stress.open_close --exact --param cycles=99999999999 --out run
+    changes="$(for i in $(seq 300); do printf '{"field": "fd", "value": "1"},'; done)"
+    printf '{"schema": "ipcheck.fuzz-repro/1", "setup": "ipcheck.fuzz-setup/1", "input": {"base": "b", "changes": [%s], "length": 64}}\n' \
+      "${changes%,}" >changes.repro
+    expect 2 "input.changes has 300 items, more than the 256" -- "$ipcheck" fuzz --replay changes.repro
+    tail="$(head -c 140000 /dev/zero | tr '\0' 'a')"
+    printf '{"schema": "ipcheck.fuzz-repro/1", "setup": "ipcheck.fuzz-setup/1", "input": {"base": "b", "changes": [], "length": 64, "tail": "%s"}}\n' \
+      "$tail" >tail.repro
+    expect 2 "input.tail is 70000 bytes, more than 65536" -- "$ipcheck" fuzz --replay tail.repro
+    # --timeout, given, limits a case that asks for more (the stress cases: 600 s).
+    start=$SECONDS
+    expect 1 "timeout" -- "$ipcheck" run --adapter ref --filter stress.open_close --exact --audit proc \
+      --param cycles=100000 --timeout 2 --out run-busy
+    [ $((SECONDS - start)) -lt 30 ] || fail "--timeout 2 did not cut a long stress case short ($((SECONDS - start)) s)"
+    # A stored run whose row claims a huge size: refused naming the field, nothing allocated.
+    "$ipcheck" store add "$good" --db runs.sqlite >/dev/null || fail "store add failed"
+    if command -v cc >/dev/null; then
+      printf '#include <sqlite3.h>\nint main(int c, char** v) { sqlite3* d; if (sqlite3_open(v[1], &d)) return 1;\n  return sqlite3_exec(d, "UPDATE runs SET results_size = 4611686018427387904", 0, 0, 0) != SQLITE_OK; }\n' >damage.c
+      if cc -o damage damage.c -lsqlite3 2>/dev/null && ./damage runs.sqlite; then
+        expect 2 "field results_size is 4611686018427387904, not a size from 0 to" -- \
+          "$ipcheck" report history --db runs.sqlite
+      else
+        echo "note: cannot build the store-damaging helper (libsqlite3-dev); the blob size bound is fuzzed (store_blob)"
+      fi
+    fi
+    ;;
+
   *)
     echo "unknown class '$class'"
     exit 2

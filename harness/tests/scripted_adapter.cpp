@@ -120,7 +120,7 @@ std::unique_ptr<Adapter> make_scripted() {
 const AdapterRegistration registered_scripted{{"scripted", "a GoogleMock adapter whose verbs follow IPCHECK_SCRIPTED (tests only)",
                                {},
                                make_scripted,
-                               {},  // no adapter options
+                               {},    // no adapter options
                                {}}};
 
 // The case the scripts drive: the producer exports, the consumer opens and closes.

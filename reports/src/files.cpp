@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <algorithm>
 #include <functional>
 #include <system_error>
 #include <vector>
@@ -226,8 +227,80 @@ struct JsonPathTracker {
 
 }  // namespace
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at s[i], or 0 when the byte there starts none.
+std::size_t utf8_sequence(std::string_view s, std::size_t i) noexcept {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  std::size_t n;
+  unsigned char lo = 0x80, hi = 0xbf;  // the range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  else if (c == 0xe0) n = 3, lo = 0xa0;
+  else if (c >= 0xe1 && c <= 0xec) n = 3;
+  else if (c == 0xed) n = 3, hi = 0x9f;  // no surrogates
+  else if (c >= 0xee && c <= 0xef) n = 3;
+  else if (c == 0xf0) n = 4, lo = 0x90;
+  else if (c >= 0xf1 && c <= 0xf3) n = 4;
+  else if (c == 0xf4) n = 4, hi = 0x8f;  // nothing past U+10FFFF
+  else return 0;
+  if (i + n > s.size()) return 0;
+  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (b(i + k) < 0x80 || b(i + k) > 0xbf) return 0;
+  return n;
+}
+
+}  // namespace
+
+std::string json_too_deep(std::string_view text, std::size_t max_depth) {
+  std::size_t depth = 0, line = 1;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return "byte " + std::to_string(i + 1) + " (line " + std::to_string(line) + ")";
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return {};
+}
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& path, const std::string& what) {
   using nlohmann::json;
+  // Depth first: nothing below may recurse over a document deeper than ipcheck ever writes.
+  if (const std::string at = json_too_deep(text); !at.empty())
+    throw FileError(what + " '" + path + "' nests objects and arrays deeper than " + std::to_string(kMaxJsonDepth) +
+                    " levels (at " + at + "); ipcheck writes no such file: give the file ipcheck wrote");
+  // Text that is not UTF-8 (another tool wrote the file): each bad byte is read as the text
+  // \xNN (written \\xNN in the JSON), said once, never an error.
+  if (!is_utf8(text)) {
+    std::string fixed;
+    for (std::size_t i = 0; i < text.size();) {
+      const std::size_t n = utf8_sequence(text, i);
+      if (n == 0) {
+        fixed += "\\" + escape_invalid_utf8(text.substr(i, 1));
+        ++i;
+      } else {
+        fixed.append(text, i, n);
+        i += n;
+      }
+    }
+    std::fprintf(stderr, "ipcheck: warning: %s '%s': text that is not UTF-8 is read with its bad bytes as \\xNN\n",
+                 what.c_str(), escape_invalid_utf8(path).c_str());
+    return parse_json_text(fixed, path, what);
+  }
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
@@ -248,6 +321,95 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& path,
 
 nlohmann::json read_json_file(const std::string& path, const std::string& what, std::size_t max_bytes) {
   return parse_json_text(read_regular_file(path, what, max_bytes), path, what);
+}
+
+
+bool is_utf8(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string escape_invalid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  static const char* hex = "0123456789abcdef";
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> escape_invalid_utf8(nlohmann::json& root) {
+  using nlohmann::json;
+  std::vector<std::string> where;
+  // An explicit stack: a document may nest as deep as its producer made it.
+  std::vector<std::pair<json*, std::string>> todo{{&root, ""}};
+  while (!todo.empty()) {
+    auto [j, path] = std::move(todo.back());
+    todo.pop_back();
+    if (j->is_string()) {
+      const std::string& s = j->get_ref<const std::string&>();
+      if (!is_utf8(s)) {
+        *j = escape_invalid_utf8(s);
+        where.push_back(path.empty() ? "the top level" : path);
+      }
+    } else if (j->is_object()) {
+      std::vector<std::string> bad;
+      for (const auto& [k, v] : j->items())
+        if (!is_utf8(k)) bad.push_back(k);
+      for (const auto& k : bad) {
+        json v = std::move((*j)[k]);
+        j->erase(k);
+        std::string fixed = escape_invalid_utf8(k);
+        while (j->contains(fixed)) fixed += "_";
+        (*j)[fixed] = std::move(v);
+        where.push_back((path.empty() ? "" : path + ".") + fixed + " (its name)");
+      }
+      std::vector<std::pair<json*, std::string>> children;
+      for (auto it = j->begin(); it != j->end(); ++it)
+        children.push_back({&it.value(), (path.empty() ? "" : path + ".") + it.key()});
+      todo.insert(todo.end(), children.rbegin(), children.rend());
+    } else if (j->is_array()) {
+      for (std::size_t i = j->size(); i-- > 0;) todo.push_back({&(*j)[i], path + "[" + std::to_string(i) + "]"});
+    }
+  }
+  return where;
+}
+
+std::string dump_json(const nlohmann::json& j, int indent, std::vector<std::string>* escaped) {
+  try {
+    return j.dump(indent);
+  } catch (const nlohmann::json::type_error& e) {
+    if (e.id != 316) throw;  // 316: a string that is not UTF-8
+  }
+  nlohmann::json copy = j;
+  std::vector<std::string> where = escape_invalid_utf8(copy);
+  if (escaped) escaped->insert(escaped->end(), where.begin(), where.end());
+  return copy.dump(indent);
+}
+
+void warn_escaped(const std::string& file, const std::vector<std::string>& where) {
+  if (where.empty()) return;
+  std::string list;
+  const std::size_t shown = std::min<std::size_t>(where.size(), 8);
+  for (std::size_t i = 0; i < shown; ++i) list += (i ? ", " : "") + where[i];
+  if (where.size() > shown) list += " and " + std::to_string(where.size() - shown) + " more";
+  std::fprintf(stderr, "ipcheck: warning: %s: text that is not UTF-8 is written with its bad bytes as \\xNN: %s\n",
+               escape_invalid_utf8(file).c_str(), escape_invalid_utf8(list).c_str());
 }
 
 void prepare_output_dir(const std::string& dir) {

@@ -1,5 +1,7 @@
 #include "ipcheck/reports/merge.hpp"
 
+#include "ipcheck/reports/files.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -344,6 +346,11 @@ ShardCover cover_of(const json& shards, std::size_t cases) {
   ShardCover c;
   std::set<int> totals, indices;
   for (const auto& s : shards) {
+    const json total = s.is_object() ? s.value("total", json(0)) : json();
+    if (!total.is_number_integer() || total.get<long long>() < 1 || total.get<long long>() > kMaxShardTotal)
+      throw MergeError("a shard's field total (run.options.shard.total or merged.shards[].total) is " +
+                       dump_json(total) + ", not a shard count from 1 to " + std::to_string(kMaxShardTotal) +
+                       "; give results files ipcheck wrote");
     totals.insert(s.value("total", 0));
     indices.insert(s.value("index", 0));
     c.selected.insert(s.value("selected", 0LL));
@@ -433,11 +440,62 @@ std::vector<ClauseInfo> catalog_clauses(const std::vector<MergeInput>& inputs) {
   return out;
 }
 
+// A shard entry (run.options.shard, or one of run.options.merged.shards) as merge reads it:
+// the field and its value named when one has the wrong type ("index": "one" was exit 3, json
+// type_error 302: an input of fuzz/corpus/readers/results_reader/regression-*).
+void check_shard_entry(const json& s, const std::string& where) {
+  auto bad = [&](const std::string& what) {
+    return MergeError(where + " " + what + "; give results files ipcheck wrote");
+  };
+  if (!s.is_object()) throw bad(std::string("is ") + s.type_name() + ", not an object");
+  for (const char* k : {"index", "total", "selected", "jobs", "cases"})
+    if (auto it = s.find(k); it != s.end() && !it->is_number_integer())
+      throw bad(std::string("field ") + k + " is " + dump_json(*it) + ", not a whole number");
+  for (const char* k : {"source", "hostname", "start"})
+    if (auto it = s.find(k); it != s.end() && !it->is_string())
+      throw bad(std::string("field ") + k + " is " + it->type_name() + ", not text");
+  if (auto it = s.find("duration_s"); it != s.end() && !it->is_number())
+    throw bad(std::string("field duration_s is ") + it->type_name() + ", not a number");
+}
+
+// What merge reads of one input's run.options, checked before it is read.
+void check_merge_input(const MergeInput& in) {
+  const json& opt = in.results.run.options;
+  const std::string at = in.label + ": run.options";
+  if (opt.is_null()) return;
+  if (!opt.is_object()) throw MergeError(at + " is " + opt.type_name() + ", not an object; give results files ipcheck wrote");
+  if (auto it = opt.find("jobs"); it != opt.end() && !it->is_number_integer())
+    throw MergeError(at + ".jobs is " + dump_json(*it) + ", not a whole number; give results files ipcheck wrote");
+  if (auto it = opt.find("shard"); it != opt.end()) check_shard_entry(*it, at + ".shard");
+  if (auto it = opt.find("merged"); it != opt.end()) {
+    if (!it->is_object() || !it->contains("shards") || !(*it)["shards"].is_array())
+      throw MergeError(at + ".merged has no array of shards; give results files ipcheck wrote");
+    const json& shards = (*it)["shards"];
+    for (std::size_t i = 0; i < shards.size(); ++i)
+      check_shard_entry(shards[i], at + ".merged.shards[" + std::to_string(i) + "]");
+  }
+}
+
+Merged merge_checked(const std::vector<MergeInput>& inputs, const MergeOptions& o);
+
 }  // namespace
 
 Merged merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& o) {
   if (inputs.empty()) throw MergeError("merge: no results to merge");
   if (!o.coverage) throw MergeError("merge: no clause coverage judge given");
+  for (const auto& in : inputs) check_merge_input(in);
+  try {
+    return merge_checked(inputs, o);
+  } catch (const json::exception& e) {
+    // A field of run.expectations or run.runner of another shape than ipcheck writes: exit 2.
+    throw MergeError("the inputs hold a field of another type than ipcheck writes (" + std::string(e.what()) +
+                     "); give results files ipcheck wrote");
+  }
+}
+
+namespace {
+
+Merged merge_checked(const std::vector<MergeInput>& inputs, const MergeOptions& o) {
   Merged out;
   Results& m = out.results;
   check_same_run(inputs, o.allow_mixed, out.notes);
@@ -461,5 +519,7 @@ Merged merge_results(const std::vector<MergeInput>& inputs, const MergeOptions& 
   o.coverage(m);
   return out;
 }
+
+}  // namespace
 
 }  // namespace ipcheck::reports

@@ -500,13 +500,26 @@ Results from_json(const json& j) {
 }
 
 void write_results(const std::string& path, const Results& r) {
-  write_file_atomic(path, to_json(r).dump(2) + '\n');
+  std::vector<std::string> escaped;
+  const std::string text = dump_json(to_json(r), 2, &escaped) + '\n';
+  if (!escaped.empty()) warn_escaped(path, escaped);
+  write_file_atomic(path, text);
 }
 
 Results read_results(const std::string& path) {
+  std::string text;
+  try {
+    text = read_regular_file(path, "results file", kMaxResultsBytes);
+  } catch (const FileError& e) {
+    throw SchemaError(e.what());
+  }
+  return read_results_text(text, path);
+}
+
+Results read_results_text(const std::string& text, const std::string& path) {
   json j;
   try {
-    j = read_json_file(path, "results file", kMaxResultsBytes);
+    j = parse_json_text(text, path, "results file");
   } catch (const FileError& e) {
     throw SchemaError(e.what());
   }

@@ -11,6 +11,7 @@
 #include <map>
 #include <tuple>
 
+#include "ipcheck/reports/files.hpp"
 #include "ipcheck/reports/version.hpp"
 #include "sha256.hpp"
 
@@ -18,7 +19,7 @@ namespace ipcheck::reports {
 
 using nlohmann::json;
 
-std::string content_digest(const Results& r) { return sha256::hex(to_json(r).dump()); }
+std::string content_digest(const Results& r) { return sha256::hex(dump_json(to_json(r))); }
 
 std::string gpu_of(const RunInfo& run) {
   std::vector<std::string> names;
@@ -131,6 +132,10 @@ std::string compress(const std::string& in) {
 }
 
 std::string decompress(const std::string& in, long long size, const std::string& where) {
+  // The size comes from the store: bounded before it sizes an allocation.
+  if (size < 0 || static_cast<unsigned long long>(size) > kMaxResultsBytes)
+    throw StoreError(where + ": field results_size is " + std::to_string(size) + ", not a size from 0 to " +
+                     std::to_string(kMaxResultsBytes) + " bytes (the store is damaged)");
   std::string out(static_cast<std::size_t>(size), '\0');
   uLongf got = static_cast<uLongf>(size);
   if (uncompress(reinterpret_cast<Bytef*>(out.data()), &got, reinterpret_cast<const Bytef*>(in.data()),
@@ -181,17 +186,20 @@ ALTER TABLE cases ADD COLUMN expected_status TEXT NOT NULL DEFAULT '';
 CREATE INDEX runs_by_driver ON runs(adapter, driver_name, driver_version);
 )sql";
 
+}  // namespace
+
 Results results_from_blob(const std::string& blob, const std::string& encoding, long long size,
                           const std::string& where) {
-  const std::string text = encoding == "zlib" ? decompress(blob, size, where) : blob;
+  if (encoding != "zlib")
+    throw StoreError(where + ": field results_encoding is '" + escape_invalid_utf8(encoding) +
+                     "', not zlib (the store is damaged, or newer than this ipcheck)");
+  const std::string text = decompress(blob, size, where);
   try {
-    return from_json(json::parse(text));
+    return from_json(parse_json_text(text, where, "stored run"));
   } catch (const std::exception& e) {
     throw StoreError(where + ": " + e.what());
   }
 }
-
-}  // namespace
 
 Store::Store(Store&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) { other.db_ = nullptr; }
 
@@ -307,7 +315,7 @@ Store Store::open(const std::string& path, bool create, int target, double busy_
 }
 
 Store::Added Store::add(const Results& r, const std::string& label) {
-  const std::string text = to_json(r).dump();
+  const std::string text = dump_json(to_json(r));
   Added a;
   a.digest = sha256::hex(text);
   const int version = schema_version();

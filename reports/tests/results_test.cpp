@@ -232,6 +232,40 @@ TEST(Files, NumberOverflowNamesTheField) {
   }
 }
 
+// Nesting is bounded before parsing: 100,000 levels is a clear refusal, never a stack
+// overflow; brackets inside strings do not count; 128 levels still read.
+TEST(Files, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  try {
+    (void)parse_json_text("{\"x\": " + deep + "}", "d.json", "results file");
+    ADD_FAILURE() << "100,000 levels were parsed";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("results file 'd.json' nests objects and arrays deeper than 128 levels (at byte 134 (line 1))"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(json_too_deep(std::string(127, '[') + std::string(127, ']')), "");
+  EXPECT_EQ(json_too_deep("{\"s\": \"" + std::string(500, '[') + "\\\"[\"}"), "");
+  EXPECT_EQ(json_too_deep("[\n[[", 2), "byte 4 (line 2)");
+}
+
+// Text that is not UTF-8 is escaped byte by byte as \xNN; well-formed text is left alone.
+TEST(Files, InvalidUtf8IsEscapedNeverFatal) {
+  EXPECT_TRUE(is_utf8("caf\xc3\xa9 \xf0\x9f\x98\x80"));
+  for (const char* bad : {"\xe9", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82", "\xff"})
+    EXPECT_FALSE(is_utf8(bad)) << bad;
+  EXPECT_EQ(escape_invalid_utf8("Caf\xe9 \xc3\xa9"), "Caf\\xe9 \xc3\xa9");
+  nlohmann::json j = {{"run", {{"out", "run-\xe9"}, {"ok", "fine"}}}, {"cases", {{{"reason", "bad \xff"}}}}};
+  j["run"]["k\xfe"] = 1;
+  std::vector<std::string> where;
+  const std::string text = dump_json(j, -1, &where);
+  EXPECT_EQ(where, (std::vector<std::string>{"cases[0].reason", "run.k\\xfe (its name)", "run.out"}));
+  const nlohmann::json back = nlohmann::json::parse(text);
+  EXPECT_EQ(back["run"]["out"], "run-\\xe9");
+  EXPECT_EQ(back["run"]["k\\xfe"], 1);
+  EXPECT_EQ(dump_json(nlohmann::json{{"a", "b"}}), "{\"a\":\"b\"}");
+}
+
 // Two results for one case would let a regression hide behind the first.
 TEST(Schema, DuplicateCaseIdsAreRefused) {
   nlohmann::json j = to_json(fixture("ze-1.3.29735.json"));

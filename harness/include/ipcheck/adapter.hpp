@@ -233,9 +233,10 @@ struct AdapterDesc {
   std::function<std::unique_ptr<Adapter>()> create;
   // The keys of --adapter-opt it accepts; the command line refuses any other before a case runs.
   std::vector<std::string> options;
-  // Options taken only from the command line, never from a file (a reproducer's
-  // adapter_options): those that name a library to load.
-  std::vector<std::string> command_line_only;
+  // Those of `options` that name a library, a loader or a file (cuda's library, vk's loader):
+  // they choose code or paths, so they come only from the command line or the environment of
+  // whoever runs ipcheck, never from a file ipcheck reads (a reproducer's are ignored, said so).
+  std::vector<std::string> path_options;
   // Checks one option's value the same way, before a case runs (exit 2): "" when it is
   // valid, else what the key takes ("use fd, opaque or auto"). Empty: any value.
   std::function<std::string(const std::string& key, const std::string& value)> check_value;

@@ -56,6 +56,9 @@ struct CaseDef {
   std::vector<std::string> expendable;     // roles whose death by a signal is an outcome to observe, not a crash
   bool hidden = false;                     // harness self-tests: listed only on request
   std::vector<std::string> params;         // --param keys its roles read (Role::param)
+  // The largest value each of `params` takes (a count: 1 to this). A count sizes a loop or an
+  // allocation, so the command line refuses a larger one before any case runs.
+  std::map<std::string, long> param_max;
 
   std::string area() const { return id.substr(0, id.find('.')); }
   // Role instance names in spawn order ("producer", "consumer0", "consumer1").
@@ -85,8 +88,9 @@ class Case {
   // A role that may die doing something the spec leaves undefined; a peer observes how it ended.
   Case& expendable(std::string role);
   Case& hidden();
-  // A --param key the case's roles read; a run refuses a key no selected case declares.
-  Case& param(std::string key);
+  // A --param key the case's roles read, a count from 1 to `max`; a run refuses a key no
+  // selected case declares, and a value that is not such a count.
+  Case& param(std::string key, long max);
   CaseDef def;
 };
 

@@ -70,6 +70,10 @@ class Expectations {
 
   const std::vector<Expectation>& entries() const noexcept { return entries_; }
   std::string path;
+  // Lines whose bytes were not UTF-8 ("x.txt:3: ..."): they are read with each bad byte as
+  // \xNN (so a Latin-1 file still works and its text can be written into results), never an
+  // error. The command line prints them as warnings.
+  std::vector<std::string> warnings;
 
  private:
   std::vector<Expectation> entries_;

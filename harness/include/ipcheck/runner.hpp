@@ -24,6 +24,9 @@ struct RunOptions {
   bool exact = false;                // filters are exact ids
   int jobs = 1;
   double timeout_s = 60;             // per case (a case may ask for more)
+  // --timeout was given: it is the limit of every case, also of those that ask for more (the
+  // stress cases' 600 s), so a long --param count can always be cut short.
+  bool timeout_caps_cases = false;
   double inactivity_s = 20;          // no message and no output for this long: timeout
   double grace_s = 1;                // SIGTERM to SIGKILL
   std::string transport = "auto";

@@ -133,6 +133,9 @@ struct ReplayReport {
   std::string detail;
   nlohmann::json outcome;
   std::string input;        // description of the input as resolved
+  // Adapter options of the file that were not used, "key=value (why)": any that names a
+  // library or a file (AdapterDesc::path_options), and keys the adapter does not take.
+  std::vector<std::string> ignored_options;
 };
 
 // Replays one reproducer file in a fresh campaign (producer + replay worker).

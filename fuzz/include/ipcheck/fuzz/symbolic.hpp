@@ -55,6 +55,8 @@ nlohmann::json to_json(const Symbolic& s);
 Symbolic symbolic_from_json(const nlohmann::json& j);
 // The longest input a reproducer may describe (bytes).
 inline constexpr std::size_t kMaxSymbolicLength = 65536;
+// The most field changes a reproducer may list (no layout has this many fields).
+inline constexpr std::size_t kMaxSymbolicChanges = 256;
 
 // The default descriptor of a base: its own when descriptors travel, else none.
 int default_descriptor(const MutatorContext& ctx, std::size_t base);

@@ -22,7 +22,7 @@ TEST(UrAdapter, ClaimsSyclAndUr) {
   EXPECT_EQ(d->profiles, (std::vector<std::string>{"sycl", "ur"}));
   EXPECT_EQ(d->options, (std::vector<std::string>{"loader", "backend", "l0"}));
   // A library to load comes only from the command line.
-  EXPECT_EQ(d->command_line_only, (std::vector<std::string>{"loader"}));
+  EXPECT_EQ(d->path_options, (std::vector<std::string>{"loader"}));
 }
 
 TEST(UrAdapter, MissingLoaderIsNotImplemented) {

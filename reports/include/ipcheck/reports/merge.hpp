@@ -30,6 +30,11 @@ struct MergeOptions {
   std::function<void(Results&)> coverage;
 };
 
+// The most shards one run may be split into (--shard K/N, a CI system's total, a results
+// file's run.options.shard.total): a shard count sizes loops and lists, so it is bounded
+// where it is read.
+inline constexpr int kMaxShardTotal = 10000;
+
 // A refusal: the message names the inputs, the field, both values and the fix.
 class MergeError : public std::runtime_error {
  public:

@@ -215,6 +215,10 @@ nlohmann::json to_json(const Results& r);
 Results from_json(const nlohmann::json& j);
 
 void write_results(const std::string& path, const Results& r);
+// The reader every command takes (render, diff, merge, baseline, history, store add):
+// `text` as read from `path`, parsed (depth-bounded) and checked. Throws SchemaError naming
+// the file and the field; nothing else for any input.
+Results read_results_text(const std::string& text, const std::string& path);
 Results read_results(const std::string& path);
 
 }  // namespace ipcheck::reports

@@ -54,6 +54,12 @@ struct RunFilter {
 // time, host or outcome) has another.
 std::string content_digest(const Results& r);
 
+// The blob reader: a run kept in the store (`results`, `results_encoding`, `results_size`
+// of its row) read back. Every field is checked before it is used (the size bounds the
+// allocation, the JSON's depth is bounded); a bad one is a StoreError naming `where` and the field.
+Results results_from_blob(const std::string& blob, const std::string& encoding, long long size,
+                          const std::string& where);
+
 // The GPU models of a run: the distinct device names, in order, joined by ", ".
 std::string gpu_of(const RunInfo& run);
 
