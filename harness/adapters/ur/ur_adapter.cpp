@@ -392,9 +392,11 @@ AdapterInfo UrAdapter::info() {
   const std::string version = version_from_path(api_.path());
   const auto commits = stack_commits(api_.path());
   const auto ur_commit = commits.count("unified-runtime") ? commits.at("unified-runtime") : std::string();
-  i.driver_name = "Unified Runtime " + backend_name() + " adapter" +
-                  (l0_adapter_name().empty() ? "" : " " + l0_adapter_name());
-  i.driver_version = (version.empty() ? "unknown version" : version) +
+  i.driver_name = "Unified Runtime";
+  // "<backend>[/v1|/v2] <UR version> (commit ...)": the leading word lets an expectations file
+  // name one backend (`@driver level_zero/v2`), the version the UR release.
+  i.driver_version = backend_name() + (l0_adapter_name().empty() ? "" : "/" + l0_adapter_name()) + " " +
+                     (version.empty() ? "unknown-version" : version) +
                      (ur_commit.empty() ? "" : " (commit " + ur_commit.substr(0, 12) + ")");
   i.api_version = "UR exp-inter-process-communication (API 0.12 declarations)";
   i.extra["ur_loader"] = api_.path();

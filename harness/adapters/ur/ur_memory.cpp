@@ -185,8 +185,10 @@ Outcome UrAdapter::phys_close(ObjectId pm) {
   if (!p->opened)
     return Outcome::failure(Errc::invalid, "ur: phys_close: object " + std::to_string(pm) +
                                                " was created here, not opened; release it with phys_release");
+  // UR's close releases one reference (v2: urPhysicalMemRelease): an object retained after its
+  // open stays live until its last release.
   const Outcome o = call("urIPCClosePhysMemHandleExp", api_.urIPCClosePhysMemHandleExp(ctx_, p->handle));
-  if (o.ok()) phys_.erase(pm);
+  if (o.ok() && --p->refs == 0) phys_.erase(pm);
   return o;
 }
 
