@@ -120,7 +120,8 @@ std::unique_ptr<Adapter> make_scripted() {
 const AdapterRegistration registered_scripted{{"scripted", "a GoogleMock adapter whose verbs follow IPCHECK_SCRIPTED (tests only)",
                                {},
                                make_scripted,
-                               {}}};  // no adapter options
+                               {},    // no adapter options
+                               {}}};  // no start cost
 
 // The case the scripts drive: the producer exports, the consumer opens and closes.
 IPCHECK_CASE(Case("selftest.scripted", "A memory round trip through the scripted adapter")

@@ -227,7 +227,10 @@ const AdapterRegistration registered_cuda{{"cuda",
                                "NVIDIA's CUDA driver API (libcuda, loaded at run time)",
                                {"sycl", "cuda"},
                                [] { return std::unique_ptr<Adapter>(new CudaAdapter); },
-                               {"library"}}};
+                               {"library"},
+                               // Context creation was the bottleneck on 2x H200: -j 8 ran slower than -j 2 and
+                               // timed out two cases; two starts at once per GPU keep it busy, not thrashing.
+                               {.starts_per_device = 2, .jobs_per_device = 4}}};
 
 }  // namespace
 }  // namespace ipcheck::cuda_adapter

@@ -108,6 +108,9 @@ class RefAdapter final : public Adapter {
     i.transport = scm_ ? "scm" : "pidfd";
     i.extra["device_config"] = ipcref::device_config_source();
     i.extra["exporter_guard"] = ipcref::exporter_guard_kind();
+    // ref claims the cuda profile: its open takes CUDA's peer-access request (0x1) and ignores
+    // it, so the cases of an open on another device run both ways here too.
+    i.extra["mem_open_peer_flag"] = "0x1";
     for (const auto& d : devices_) {
       DeviceInfo di;
       di.name = d.name();
@@ -326,7 +329,8 @@ const AdapterRegistration registered_ref{{"ref",
                                "ipcheck's reference implementation (lib/, host memory)",
                                {"sycl", "ur", "ze", "cuda", "rb"},
                                [] { return std::unique_ptr<Adapter>(new RefAdapter); },
-                               {"devices"}}};
+                               {"devices"},
+                               {}}};  // host memory: a start costs little, one job per CPU
 
 }  // namespace
 }  // namespace ipcheck::ref_adapter

@@ -135,7 +135,8 @@ const AdapterRegistration registered_vk{{"vk",
                                "NVIDIA's driver on the GPU machines)",
                                {"sycl", "vk"},
                                [] { return std::unique_ptr<Adapter>(new VkAdapter); },
-                               {"loader", "device", "staging", "dedicated", "validation", "identity"}}};
+                               {"loader", "device", "staging", "dedicated", "validation", "identity"},
+                               {}}};  // lavapipe runs on the CPU; NVIDIA's driver starts a Vulkan instance cheaply
 
 }  // namespace
 

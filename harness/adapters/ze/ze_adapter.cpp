@@ -390,7 +390,8 @@ const AdapterRegistration registered_ze{{"ze",
                                "ZE_ENABLE_ALT_DRIVERS)",
                                {"sycl", "ur", "ze"},
                                [] { return std::unique_ptr<Adapter>(new ZeAdapter); },
-                               {"handle", "driver", "devices"}}};
+                               {"handle", "driver", "devices"},
+                               {.starts_per_device = 4, .jobs_per_device = 4}}};
 }  // namespace
 
 }  // namespace ipcheck::ze

@@ -233,6 +233,15 @@ struct AdapterDesc {
   std::function<std::unique_ptr<Adapter>()> create;
   // The keys of --adapter-opt it accepts; the command line refuses any other before a case runs.
   std::vector<std::string> options;
+  // What the adapter costs the machine, for the runner's scheduler (harness/src/runner_admission.hpp).
+  struct Cost {
+    // Roles that may be initialising the adapter at once on one device (a CUDA context takes
+    // 100-300 ms of the device, serialised in the driver); 0: no limit (a start costs little).
+    int starts_per_device = 0;
+    // Cases run at once per device by default (-j); 0: the adapter runs on the CPU, and the
+    // default is one job per CPU.
+    int jobs_per_device = 0;
+  } cost;
 };
 
 void register_adapter(AdapterDesc desc);
