@@ -134,6 +134,8 @@ const std::map<std::string, const char*>& unreachable_on_ze() {
                           "(put_ignores_refcount scores rb.put.one_export on ze)"},
       {"event_signal_private", "libze_ipcheck's events are slots of an event pool in memory the driver maps, not "
                                "ipcref events"},
+      {"other_device_event_private", "libze_ipcheck's events are slots of an event pool in memory the driver maps, "
+                                     "not ipcref events; a pool opens for its context, with no device"},
   };
   return u;
 }
