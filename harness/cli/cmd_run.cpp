@@ -53,7 +53,10 @@ Options run_cli_options() {
              "roles that may initialise the adapter at once on one device (the adapter's own: cuda 2, ze 4, ref "
              "and vk no limit); 0: no limit")
       .value("--timeout", "S", "seconds a case may take", "60")
-      .value("--inactivity", "S", "seconds without any message or output before a case times out", "20")
+      .value("--inactivity", "S",
+             "seconds without any message or output before a case times out, counting only time its roles could "
+             "run (a stopped role, or one waiting for a CPU, is not silent)",
+             "20")
       .value("--out", "DIR", "where results go", "ipcheck-results/<adapter>")
       .multi("--param", "KEY=VALUE", "case parameter (sizes, iteration counts) that a selected case reads")
       .value("--expectations", "FILE", "known deviations (none: no file)", "share/ipcheck/expectations/<adapter>.txt")
@@ -88,7 +91,15 @@ RunOptions read_run_options(const Options& o) {
   r.adapter_options = adapter.options;
   r.filters = o.all("--filter");
   r.exact = o.has("--exact");
-  r.jobs = o.get("--jobs") == "auto" ? 0 : o.get_int("--jobs", 1, 256);
+  if (o.get("--jobs") == "auto") {
+    r.jobs = 0;  // run_suite takes it from the machine
+  } else {
+    try {
+      r.jobs = o.get_int("--jobs", 1, 256);
+    } catch (const UsageError& e) {
+      throw UsageError(std::string(e.what()) + ", or auto (from the machine)");
+    }
+  }
   if (o.has("--starts-per-device")) r.starts_per_device = o.get_int("--starts-per-device", 0, 256);
   r.timeout_s = o.get_double("--timeout", 0.1, 86400);
   r.inactivity_s = o.get_double("--inactivity", 0.1, 86400);
