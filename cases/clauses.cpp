@@ -129,6 +129,15 @@ const ClauseRegistration catalog{{
      "with two exports (two gets) of one allocation, putting one leaves the other openable and puttable (reference-counted gets included)", ""},
     {"sycl.phys.map.offset", Level::must, "SYCL sycl_ext_oneapi_inter_process_communication, ipc::physical_memory (with the virtual memory extension's map at an offset)",
      "mapping an opened physical object at a non-zero offset within it shows the producer's bytes at that offset", ""},
+    // Several devices (cases/multi_device/): every ordered pair of devices with the aspect.
+    {"sycl.mem.open.other_device", Level::must, "SYCL sycl_ext_oneapi_inter_process_communication, ipc::memory (open(handle, ctx, dev) with another device of the context)",
+     "memory exported on one device opens on another device of the context (with the runtime's peer-access request where it has one) as a mapping of the export: writes through it are seen by the exporter and by a third process that opened it on the exporter's device, and theirs through it", ""},
+    {"sycl.phys.map.other_device", Level::must, "SYCL sycl_ext_oneapi_inter_process_communication, ipc::physical_memory (open on another device, mapped in a range of that device)",
+     "physical memory exported on one device, opened on another and mapped in a range reserved on that device (access granted to it only), shares the exported bytes both ways with the exporter and a third process on the exporter's device", ""},
+    {"sycl.event.other_device", Level::must, "SYCL sycl_ext_oneapi_inter_process_communication, ipc::event (open on another device)",
+     "an event created on one device and opened on another shares its state: the creator's signal ends a wait and shows in a query on the other device, and a signal through the other device's opened event ends waits on the creator's device, in the creator and in a third process", ""},
+    {"cuda.mem.open.other_device.no_peer", Level::observe, "CUDA driver API reference, cuIpcOpenMemHandle",
+     "what an open on another device answers without CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS (flags 0), and whether it maps the export", ""},
     // The harness's own checks: a role that cannot start its adapter or throws.
     {"harness.adapter_init", Level::must, "ipcheck harness", "the adapter initialises in a role process",
      "checked by the harness in every role of every case (role_main), not by a case of its own"},

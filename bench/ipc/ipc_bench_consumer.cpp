@@ -122,6 +122,15 @@ class Consumer {
     add_raw(name_ + "/floor/" + what, manual, {}, std::move(body));
   }
 
+  // The first device after 0 with the IPC-memory aspect; 0 when there is none.
+  int other_device() {
+    const AdapterInfo info = a_.info();
+    for (std::size_t i = 1; i < info.devices.size(); ++i)
+      if (auto it = info.devices[i].aspects.find("ipc_memory"); it != info.devices[i].aspects.end() && it->second)
+        return static_cast<int>(i);
+    return 0;
+  }
+
   static bool failed(benchmark::State& st, const Outcome& o, const char* verb) {
     if (o.ok()) return false;
     st.SkipWithError((std::string(verb) + ": " + o.describe()).c_str());
@@ -151,10 +160,10 @@ class Consumer {
     }
   }
 
-  void bench_open(benchmark::State& st, const ExportMsg& e) {
+  void bench_open(benchmark::State& st, const ExportMsg& e, int device = 0) {
     for (auto _ : st) {
       const auto t0 = Clock::now();
-      auto p = a_.mem_open(e.bytes, e.fd.get(), 0);
+      auto p = a_.mem_open(e.bytes, e.fd.get(), device);
       const auto t1 = Clock::now();
       if (failed(st, p.outcome, "mem_open") || failed(st, a_.mem_close(p.value), "mem_close")) break;
       st.SetIterationTime(seconds(t0, t1));
@@ -260,6 +269,17 @@ class Consumer {
     const ExportMsg* e = &it->second;
     add("mem_open/" + sz, true, [this, e](benchmark::State& st) { bench_open(st, *e); });
     add_floor("mem_open/" + sz, true, [this, e](benchmark::State& st) { floor_open(st, *e); });
+    // The same export opened on another device (the runtime's plain open, with CUDA's lazy
+    // peer access), held against the open on the exporter's device 0.
+    if (const int other = other_device(); other > 0) {
+      LabelInfo l;
+      l.floor = name_ + "/mem_open/" + sz;
+      l.note = "open on device " + std::to_string(other) + " of an export made on device 0, against the open on device 0";
+      add_raw(name_ + "/mem_open_other_device/" + sz, true, l,
+              [this, e, other](benchmark::State& st) { bench_open(st, *e, other); });
+    } else if (size == kSizes[0]) {
+      skip("mem_open_other_device", "needs a second device with aspect ipc_memory besides device 0");
+    }
     add("mem_open_repeat/" + sz, true, [this, e](benchmark::State& st) { bench_open_repeat(st, *e); });
     add_floor("mem_open_repeat/" + sz, true, [this, e](benchmark::State& st) {
       const std::uint64_t held = floor_.open(*e);

@@ -53,10 +53,12 @@ void consumer(Role& r) {
 
 IPCHECK_CASE(Case("memory.get.aspect", "mem_get on a device without ipc_memory fails with feature_not_supported")
                  .clause("sycl.mem.get.aspect")
+                 .all_devices()
                  .role("producer", get_without_aspect));
 
 IPCHECK_CASE(Case("memory.open.aspect", "mem_open on a device without ipc_memory fails with feature_not_supported")
                  .clause("sycl.mem.open.aspect")
+                 .all_devices()
                  .role("producer", producer)
                  .role("consumer", consumer));
 

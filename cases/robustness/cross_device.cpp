@@ -52,6 +52,7 @@ void register_cross_device() {
     register_case(Case("robustness.open.cross_device." + name,
                        "A " + name + " handle exported on device 0 and opened on another device is refused or is the export")
                       .clause(kClause)
+                      .all_devices()
                       .role("producer", [kind](Role& r) { producer(r, kind); })
                       .role("consumer", [kind](Role& r) { consumer(r, kind); })
                       .def);

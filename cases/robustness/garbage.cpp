@@ -42,58 +42,98 @@ int most_consumers(Role& r) {
   return static_cast<int>(v);
 }
 
-// Hands the variants out in order to consumer0, consumer1, ... (on-demand roles: only as
-// many start as the variants need). After the first lost process, the next consumer is
-// readied (started, its runtime initialised, the real handle opened) while the current one
-// works, so a lost context costs a hand-over, not a start.
+// Consumers working at once, each on its own contiguous share of the variants (a lane);
+// `--param lanes=N` changes it (1: one consumer after another, as before). Four keep a GPU's
+// contexts busy without crowding it, and lose little on a 2-core machine.
+constexpr int kLanes = 4;
+
+// Hands the variants out in lanes: lane l covers [total*l/L, total*(l+1)/L), and consumers
+// (on-demand roles consumer0, consumer1, ...) take up a lane where the last one stopped. Once
+// a consumer was lost, one more is readied (started, its runtime initialised, the real
+// handle opened) while the others work, so a lost context costs a hand-over, not a start.
 class Handout {
  public:
   Handout(Role& r, const Target& target, const Target& decoy, const SharedVerdicts& shared, std::size_t total)
-      : r_(r), target_(target), decoy_(decoy), shared_(shared), total_(total), most_(most_consumers(r)) {}
+      : r_(r), target_(target), decoy_(decoy), shared_(shared), total_(total), most_(most_consumers(r)) {
+    const long asked = count_param(r, "lanes", kLanes);
+    const std::size_t lanes = std::clamp<std::size_t>(static_cast<std::size_t>(std::max(1L, asked)), 1,
+                                                      std::max<std::size_t>(1, std::min<std::size_t>(total_, most_)));
+    for (std::size_t l = 0; l < lanes; ++l) lanes_.push_back({total_ * l / lanes, total_ * (l + 1) / lanes, {}});
+  }
 
   void run() {
-    ready(0);
-    bool overlap = false;
-    int c = 0;
-    for (; next_ < total_ && c < most_; ++c) {
-      give(c, next_);
-      if (overlap && c + 1 < most_) ready(c + 1);
-      const std::string how = r_.wait_exit(name(c));
-      settle(name(c), how);
-      overlap = overlap || next_ < total_;
-      if (next_ < total_ && c + 1 < most_) ready(c + 1);
+    for (auto& lane : lanes_)
+      if (lane.next < lane.end && readied_ < most_) hand(lane);
+    bool lost_one = false;
+    while (std::any_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return !l.consumer.empty(); })) {
+      std::vector<std::string> working;
+      for (const auto& l : lanes_)
+        if (!l.consumer.empty()) working.push_back(l.consumer);
+      std::string how;
+      const std::string who = r_.wait_exit_any(working, how);
+      Lane& lane = *std::find_if(lanes_.begin(), lanes_.end(), [&](const Lane& l) { return l.consumer == who; });
+      lane.consumer.clear();
+      settle(lane, who, how);
+      if (lane.next < lane.end) {
+        lost_one = true;
+        if (!spare_.empty() || readied_ < most_) hand(lane);
+      }
+      if (lost_one && spare_.empty() && readied_ < most_ && unfinished()) spare_.push_back(ready());
     }
     // One readied but not needed: it opens the real handle again and ends.
-    if (c < most_ && readied_ > c) {
-      give(c, total_);
-      r_.wait_exit(name(c));
+    for (const auto& c : spare_) {
+      give(c, total_, total_);
+      r_.wait_exit(c);
     }
   }
   int started() const { return readied_; }
 
  private:
-  static std::string name(int c) { return "consumer" + std::to_string(c); }
-  void ready(int c) {
-    if (readied_ > c) return;
-    send_target(r_, name(c), "handle", target_);
-    send_target(r_, name(c), "decoy", decoy_);
-    readied_ = c + 1;
+  struct Lane {
+    std::size_t next, end;
+    std::string consumer;  // working on it now; empty when none
+  };
+  bool unfinished() const {
+    return std::any_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return l.next < l.end && l.consumer.empty(); }) ||
+           std::any_of(lanes_.begin(), lanes_.end(), [](const Lane& l) { return !l.consumer.empty(); });
   }
-  void give(int c, std::size_t from) {
-    const std::string text = std::to_string(from);
-    r_.send(name(c), "verdicts", std::as_bytes(std::span(text)), shared_.fd.get());
+  // Starts the next consumer: it opens the real handle and waits for its share.
+  std::string ready() {
+    const std::string c = "consumer" + std::to_string(readied_++);
+    send_target(r_, c, "handle", target_);
+    send_target(r_, c, "decoy", decoy_);
+    return c;
   }
-  // Where the consumer stopped: the first variant it never finished. One it died inside is
-  // recorded as having killed it.
-  void settle(const std::string& who, const std::string& how) {
-    while (next_ < total_ && shared_.v[next_].state != State::untried && shared_.v[next_].state != State::in_flight) ++next_;
-    if (next_ < total_ && shared_.v[next_].state == State::in_flight) {
-      Verdict& v = shared_.v[next_];
+  void hand(Lane& lane) {
+    std::string c;
+    if (!spare_.empty()) {
+      c = spare_.front();
+      spare_.erase(spare_.begin());
+    } else {
+      c = ready();
+    }
+    lane.consumer = c;
+    give(c, lane.next, lane.end);
+  }
+  void give(const std::string& c, std::size_t from, std::size_t to) {
+    const std::string text = std::to_string(from) + " " + std::to_string(to);
+    r_.send(c, "verdicts", std::as_bytes(std::span(text)), shared_.fd.get());
+  }
+  // Where the consumer stopped in its lane: the first variant it never finished. One it died
+  // inside is recorded as having killed it.
+  void settle(Lane& lane, const std::string& who, const std::string& how) {
+    const std::size_t from = lane.next;
+    while (lane.next < lane.end && shared_.v[lane.next].state != State::untried &&
+           shared_.v[lane.next].state != State::in_flight)
+      ++lane.next;
+    if (lane.next < lane.end && shared_.v[lane.next].state == State::in_flight) {
+      Verdict& v = shared_.v[lane.next];
       put_text(v.detail, sizeof v.detail, who + " ended (" + how + ") inside this open");
       v.state = State::killed;
-      ++next_;
+      ++lane.next;
     }
-    r_.note(who + " judged up to variant " + std::to_string(next_) + " of " + std::to_string(total_) + ", then " + how);
+    r_.note(who + " judged variants " + std::to_string(from) + " to " + std::to_string(lane.next) + " of " +
+            std::to_string(total_) + ", then " + how);
   }
 
   Role& r_;
@@ -102,7 +142,8 @@ class Handout {
   const SharedVerdicts& shared_;
   std::size_t total_;
   int most_;
-  std::size_t next_ = 0;
+  std::vector<Lane> lanes_;
+  std::vector<std::string> spare_;  // readied, not yet given work
   int readied_ = 0;
 };
 
@@ -136,6 +177,7 @@ void register_garbage() {
                       .on_demand_roles("consumer", kMostConsumers, [kind](Role& r) { consumer(r, kind); })
                       .expendable("consumer")
                       .param("consumers", kMostConsumers)
+                      .param("lanes", kMostConsumers)
                       // A driver whose variants kill many processes needs many in turn; a
                       // hang is still caught within the run's inactivity limit.
                       .timeout(300)

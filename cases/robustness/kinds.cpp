@@ -139,7 +139,8 @@ Opened open_target(Role& r, HandleKind kind, std::span<const std::byte> bytes, i
   return o;
 }
 
-Seen is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std::uint64_t seed) {
+Seen is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std::uint64_t seed,
+               std::chrono::nanoseconds settle) {
   Adapter& a = r.adapter();
   switch (kind) {
     case HandleKind::memory:
@@ -162,7 +163,7 @@ Seen is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std
     case HandleKind::event: {
       // A signal may complete asynchronously (CUDA records it on a stream): wait for it.
       if (seed & 1) {
-        auto w = a.event_wait(opened, std::chrono::seconds(1));
+        auto w = a.event_wait(opened, settle);
         return {w.ok() && w.value, Evidence::of(w.outcome)};
       }
       auto q = a.event_query(opened);

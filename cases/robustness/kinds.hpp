@@ -43,7 +43,10 @@ struct Opened {
 Opened open_target(Role& r, HandleKind kind, std::span<const std::byte> bytes, int fd, int device = 0);
 
 // Whether an opened object is the target exported with `seed` (never judging), with the
-// evidence of every call that told (a size the adapter keeps makes it the adapter's).
-Seen is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std::uint64_t seed);
+// evidence of every call that told (a size the adapter keeps makes it the adapter's). An
+// event expected signaled is waited for up to `settle` (a signal may complete
+// asynchronously); a process that has seen the export's signal complete already may wait less.
+Seen is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std::uint64_t seed,
+               std::chrono::nanoseconds settle = std::chrono::seconds(1));
 
 }  // namespace ipcheck::catalog

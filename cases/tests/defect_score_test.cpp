@@ -43,18 +43,18 @@ const std::vector<std::string> kOpenMemory = {
     "robustness.open.confused_deputy", "robustness.open.pid_reuse", "robustness.open.garbage.memory",
     "robustness.realloc.fresh", "robustness.put.revokes.memory", "robustness.open.cross_device.memory",
     "robustness.open.cross_kind", "robustness.open.forged_range.memory", "robustness.put.one_export.memory",
-    "robustness.revoke.tamper.memory"};
+    "robustness.revoke.tamper.memory", "multi_device.memory.other_device"};
 // On ze an event is an event pool: an ipcref memory allocation the driver opens and maps.
 const std::vector<std::string> kOpenPoolsOnZe = {"event.*", "robustness.close.double.event",
                                                  "robustness.open.cross_device.event", "robustness.open.garbage.event",
                                                  "robustness.put.revokes.event", "robustness.put.one_export.event", "robustness.revoke.tamper.event",
-                                                 "robustness.close.no_leak.event"};
+                                                 "robustness.close.no_leak.event", "multi_device.event.other_device"};
 // Every case that opens a physical object and maps or identifies it by its size.
 const std::vector<std::string> kOpenPhysical = {
     "physical.*", "robustness.close.no_leak.physical", "robustness.open.garbage.physical",
     "robustness.put.revokes.physical", "robustness.close.double.physical", "robustness.open.cross_device.physical",
     "robustness.open.forged_range.physical", "robustness.put.one_export.physical", "robustness.open.cross_kind",
-    "robustness.revoke.tamper.physical", "robustness.producer.crash.physical"};
+    "robustness.revoke.tamper.physical", "robustness.producer.crash.physical", "multi_device.physical.other_device"};
 
 const std::map<std::string, Collateral>& collateral() {
   static const std::map<std::string, Collateral> c = {
@@ -94,6 +94,14 @@ const std::map<std::string, Collateral>& collateral() {
        {{"robustness.consumer.crash"}, "the case exports twice and puts both: the first put revokes the second export"}},
       {"put_ignores_refcount",
        {{"robustness.consumer.crash"}, "the case exports twice and puts both: the first put revokes the second export"}},
+      {"event_signal_private",
+       {{"multi_device.event.other_device"},
+        "the multi-device event case signals through an opened event too (sycl.event.other_device): the creator never "
+        "sees it"}},
+      {"other_device_mem_copy",
+       {{}, "through our Level Zero driver an event pool is ipcref memory opened on the opener's device: its copy "
+            "holds the pool's event states, so signals stop crossing devices",
+        {"multi_device.event.other_device"}}},
       {"phys_import_trusts_size",
        {{"robustness.open.garbage.physical"}, "garbage that changes the record's size field now imports"}},
   };
@@ -134,6 +142,8 @@ const std::map<std::string, const char*>& unreachable_on_ze() {
                           "(put_ignores_refcount scores rb.put.one_export on ze)"},
       {"event_signal_private", "libze_ipcheck's events are slots of an event pool in memory the driver maps, not "
                                "ipcref events"},
+      {"other_device_event_private", "libze_ipcheck's events are slots of an event pool in memory the driver maps, "
+                                     "not ipcref events; a pool opens for its context, with no device"},
   };
   return u;
 }

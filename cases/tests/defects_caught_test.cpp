@@ -2,6 +2,7 @@
 // clause, run on ipcheck-defects with IPCREF_DEFECT=<name>, must not all pass. Proof that
 // those cases can fail, and fail for the reason they exist.
 #include <algorithm>
+#include <map>
 #include <ostream>
 
 #include <gtest/gtest.h>
@@ -67,6 +68,34 @@ TEST_P(DefectCaught, ByTheCasesOfItsClause) {
   EXPECT_FALSE(caught.empty()) << "defect " << d.name << " (" << d.description << ") breaks clause " << d.clause
                                << ", yet every case checking it passed:" << passed;
   if (!caught.empty()) std::printf("%s caught by:%s\n", d.name, caught.c_str());
+}
+
+// The multi-device cases on our Level Zero driver (two devices with every aspect by default):
+// they pass on the driver's defect build without a defect, and its other_device_open_snapshot
+// (a snapshot instead of a mapping on another device) fails the memory case; ipcref's own
+// other-device defects under the driver too, where they reach ipcref.
+TEST(DefectsCaughtOnZe, MultiDeviceCasesCatchTheDriversAndIpcrefsDefects) {
+#ifndef ZE_DEFECTS_DRIVER
+  GTEST_SKIP() << "libze_ipcheck_defects is not built here (no Level Zero headers)";
+#else
+  auto run = [](const std::string& variable, const std::string& defect) {
+    RunOptions o;
+    o.adapter = "ze";
+    o.role_executable = IPCHECK_EXE;
+    o.env = {std::string("ZE_ENABLE_ALT_DRIVERS=") + ZE_DEFECTS_DRIVER, variable + "=" + defect};
+    o.jobs = 2;
+    o.timeout_s = o.inactivity_s = 20;
+    o.grace_s = 0.5;
+    o.exact = true;
+    o.filters = {"multi_device.memory.other_device", "multi_device.physical.other_device", "multi_device.event.other_device"};
+    std::map<std::string, Status> out;
+    for (const auto& c : run_suite(o).cases) out[c.id] = c.status;
+    return out;
+  };
+  for (const auto& [id, st] : run("IPCHECK_ZE_DEFECT", "none")) EXPECT_EQ(st, Status::pass) << id << " without a defect";
+  EXPECT_EQ(run("IPCHECK_ZE_DEFECT", "other_device_open_snapshot")["multi_device.memory.other_device"], Status::fail);
+  EXPECT_EQ(run("IPCREF_DEFECT", "other_device_mem_copy")["multi_device.memory.other_device"], Status::fail);
+#endif
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalog, DefectCaught, ::testing::ValuesIn(ipcref::defects::catalog().begin(),

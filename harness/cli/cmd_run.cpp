@@ -47,9 +47,18 @@ Options run_cli_options() {
   add_adapter_options(o, "adapter to test");
   o.multi("--filter", "GLOB", "only cases whose id matches GLOB (a bare word matches anywhere)")
       .flag("--exact", "filters are exact case ids")
-      .value("--jobs", "N", "cases run in parallel", "1")
+      .value("--jobs", "N",
+             "cases run in parallel; auto: from the machine (ref, vk: one per CPU; cuda, ze: the adapter's jobs "
+             "per device times the devices, at most one per CPU)",
+             "auto")
+      .value("--starts-per-device", "N",
+             "roles that may initialise the adapter at once on one device (the adapter's own: cuda 2, ze 4, ref "
+             "and vk no limit); 0: no limit")
       .value("--timeout", "S", "seconds a case may take; given, it also limits the cases that ask for more (stress: 600)", "60")
-      .value("--inactivity", "S", "seconds without any message or output before a case times out", "20")
+      .value("--inactivity", "S",
+             "seconds without any message or output before a case times out, counting only time its roles could "
+             "run (a stopped role, or one waiting for a CPU, is not silent)",
+             "20")
       .value("--out", "DIR", "where results go", "ipcheck-results/<adapter>")
       .multi("--param", "KEY=VALUE", "case parameter (sizes, iteration counts) that a selected case reads")
       .value("--expectations", "FILE", "known deviations (none: no file)", "share/ipcheck/expectations/<adapter>.txt")
@@ -84,7 +93,16 @@ RunOptions read_run_options(const Options& o) {
   r.adapter_options = adapter.options;
   r.filters = o.all("--filter");
   r.exact = o.has("--exact");
-  r.jobs = o.get_int("--jobs", 1, 256);
+  if (o.get("--jobs") == "auto") {
+    r.jobs = 0;  // run_suite takes it from the machine
+  } else {
+    try {
+      r.jobs = o.get_int("--jobs", 1, 256);
+    } catch (const UsageError& e) {
+      throw UsageError(std::string(e.what()) + ", or auto (from the machine)");
+    }
+  }
+  if (o.has("--starts-per-device")) r.starts_per_device = o.get_int("--starts-per-device", 0, 256);
   r.timeout_s = o.get_double("--timeout", 0.1, 86400);
   r.timeout_caps_cases = o.has("--timeout");
   r.inactivity_s = o.get_double("--inactivity", 0.1, 86400);

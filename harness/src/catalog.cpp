@@ -1,5 +1,7 @@
 // Registries of clauses and cases, filled at start-up by cases/.
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <stdexcept>
 #include <tuple>
 
@@ -198,6 +200,11 @@ Case& Case::param(std::string key, long max) {
   return *this;
 }
 
+Case& Case::all_devices() {
+  def.all_devices = true;
+  return *this;
+}
+
 // ---- Role helpers shared by every role implementation
 
 Evidence Evidence::of(const Outcome& o) {
@@ -268,21 +275,45 @@ inline std::uint64_t pattern_word(std::uint64_t word, std::uint64_t seed) noexce
 }
 }  // namespace
 
+namespace {
+// Writes pattern bytes [offset, offset + bytes) to `out`: whole words at once where the host
+// stores a word's bytes in the pattern's order (byte b of word w is bits 8b..8b+7), a byte at a
+// time at the edges (and everywhere on a big-endian host).
+void fill_pattern(std::byte* out, std::size_t bytes, std::uint64_t seed, std::size_t offset) noexcept {
+  std::size_t i = 0;
+  auto one_byte = [&] {
+    const std::size_t pos = offset + i;
+    out[i] = static_cast<std::byte>(pattern_word(pos >> 3, seed) >> (8 * (pos & 7)));
+    ++i;
+  };
+  if constexpr (std::endian::native == std::endian::little) {
+    while (i < bytes && ((offset + i) & 7) != 0) one_byte();
+    for (; i + 8 <= bytes; i += 8) {
+      const std::uint64_t v = pattern_word((offset + i) >> 3, seed);
+      std::memcpy(out + i, &v, 8);
+    }
+  }
+  while (i < bytes) one_byte();
+}
+}  // namespace
+
 std::vector<std::byte> pattern(std::uint64_t seed, std::size_t bytes, std::size_t offset) {
   std::vector<std::byte> out(bytes);
-  std::size_t i = 0;
-  while (i < bytes) {
-    const std::size_t pos = offset + i;
-    const std::uint64_t v = pattern_word(pos >> 3, seed);
-    for (std::size_t b = pos & 7; b < 8 && i < bytes; ++b, ++i) out[i] = static_cast<std::byte>(v >> (8 * b));
-  }
+  fill_pattern(out.data(), bytes, seed, offset);
   return out;
 }
 
 std::size_t first_mismatch(std::span<const std::byte> got, std::uint64_t seed, std::size_t offset) {
-  const auto want = pattern(seed, got.size(), offset);
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i]) return i;
+  // In chunks, so a 64 MiB check needs no 64 MiB pattern beside the data.
+  constexpr std::size_t kChunk = 64 * 1024;
+  std::vector<std::byte> want(std::min(kChunk, got.size()));
+  for (std::size_t at = 0; at < got.size(); at += kChunk) {
+    const std::size_t n = std::min(kChunk, got.size() - at);
+    fill_pattern(want.data(), n, seed, offset + at);
+    if (std::memcmp(got.data() + at, want.data(), n) == 0) continue;
+    for (std::size_t i = 0; i < n; ++i)
+      if (got[at + i] != want[i]) return at + i;
+  }
   return static_cast<std::size_t>(-1);
 }
 

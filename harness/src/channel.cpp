@@ -33,6 +33,7 @@ const char* msg_type_name(MsgType t) noexcept {
     case MsgType::done: return "done";
     case MsgType::harness_error: return "harness_error";
     case MsgType::peer_start: return "peer_start";
+    case MsgType::initialised: return "initialised";
   }
   return "unknown";
 }

@@ -3,6 +3,8 @@
 #include "ipcheck/messages.hpp"
 
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <initializer_list>
 #include <string_view>
 
@@ -308,6 +310,22 @@ PeerStart decode<PeerStart>(Message& m) {
   return {f.text(0), static_cast<int>(f.number(1, 1, kMaxPid))};
 }
 
+Message encode(const Initialised& m) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6f", m.seconds);
+  return make(MsgType::initialised, {text});
+}
+
+template <>
+Initialised decode<Initialised>(Message& m) {
+  const Fields f(m, MsgType::initialised, {"seconds"});
+  const std::string& t = f.text(0);
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || !(v >= 0) || v > 1e9) f.fail(0, "not a number of seconds");
+  return {v};
+}
+
 Message encode(const KillPeer& m) { return make(MsgType::kill_peer, {m.role, std::to_string(m.signal)}); }
 
 template <>
@@ -340,6 +358,7 @@ Any decode_any(Message& m) {
     case MsgType::done: return decode<Done>(m);
     case MsgType::harness_error: return decode<HarnessError>(m);
     case MsgType::peer_start: return decode<PeerStart>(m);
+    case MsgType::initialised: return decode<Initialised>(m);
   }
   throw ChannelError("channel: " + type_shown(m.type) + " is none of this protocol's (version " +
                      std::to_string(kProtocolVersion) + ")");

@@ -99,6 +99,23 @@ std::optional<json> ctest_gpu_environment(const std::string& adapter,
   return json{{"groups", groups}, {"gpus", gpus}, {"env", {{var, value}}}};
 }
 
+std::string pinned_device_mask(const std::string& adapter, int index, const std::vector<std::string>& env,
+                               const std::function<const char*(const char*)>& getenv_fn) {
+  const std::string var = device_mask_variable(adapter);
+  if (var.empty() || index < 0) return {};
+  std::optional<std::string> outer;
+  for (const auto& e : env)
+    if (e.rfind(var + "=", 0) == 0) outer = e.substr(var.size() + 1);
+  if (!outer) {
+    const char* v = getenv_fn ? getenv_fn(var.c_str()) : std::getenv(var.c_str());
+    if (v) outer = v;
+  }
+  if (!outer || outer->empty()) return var + "=" + std::to_string(index);
+  const auto visible = split(*outer, ',');
+  if (static_cast<std::size_t>(index) >= visible.size()) return {};
+  return var + "=" + visible[static_cast<std::size_t>(index)];
+}
+
 json resource_spec(const json& devices, int slots) {
   json gpus = json::array();
   for (std::size_t i = 0; i < devices.size(); ++i) gpus.push_back({{"id", std::to_string(i)}, {"slots", slots}});

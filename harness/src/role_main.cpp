@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <deque>
 #include <iostream>
@@ -96,6 +97,19 @@ class RoleImpl final : public Role {
     if (auto it = exited_.find(role); it != exited_.end()) return it->second;
     wait_for<msg::PeerExit>([&](const msg::PeerExit& x) { return x.role == role; });
     return exited_[role];
+  }
+
+  std::string wait_exit_any(const std::vector<std::string>& roles, std::string& how) override {
+    for (const auto& role : roles)
+      if (auto it = exited_.find(role); it != exited_.end()) {
+        how = it->second;
+        return role;
+      }
+    if (roles.empty()) throw RoleAbort{"wait_exit_any: no role to wait for"};
+    const msg::PeerExit e = wait_for<msg::PeerExit>(
+        [&](const msg::PeerExit& x) { return std::find(roles.begin(), roles.end(), x.role) != roles.end(); });
+    how = exited_[e.role];
+    return e.role;
   }
 
   void kill(const std::string& role, int signal) override {
@@ -309,7 +323,10 @@ int role_fault(Channel& ch, RoleImpl& role, const std::string& cause) {
 std::optional<int> init_role_adapter(Channel& ch, RoleImpl& role, TracingAdapter& adapter, const AdapterConfig& config,
                                      const std::string& adapter_name, const std::string& limits) {
   if (!limits.empty()) return role_fault(ch, role, limits);
+  const auto t0 = std::chrono::steady_clock::now();
   const Outcome init = adapter.init(config);
+  // The runner holds a start slot for this role until now (runner_admission.cpp).
+  ch.send(msg::Initialised{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
   if (!init.ok() && init.code == Errc::exhausted)
     return role_fault(ch, role, "the machine ran out of resources while adapter '" + adapter_name + "' initialised: " + init.describe());
   if (!init.ok()) {

@@ -7,16 +7,31 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <tuple>
 
+#include "ipcheck/resources.hpp"
 #include "ipcheck/verdict.hpp"
+#include "procfs.hpp"
 #include "runner_impl.hpp"
 
 namespace ipcheck {
 
 namespace runner_detail {
+
+CaseRun::CaseRun(const CaseDef& def, const RunOptions& opt, const InjectPoint* inject, Admission* admission, int device)
+    : def_(def), opt_(opt), inject_(inject), adapter_(find_adapter(opt.adapter)),
+      tracer_(opt.audit == "bpf" ? opt.auditor : nullptr), admission_(admission), device_(device), env_(opt.env) {
+  if (!adapter_) throw std::invalid_argument("unknown adapter '" + opt.adapter + "'");
+  // A case placed on one device of several sees only that one; where the adapter has no
+  // device mask its roles see (and start on) every device.
+  if (admission_ && admission_->devices() > 1 && device_ >= 0) {
+    if (std::string mask = pinned_device_mask(opt.adapter, device_, opt.env); !mask.empty()) env_.push_back(std::move(mask));
+    else device_ = -1;
+  }
+}
 
 RoleState* CaseRun::role(const std::string& name) {
   for (auto& r : roles_)
@@ -62,7 +77,7 @@ void CaseRun::start_role(RoleState& r) {
   SpawnSpec spec;
   spec.executable = opt_.role_executable.empty() ? self_executable() : opt_.role_executable;
   spec.args = role_args(opt_, def_.id, r.name);
-  spec.env = opt_.env;
+  spec.env = env_;
   spec.channel_fd = theirs.get();
   try {
     r.proc = RoleProcess::start(spec);
@@ -136,6 +151,7 @@ void CaseRun::reap(RoleState& r) {
   }
   r.channel = Channel();
   r.outbox.clear();  // messages (and descriptors) for a role that is gone go nowhere
+  release_start(r);
   if (kill_when_blocked_ == &r) kill_when_blocked_ = nullptr;
   r.exit = r.proc.status();
   r.exit_time = Clock::now();
@@ -198,12 +214,114 @@ void CaseRun::on_hello(RoleState& r, Message& m) {
   }
 }
 
-// A role reads nothing before its start: what was sent to it earlier follows the start.
+// A role reads nothing before its start: what was sent to it earlier follows the start. The
+// start waits for a start slot: with it the role initialises the adapter.
 void CaseRun::post_start(RoleState& r, const msg::Start& start) {
+  if (admission_ && !r.holds_start) {
+    if (!r.start_ticket) {
+      r.start_ticket = admission_->queue_start(device_);
+      r.queued_at = Clock::now();
+    }
+    if (!admission_->try_start(r.start_ticket)) {
+      r.pending_start = start;
+      return;
+    }
+    r.start_ticket = 0;
+    r.holds_start = true;
+    admission_->note_wait(seconds_since(r.queued_at));
+  }
+  r.pending_start.reset();
   r.post(start);
   r.start_posted = true;
   for (auto& d : r.held) r.post(d);
   r.held.clear();
+}
+
+void CaseRun::release_start(RoleState& r) {
+  if (!admission_) return;
+  if (r.holds_start) admission_->end_start(device_);
+  if (r.start_ticket) admission_->cancel(r.start_ticket);
+  r.holds_start = false;
+  r.start_ticket = 0;
+  r.pending_start.reset();
+}
+
+bool CaseRun::retry_pending_starts() {
+  bool waiting = false;
+  for (auto& r : roles_)
+    if (r.pending_start && !r.exit) {
+      const msg::Start start = *r.pending_start;
+      post_start(r, start);
+      waiting = waiting || r.pending_start.has_value();
+    }
+  return waiting;
+}
+
+namespace {
+
+// What the scheduler gave a process: whether it is stopped (SIGSTOP, a tracer) and how long
+// its main thread has waited on a run queue (/proc/<pid>/schedstat: run ns, wait ns, slices).
+struct CpuSample {
+  bool ok = false;
+  bool stopped = false;
+  unsigned long long wait_ns = 0;
+};
+
+// Nanoseconds a thread has waited on a run queue (schedstat's second field); false when the
+// file cannot be read (a kernel without schedstats, a process gone).
+bool run_queue_wait(const char* schedstat, unsigned long long& wait_ns) {
+  FILE* f = std::fopen(schedstat, "re");
+  if (!f) return false;
+  unsigned long long run = 0;
+  const bool ok = std::fscanf(f, "%llu %llu", &run, &wait_ns) == 2;
+  std::fclose(f);
+  return ok;
+}
+
+CpuSample cpu_sample(pid_t pid) {
+  CpuSample s;
+  const std::string state = procfs::stat_field_after_comm(pid, 0);
+  if (state.empty()) return s;
+  s.stopped = state == "T" || state == "t";
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/schedstat", static_cast<int>(pid));
+  s.ok = run_queue_wait(path, s.wait_ns) || s.stopped;
+  return s;
+}
+
+}  // namespace
+
+void CaseRun::account_silence() {
+  const auto now = Clock::now();
+  const double dt = std::chrono::duration<double>(now - last_sample_).count();
+  if (dt < 0.05) return;  // sampled often enough: /proc is read at most 20 times a second
+  last_sample_ = now;
+  // The case is held back as long as its most held-back role, or the runner itself: the others
+  // may be waiting for it (a consumer waits for a stopped producer's handle, a role for the runner).
+  double held = 0;
+  unsigned long long runner_wait = 0;
+  if (run_queue_wait("/proc/thread-self/schedstat", runner_wait)) {
+    if (runner_sampled_ && runner_wait >= runner_wait_ns_)
+      held = std::min(dt, static_cast<double>(runner_wait - runner_wait_ns_) / 1e9);
+    runner_wait_ns_ = runner_wait;
+    runner_sampled_ = true;
+  }
+  for (auto& r : roles_) {
+    if (r.pending_start && !r.exit) {
+      held = dt;  // waiting for a start slot: for the machine, not for the adapter
+      continue;
+    }
+    if (!r.started || r.exit) continue;
+    const CpuSample c = cpu_sample(r.proc.pid());
+    if (!c.ok) continue;
+    double h = r.cpu_sampled && c.wait_ns >= r.wait_ns ? static_cast<double>(c.wait_ns - r.wait_ns) / 1e9 : 0;
+    r.wait_ns = c.wait_ns;
+    r.cpu_sampled = true;
+    if (c.stopped) h = dt;
+    held = std::max(held, std::min(h, dt));
+  }
+  held_back_s_ += held;
+  silent_s_ += dt - held;
 }
 
 void CaseRun::on_send(RoleState& r, msg::Send s) {
@@ -299,6 +417,7 @@ void CaseRun::on_kill_peer(RoleState& r, const msg::KillPeer& k) {
 }
 
 void CaseRun::on_done(RoleState& r, const msg::Done& d) {
+  release_start(r);
   r.done = true;
   r.aborted = d.aborted;
   r.done_message = d.message;
@@ -348,6 +467,11 @@ void CaseRun::handle(RoleState& r, Message& m) {
       break;
     case MsgType::info:
       break;
+    case MsgType::initialised:
+      r.init_s = msg::decode<msg::Initialised>(m).seconds;
+      if (admission_ && r.holds_start) admission_->note_start(r.init_s);
+      release_start(r);
+      break;
     case MsgType::harness_error:
       harness_fault(r.name + ": " + msg::decode<msg::HarnessError>(m).cause);
       break;
@@ -380,11 +504,13 @@ CaseRun::PollSet CaseRun::poll_set() {
 // at most 200 ms (2 while a victim is to be killed once it blocks).
 int CaseRun::poll_wait_ms(double inactivity) const {
   const auto now = Clock::now();
-  Clock::time_point wake = terminating_ ? kill_at_
-                                        : std::min(start_ + std::chrono::milliseconds(int(timeout_s_ * 1000)),
-                                                   last_activity_ + std::chrono::milliseconds(int(inactivity * 1000)));
-  return static_cast<int>(std::clamp<long long>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1, 0, kill_when_blocked_ ? 2 : 200));
+  Clock::time_point wake =
+      terminating_ ? kill_at_
+                   : std::min(start_ + std::chrono::milliseconds(int(timeout_s_ * 1000)),
+                              now + std::chrono::milliseconds(int(std::max(0.0, inactivity - silent_s_) * 1000)));
+  const bool waiting_for_start = std::any_of(roles_.begin(), roles_.end(), [](const RoleState& r) { return r.pending_start.has_value(); });
+  return static_cast<int>(std::clamp<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1,
+                                                0, kill_when_blocked_ ? 2 : waiting_for_start ? 10 : 200));
 }
 
 void CaseRun::receive_from(RoleState& r, short revents) {
@@ -412,8 +538,15 @@ void CaseRun::enforce_deadlines(double inactivity) {
   if (!terminating_) {
     if (t - start_ >= std::chrono::milliseconds(int(timeout_s_ * 1000))) {
       begin_termination("case timeout after " + std::to_string(int(timeout_s_)) + " s", true);
-    } else if (t - last_activity_ >= std::chrono::milliseconds(int(inactivity * 1000))) {
-      begin_termination("no message and no output for " + std::to_string(int(inactivity)) + " s", true);
+    } else if (silent_s_ >= inactivity) {
+      // Time the machine held the roles back (stopped, waiting for a CPU or a start slot) is
+      // not silence: it is left out, and said.
+      const double held = std::chrono::duration<double>(t - last_activity_).count() - silent_s_;
+      begin_termination("no message and no output for " + std::to_string(int(inactivity)) + " s" +
+                            (held >= 1 ? " of time the roles could run (the machine held them back " +
+                                             std::to_string(int(held)) + " s more)"
+                                       : ""),
+                        true);
     }
   } else if (t >= kill_at_) {
     for (auto& r : roles_)
@@ -426,7 +559,9 @@ void CaseRun::loop() {
   const double inactivity = std::min(opt_.inactivity_s, timeout_s_);
   while (!all_exited()) {
     PollSet set = poll_set();
+    if (admission_ && !terminating_) retry_pending_starts();
     const int n = ::poll(set.fds.data(), set.fds.size(), poll_wait_ms(inactivity));
+    account_silence();
     if (n < 0 && errno != EINTR) {
       harness_fault(std::string("the runner's poll failed: ") + std::strerror(errno));
       begin_termination("the runner cannot watch the roles", false);
@@ -441,6 +576,7 @@ void CaseRun::loop() {
       if (!set.fds[i].revents) continue;
       auto [r, kind] = set.owners[i];
       last_activity_ = Clock::now();
+      silent_s_ = 0;
       if (kind == 0) {
         receive_from(*r, set.fds[i].revents);
       } else if (kind == 1) {
@@ -462,11 +598,12 @@ CaseResult CaseRun::run() {
   result_.area = def_.area();
   result_.clauses = def_.clauses;
   timeout_s_ = opt_.timeout_caps_cases ? opt_.timeout_s : std::max(opt_.timeout_s, def_.timeout_s);
-  start_ = last_activity_ = Clock::now();
+  start_ = last_activity_ = last_sample_ = Clock::now();
   spawn_all();
   loop();
   if (inject_) check_leftovers();
   classify();
+  if (held_back_s_ >= 1) result_.audit["held_back_s"] = static_cast<int>(held_back_s_ * 10) / 10.0;
   result_.duration_s = seconds_since(start_);
   return result_;
 }

@@ -24,6 +24,7 @@
 #include "ipcheck/messages.hpp"
 #include "ipcheck/runner.hpp"
 #include "ipcheck/spawn.hpp"
+#include "runner_admission.hpp"
 
 namespace ipcheck::runner_detail {
 
@@ -77,6 +78,17 @@ struct RoleState {
   json audit;
   bool audit_collected = false;  // the outside auditor has reported on (and forgotten) it
   std::vector<std::string> survivors;
+  // Its start slot (runner_admission.hpp): the start document waits in pending_start until
+  // the role may initialise the adapter; the slot is held until it says initialised.
+  std::uint64_t start_ticket = 0;
+  bool holds_start = false;
+  std::optional<msg::Start> pending_start;
+  Clock::time_point queued_at{};
+  double init_s = -1;  // how long its Adapter::init took, once it said
+  // What the scheduler gave it of the CPU (/proc/<pid>/schedstat, /proc/<pid>/stat): time it
+  // waited for a CPU, or was stopped, is not silence (CaseRun::account_silence).
+  bool cpu_sampled = false;
+  unsigned long long wait_ns = 0;
   // Messages the role has not taken yet (it may be busy, or never read at all).
   std::deque<Message> outbox;
 
@@ -110,14 +122,15 @@ std::string waiting_where(const std::deque<RoleState>& roles);
 // One case in fresh role processes, from spawning its roles to its classified result.
 class CaseRun {
  public:
-  CaseRun(const CaseDef& def, const RunOptions& opt, const InjectPoint* inject)
-      : def_(def), opt_(opt), inject_(inject), adapter_(find_adapter(opt.adapter)),
-        tracer_(opt.audit == "bpf" ? opt.auditor : nullptr) {
-    if (!adapter_) throw std::invalid_argument("unknown adapter '" + opt.adapter + "'");
-  }
+  // `admission`: what the run's cases share (start slots, devices), or null for a case run
+  // on its own; `device`: the device its roles see (-1: every device).
+  CaseRun(const CaseDef& def, const RunOptions& opt, const InjectPoint* inject, Admission* admission = nullptr,
+          int device = -1);
 
-  // A role the outside auditor still follows (the run was abandoned) is forgotten.
+  // A role the outside auditor still follows (the run was abandoned) is forgotten; start
+  // slots still held are given back.
   ~CaseRun() {
+    for (auto& r : roles_) release_start(r);
     if (!tracer_) return;
     for (auto& r : roles_)
       if (r.started && !r.audit_collected) tracer_->role_forget(r.proc.pid());
@@ -145,6 +158,13 @@ class CaseRun {
   void handle(RoleState& r, Message& m);
   void on_hello(RoleState& r, Message& m);
   void post_start(RoleState& r, const msg::Start& start);
+  // Frees the role's start slot (or its place in the queue for one).
+  void release_start(RoleState& r);
+  // Starts that waited for a slot, where one is free now; true while any still waits.
+  bool retry_pending_starts();
+  // Adds the time since the last sample to the silence clock, less what the machine held
+  // the roles back (stopped, waiting for a CPU, waiting for a start slot).
+  void account_silence();
   void on_send(RoleState& r, msg::Send s);
   void on_check(RoleState& r, const msg::Check& c);
   void on_observe(RoleState& r, const msg::Observe& o);
@@ -182,6 +202,16 @@ class CaseRun {
   CaseResult result_;
   Clock::time_point start_{};
   Clock::time_point last_activity_{};
+  Admission* admission_;
+  int device_;
+  std::vector<std::string> env_;  // the roles' environment: the run's, and the device mask of a placed case
+  double silent_s_ = 0;           // time the roles could run without a message or output
+  double held_back_s_ = 0;        // time the machine held them back (the reason of a timeout says)
+  Clock::time_point last_sample_{};
+  // The runner's own thread waits for a CPU too: a role waiting for the runner's answer is not
+  // silent while the runner cannot run.
+  bool runner_sampled_ = false;
+  unsigned long long runner_wait_ns_ = 0;
   double timeout_s_ = 0;
   bool terminating_ = false;
   bool start_sent_ = false;  // every role first started has said hello and been sent the start

@@ -2,6 +2,8 @@
 // threads that run them, and the run's record (options, expectations, the runner's own
 // descriptors and orphans).
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <system_error>
@@ -86,8 +88,8 @@ class SuiteWorkers {
  public:
   SuiteWorkers(const RunOptions& o, const std::vector<SuiteJob>& jobs, const std::string& limits,
                const AdapterProbe& probe, std::optional<verdict::ExpectationUse>& expected,
-               std::vector<CaseResult>& cases)
-      : o_(o), jobs_(jobs), limits_(limits), probe_(probe), expected_(expected), cases_(cases) {}
+               std::vector<CaseResult>& cases, Admission& admission)
+      : o_(o), jobs_(jobs), limits_(limits), probe_(probe), expected_(expected), cases_(cases), admission_(admission) {}
 
   // Runs every job on up to `n` workers (this thread one of them); returns why fewer ran, if they did.
   std::string run(int n);
@@ -96,6 +98,8 @@ class SuiteWorkers {
   void work();
   CaseResult not_run(const SuiteJob& job, Status st, std::string why) const;
   CaseResult run_attempts(const SuiteJob& job);
+  // One attempt on the device the admission gives it; `alone`: with no other case running.
+  CaseResult attempt(const SuiteJob& job, bool alone);
 
   const RunOptions& o_;
   const std::vector<SuiteJob>& jobs_;
@@ -103,6 +107,7 @@ class SuiteWorkers {
   const AdapterProbe& probe_;
   std::optional<verdict::ExpectationUse>& expected_;
   std::vector<CaseResult>& cases_;
+  Admission& admission_;
   std::mutex lock_;
   std::size_t next_ = 0, finished_ = 0;
 };
@@ -118,23 +123,65 @@ CaseResult SuiteWorkers::not_run(const SuiteJob& job, Status st, std::string why
   return res;
 }
 
+CaseResult SuiteWorkers::attempt(const SuiteJob& job, bool alone) {
+  if (alone) admission_.begin_alone();
+  else admission_.begin_case();
+  const int device = admission_.place(job.def->all_devices);
+  CaseResult res;
+  try {
+    res = CaseRun(*job.def, o_, job.inject ? &*job.inject : nullptr, &admission_, device).run();
+  } catch (const std::exception& e) {
+    res = not_run(job, Status::error, std::string("the runner failed running this case: ") + e.what());
+  }
+  admission_.unplace(device);
+  if (alone) admission_.end_alone();
+  else admission_.end_case();
+  return res;
+}
+
+// A timeout the load may have caused: other cases ran beside it, the machine was busier than
+// its CPUs, or the roles were held back (stopped, waiting for a CPU or a start slot). Empty
+// when none of these: the timeout is the case's own.
+std::string load_behind(int others, const MachineLoad& load, const CaseResult& res) {
+  std::string why;
+  if (others > 0) why = std::to_string(others) + " other case" + (others == 1 ? "" : "s") + " ran beside it";
+  if (load.busy()) why += (why.empty() ? "" : ", ") + std::string("the machine was busy (") + load.describe() + ")";
+  if (res.audit.contains("held_back_s")) {
+    char held[64];
+    std::snprintf(held, sizeof held, "the machine held its roles back %.1f s", res.audit.at("held_back_s").get<double>());
+    why += (why.empty() ? "" : ", ") + std::string(held);
+  }
+  return why;
+}
+
 // Each attempt in fresh processes, judged with the expectations; one that did not pass
-// runs again (--rerun-failures), and the attempts make one result.
+// runs again (--rerun-failures), and the attempts make one result. A timeout while the
+// machine was loaded is run again alone before it stands: if that attempt ends otherwise,
+// the first is kept as an `error` naming the load, never a timeout of the driver.
 CaseResult SuiteWorkers::run_attempts(const SuiteJob& job) {
   std::vector<CaseResult> attempts;
+  bool alone = false;
   for (bool again = true; again;) {
-    CaseResult res;
-    try {
-      res = run_case(*job.def, o_, job.inject ? &*job.inject : nullptr);
-    } catch (const std::exception& e) {
-      res = not_run(job, Status::error, std::string("the runner failed running this case: ") + e.what());
-    }
+    const int others_before = admission_.running();
+    CaseResult res = attempt(job, alone);
     if (job.inject) res.id += "@" + job.inject->describe();
+    if (res.status == Status::timeout && !alone && o_.rerun_timeouts_alone && !(o_.interrupted && o_.interrupted->load())) {
+      const int others = std::max(others_before, admission_.running());  // this case no longer counts
+      const std::string load = load_behind(others, machine_load(), res);
+      if (!load.empty()) {
+        res.status = Status::error;
+        res.reason = "timed out while the machine was loaded (" + load + "): run again alone to judge it; " + res.reason;
+        attempts.push_back(std::move(res));
+        alone = true;
+        continue;
+      }
+    }
     {
       std::lock_guard g(lock_);
       if (expected_) expected_->apply(res, probe_.info.driver_version);
     }
-    again = verdict::wants_rerun(res) && static_cast<int>(attempts.size()) < o_.rerun_failures &&
+    // The lone rerun after a loaded timeout is not one of --rerun-failures' attempts.
+    again = verdict::wants_rerun(res) && static_cast<int>(attempts.size()) - (alone ? 1 : 0) < o_.rerun_failures &&
             !(o_.interrupted && o_.interrupted->load());
     attempts.push_back(std::move(res));
   }
@@ -228,10 +275,33 @@ reports::Results run_suite(const RunOptions& options) {
 
   const std::vector<SuiteJob> jobs = suite_jobs(o, results.run.options);
   results.cases.resize(jobs.size());
-  SuiteWorkers workers(o, jobs, limits, probe, expected, results.cases);
+  // The machine's share for each case: devices, start slots, the default -j.
+  const AdapterDesc* desc = find_adapter(o.adapter);
+  const AdapterDesc::Cost cost = desc ? desc->cost : AdapterDesc::Cost{};
+  const int devices = std::max<int>(1, static_cast<int>(probe.info.devices.size()));
+  std::string jobs_from = "--jobs";
+  if (o.jobs <= 0) o.jobs = default_jobs(devices, cost.jobs_per_device, jobs_from);
+  results.run.options["jobs"] = o.jobs;
+  const int starts = o.starts_per_device >= 0 ? o.starts_per_device : cost.starts_per_device;
+  // A one-device case uses device 0: only devices with device 0's IPC aspects may stand in.
+  std::vector<int> placeable;
+  for (std::size_t d = 0; d < probe.info.devices.size(); ++d)
+    if (probe.info.devices[d].value("aspects", json()) == probe.info.devices[0].value("aspects", json()))
+      placeable.push_back(static_cast<int>(d));
+  Admission admission(devices, starts, placeable);
+  SuiteWorkers workers(o, jobs, limits, probe, expected, results.cases, admission);
   const std::string fewer_workers = workers.run(std::max(1, std::min<int>(o.jobs, static_cast<int>(jobs.size()))));
   const std::vector<std::string> orphans = reap_orphans();
   results.run.runner = {{"fds_at_start", fds_at_start}, {"fds_at_end", count_open_fds()}, {"orphans_reaped", orphans}};
+  const Admission::StartStats st = admission.start_stats();
+  results.run.runner["scheduling"] = {{"jobs", o.jobs},
+                                      {"jobs_from", jobs_from},
+                                      {"devices", devices},
+                                      {"starts_per_device", starts},
+                                      {"adapter_starts", st.starts},
+                                      {"adapter_init_s", std::round(st.init_s * 1000) / 1000},
+                                      {"adapter_init_max_s", std::round(st.init_max_s * 1000) / 1000},
+                                      {"waited_for_start_s", std::round(st.waited_s * 1000) / 1000}};
 
   if (!fewer_workers.empty()) results.run.runner["note"] = fewer_workers;
   if (expected) note_expectations(results, *expectations, *expected, probe.info.driver_version);

@@ -13,6 +13,18 @@ using testing_support::env_of;
 
 // ---------------------------------------------------------------- CTest resources
 
+// The runner gives a one-device case one device: its index within what the run sees.
+TEST(Resources, PinnedMaskIndexesWhatTheRunSees) {
+  EXPECT_EQ(pinned_device_mask("cuda", 1, {}, env_of({})), "CUDA_VISIBLE_DEVICES=1");
+  EXPECT_EQ(pinned_device_mask("ze", 0, {}, env_of({})), "ZE_AFFINITY_MASK=0");
+  EXPECT_EQ(pinned_device_mask("cuda", 1, {}, env_of({{"CUDA_VISIBLE_DEVICES", "4,GPU-abc"}})), "CUDA_VISIBLE_DEVICES=GPU-abc");
+  // The run's own environment (--ctest-resources) wins over ipcheck's.
+  EXPECT_EQ(pinned_device_mask("cuda", 0, {"CUDA_VISIBLE_DEVICES=6,7"}, env_of({{"CUDA_VISIBLE_DEVICES", "4"}})),
+            "CUDA_VISIBLE_DEVICES=6");
+  EXPECT_EQ(pinned_device_mask("cuda", 2, {"CUDA_VISIBLE_DEVICES=6,7"}, env_of({})), "") << "outside the mask";
+  EXPECT_EQ(pinned_device_mask("ref", 0, {}, env_of({})), "") << "ref has no mask";
+}
+
 TEST(Resources, CtestGpusBecomeTheRuntimesMask) {
   EXPECT_FALSE(ctest_gpu_environment("cuda", env_of({}))) << "no resource spec: nothing";
   auto cuda = ctest_gpu_environment(

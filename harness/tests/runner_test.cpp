@@ -1,11 +1,16 @@
 // The runner against deliberately broken roles: each gets the right verdict, and after
 // every case no process of it remains and the runner holds no extra descriptor.
 #include <dirent.h>
+#include <sched.h>
 #include <signal.h>
 
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
+#include <iterator>
+#include <thread>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -303,6 +308,158 @@ TEST_F(RunnerTest, ObjectHeldAfterTheCaseIsLeakAndItsHolderEnds) {
   EXPECT_NE(::kill(holder, 0), 0) << "the escaped holder " << holder << " still exists";
   ASSERT_TRUE(r.audit.contains("leftovers"));
   EXPECT_EQ(r.audit["leftovers"]["objects"].size(), 1u) << r.audit.dump();
+}
+
+// ---- A role the machine holds back is not silent (runner_case.cpp: account_silence).
+
+// The first process of ours whose command line names `needle`; 0 when there is none yet.
+pid_t child_running(const std::string& needle) {
+  for (pid_t p : children_of_self()) {
+    std::ifstream in("/proc/" + std::to_string(p) + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(needle) != std::string::npos) return p;
+  }
+  return 0;
+}
+
+// Stopped by SIGSTOP for twice the inactivity limit, then continued: the case passes.
+TEST_F(RunnerTest, StoppedRoleIsNotSilent) {
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    for (int i = 0; i < 5000 && !stopped; ++i) {
+      if (const pid_t p = child_running("selftest.stoppable"); p > 0 && ::kill(p, SIGSTOP) == 0) {
+        stopped = true;
+        ::sleep(4);
+        ::kill(p, SIGCONT);
+        return;
+      }
+      ::usleep(1000);
+    }
+  });
+  RunOptions o;
+  o.adapter = "ref";
+  o.role_executable = IPCHECK_SELFTEST_EXE;
+  o.timeout_s = 30;
+  o.inactivity_s = 2;
+  o.grace_s = 0.5;
+  const reports::CaseResult r = run_case(*find_case("selftest.stoppable"), o);
+  stopper.join();
+  ASSERT_TRUE(stopped) << "the role was never seen to stop";
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  EXPECT_GE(r.duration_s, 4.0) << "the stop did not hold the role";
+  ASSERT_TRUE(r.audit.contains("held_back_s")) << r.audit.dump();
+  EXPECT_GE(r.audit["held_back_s"].get<double>(), 3.0) << r.audit.dump();
+}
+
+// Starved: the role shares one CPU with many busy threads, so 300 ms of its work take
+// seconds; the wait for the CPU is not silence, and the case passes.
+TEST_F(RunnerTest, StarvedRoleIsNotSilent) {
+  cpu_set_t saved;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof saved, &saved), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &saved)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  std::atomic<bool> done{false};
+  std::vector<std::thread> hogs;
+  ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);  // this thread; the hogs and the role inherit it
+  for (int i = 0; i < 8; ++i)
+    hogs.emplace_back([&] {
+      volatile unsigned long n = 0;
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);  // bounded, whatever happens
+      while (!done && std::chrono::steady_clock::now() < end) n = n + 1;
+    });
+  RunOptions o;
+  o.adapter = "ref";
+  o.role_executable = IPCHECK_SELFTEST_EXE;
+  o.timeout_s = 60;
+  o.inactivity_s = 1.5;
+  o.grace_s = 0.5;
+  o.env = {"IPCHECK_SELFTEST_CPU_MS=300"};
+  const reports::CaseResult r = run_case(*find_case("selftest.cpu_work"), o);
+  done = true;
+  for (auto& t : hogs) t.join();
+  ::sched_setaffinity(0, sizeof saved, &saved);
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  // The starvation was real: the 300 ms of work took longer than the inactivity limit.
+  EXPECT_GT(r.duration_s, 1.5) << "not starved; the test proves nothing on this machine";
+}
+
+// A case that ends timeout while another runs beside it is run again alone; it passes
+// then, so the first attempt is an error naming the load, and the case passes.
+TEST_F(RunnerTest, TimeoutBesideAnotherCaseIsRunAgainAlone) {
+  const std::string lock = ::testing::TempDir() + "crowd.lock";
+  RunOptions o;
+  o.adapter = "ref";
+  o.role_executable = IPCHECK_SELFTEST_EXE;
+  o.include_hidden = true;
+  o.exact = true;
+  o.filters = {"selftest.crowd", "selftest.needs_alone"};
+  o.jobs = 2;
+  o.audit = "proc";
+  o.timeout_s = 20;
+  o.inactivity_s = 1.5;
+  o.grace_s = 0.5;
+  o.env = {"IPCHECK_SELFTEST_LOCK=" + lock};
+  const reports::Results r = run_suite(o);
+  ASSERT_EQ(r.cases.size(), 2u);
+  const reports::CaseResult& c = r.cases[1];
+  EXPECT_EQ(c.id, "selftest.needs_alone");
+  EXPECT_EQ(c.status, Status::pass) << c.reason;
+  ASSERT_EQ(c.attempts.size(), 2u);
+  EXPECT_EQ(c.attempts[0].status, Status::error);
+  EXPECT_NE(c.attempts[0].reason.find("timed out while the machine was loaded (1 other case ran beside it"), std::string::npos)
+      << c.attempts[0].reason;
+  EXPECT_EQ(c.attempts[1].status, Status::pass);
+  EXPECT_EQ(r.cases[0].status, Status::pass) << r.cases[0].reason;
+  ::unlink(lock.c_str());
+}
+
+// A timeout that is the case's own stands: alone it times out again.
+TEST_F(RunnerTest, TimeoutThatRecursAloneStands) {
+  RunOptions o;
+  o.adapter = "ref";
+  o.role_executable = IPCHECK_SELFTEST_EXE;
+  o.include_hidden = true;
+  o.exact = true;
+  o.filters = {"selftest.hang", "selftest.stoppable"};
+  o.jobs = 2;
+  o.audit = "proc";
+  o.timeout_s = 20;
+  o.inactivity_s = 1;
+  o.grace_s = 0.5;
+  const reports::Results r = run_suite(o);
+  ASSERT_EQ(r.cases.size(), 2u);
+  const reports::CaseResult& c = r.cases[0];
+  EXPECT_EQ(c.status, Status::timeout) << c.reason;
+  if (c.attempts.size() == 2) {
+    EXPECT_EQ(c.attempts[0].status, Status::error) << "ran beside the other: rerun alone";
+  }
+}
+
+// Start slots: with one role initialising the adapter at a time, a -j 4 run still passes and
+// every role's start is counted.
+TEST_F(RunnerTest, OneStartAtATimeStillRunsEveryCase) {
+  RunOptions o;
+  o.adapter = "ref";
+  o.role_executable = IPCHECK_SELFTEST_EXE;
+  o.include_hidden = true;
+  o.exact = true;
+  o.filters = {"selftest.pass", "selftest.should", "selftest.on_demand", "selftest.expendable"};
+  o.jobs = 4;
+  o.starts_per_device = 1;
+  o.audit = "proc";
+  o.timeout_s = o.inactivity_s = 20;
+  o.grace_s = 0.5;
+  const reports::Results r = run_suite(o);
+  ASSERT_EQ(r.cases.size(), 4u);
+  for (const auto& c : r.cases) EXPECT_TRUE(c.status == Status::pass) << c.id << ": " << c.reason;
+  const auto& s = r.run.runner.at("scheduling");
+  EXPECT_EQ(s["starts_per_device"], 1);
+  EXPECT_GE(s["adapter_starts"].get<int>(), 6) << s.dump();
 }
 
 // Workers share the expectations' tallies: a -j 4 run applies them the same as -j 1 (and

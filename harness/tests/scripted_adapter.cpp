@@ -121,7 +121,7 @@ const AdapterRegistration registered_scripted{{"scripted", "a GoogleMock adapter
                                {},
                                make_scripted,
                                {},    // no adapter options
-                               {}}};
+                               {}}};  // no start cost
 
 // The case the scripts drive: the producer exports, the consumer opens and closes.
 IPCHECK_CASE(Case("selftest.scripted", "A memory round trip through the scripted adapter")

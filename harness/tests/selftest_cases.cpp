@@ -9,6 +9,7 @@
 #include <csignal>
 #include <fstream>
 #include <vector>
+#include <ctime>
 #include <cstdlib>
 #include <string>
 
@@ -351,6 +352,67 @@ IPCHECK_CASE(Case("selftest.privileges", "A role reports its no_new_privs flag, 
                    std::string list;
                    for (const auto& n : names) list += (list.empty() ? "" : " ") + n;
                    r.observe("environment", list);
+                 }));
+
+// ---- The machine holds a role back: none of these is silence of the adapter.
+
+// Sleeps half a second (a test stops it meanwhile with SIGSTOP, then SIGCONT).
+IPCHECK_CASE(Case("selftest.stoppable", "The role naps briefly; a test stops it for longer than the inactivity limit")
+                 .hidden()
+                 .clause("harness.selftest.must")
+                 .role("producer", [](Role& r) {
+                   ::usleep(500 * 1000);
+                   r.check(true, "harness.selftest.must", "went on after the stop");
+                 }));
+
+// A fixed amount of CPU work (IPCHECK_SELFTEST_CPU_MS of this thread's CPU time, 300 by
+// default), printing nothing meanwhile: starved of the CPU, it takes far longer in wall time.
+IPCHECK_CASE(Case("selftest.cpu_work", "The role computes silently for a fixed CPU time")
+                 .hidden()
+                 .clause("harness.selftest.must")
+                 .role("producer", [](Role& r) {
+                   const char* v = std::getenv("IPCHECK_SELFTEST_CPU_MS");
+                   const long ms = v ? std::atol(v) : 300;
+                   timespec t0{}, t{};
+                   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+                   volatile unsigned long spin = 0;
+                   do {
+                     for (int i = 0; i < 100000; ++i) spin = spin + 1;
+                     ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+                   } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+                   r.check(true, "harness.selftest.must", "computed " + std::to_string(ms) + " ms of CPU time");
+                 }));
+
+// Holds an exclusive lock on the file IPCHECK_SELFTEST_LOCK for 3 s, talking meanwhile: the
+// load another case runs beside.
+IPCHECK_CASE(Case("selftest.crowd", "Holds a lock for 3 s while printing: the load beside another case")
+                 .hidden()
+                 .clause("harness.selftest.must")
+                 .role("producer", [](Role& r) {
+                   const char* path = std::getenv("IPCHECK_SELFTEST_LOCK");
+                   r.require(path != nullptr, "harness.selftest.must", "IPCHECK_SELFTEST_LOCK names a lock file");
+                   const int fd = ::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+                   r.require(fd >= 0 && ::flock(fd, LOCK_EX) == 0, "harness.selftest.must", "lock the crowd file");
+                   for (int i = 0; i < 30; ++i) {
+                     r.note("crowding");
+                     ::usleep(100 * 1000);
+                   }
+                   ::close(fd);
+                   r.check(true, "harness.selftest.must", "crowded for 3 s");
+                 }));
+
+// Silent while selftest.crowd holds the lock (a timeout when they run together), quick alone.
+IPCHECK_CASE(Case("selftest.needs_alone", "Waits silently for the crowd's lock: times out beside it, passes alone")
+                 .hidden()
+                 .clause("harness.selftest.must")
+                 .role("producer", [](Role& r) {
+                   const char* path = std::getenv("IPCHECK_SELFTEST_LOCK");
+                   r.require(path != nullptr, "harness.selftest.must", "IPCHECK_SELFTEST_LOCK names a lock file");
+                   ::usleep(500 * 1000);  // the crowd, started beside it, has the lock by now
+                   const int fd = ::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+                   r.require(fd >= 0 && ::flock(fd, LOCK_SH) == 0, "harness.selftest.must", "take the crowd file's lock");
+                   ::close(fd);
+                   r.check(true, "harness.selftest.must", "got the lock");
                  }));
 
 }  // namespace

@@ -42,6 +42,12 @@ constexpr info kCatalog[] = {
      "put of one export revokes every export of the same object"},
     {id::virtual_map_from_zero, "virtual_map_from_zero", "sycl.phys.map.offset",
      "virtual_map of a physical object at a non-zero offset maps from the object's start"},
+    {id::other_device_mem_copy, "other_device_mem_copy", "sycl.mem.open.other_device",
+     "memory opened on a device other than the exporter's maps a private copy: writes on either side stay there"},
+    {id::other_device_event_private, "other_device_event_private", "sycl.event.other_device",
+     "an event opened on a device other than its creator's keeps a private copy of its state: signals do not cross"},
+    {id::other_device_phys_copy, "other_device_phys_copy", "sycl.phys.map.other_device",
+     "physical memory opened on a device other than the exporter's maps as a private copy"},
 };
 
 [[maybe_unused]] id parse_env() noexcept {

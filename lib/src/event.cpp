@@ -174,7 +174,10 @@ ipcref::event open(std::span<const std::byte> data, const context& ctx, const de
       detail::import_object(data, record::kind::event, "event::open", "ur.event.open.size", opts);
   if (imp.rec.offset != 0 || imp.rec.size < sizeof(event_state))
     sys::fail(errc::invalid, "event::open: handle does not cover an event's state page");
-  void* p = ::mmap(nullptr, sys::page_size(), PROT_READ | PROT_WRITE, MAP_SHARED, imp.fd.get(),
+  // Seeded defect: an open on another device than the creator's gets a private copy of the state.
+  const int share =
+      defects::is(defects::id::other_device_event_private) && imp.rec.device != dev.index() ? MAP_PRIVATE : MAP_SHARED;
+  void* p = ::mmap(nullptr, sys::page_size(), PROT_READ | PROT_WRITE, share, imp.fd.get(),
                    static_cast<off_t>(detail::payload_file_offset()));
   if (p == MAP_FAILED) sys::fail(errc::exhausted, cat("event::open: cannot map: ", sys::errno_text(errno)));
   auto obj = std::make_unique<event_object>();

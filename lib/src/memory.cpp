@@ -177,7 +177,10 @@ void* try_open(std::span<const std::byte> data, const context& ctx, const device
   // Seeded defect: the mapping starts at the object's first page, the export table's copy.
   if (defects::is(defects::id::importer_writes_liveness)) lead = std::exchange(from, 0);
   const std::size_t len = lead + sys::round_up(in_page + obj.rec.size, page);
-  void* base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, obj.fd.get(), static_cast<off_t>(from));
+  // Seeded defect: an open on another device than the exporter's gets a private copy.
+  const int share =
+      defects::is(defects::id::other_device_mem_copy) && obj.rec.device != dev.index() ? MAP_PRIVATE : MAP_SHARED;
+  void* base = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, share, obj.fd.get(), static_cast<off_t>(from));
   if (base == MAP_FAILED) {
     why = {errc::exhausted, cat("memory::open: cannot map ", obj.rec.size, " bytes: ", sys::errno_text(errno))};
     return nullptr;

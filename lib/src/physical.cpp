@@ -134,7 +134,7 @@ void virtual_map(const context& ctx, void* ptr, std::size_t bytes, physical_mem 
       sys::fail(errc::invalid, cat("virtual_map: ", ptr, " overlaps a range mapped already; unmap it first"));
   const int prot = acc == access::read_write ? PROT_READ | PROT_WRITE : PROT_READ;
   const std::size_t from = defects::is(defects::id::virtual_map_from_zero) ? 0 : offset;
-  void* got = ::mmap(ptr, bytes, prot, MAP_SHARED | MAP_FIXED, obj.fd(),
+  void* got = ::mmap(ptr, bytes, prot, (obj.private_copy ? MAP_PRIVATE : MAP_SHARED) | MAP_FIXED, obj.fd(),
                      static_cast<off_t>(detail::payload_file_offset() + from));
   if (got == MAP_FAILED) sys::fail(errc::exhausted, cat("virtual_map: mmap failed: ", sys::errno_text(errno)));
   res.mapped.emplace(p, bytes);
@@ -200,6 +200,7 @@ physical_mem open(std::span<const std::byte> data, const context& ctx, const dev
   obj->ctx = ctx.id();
   obj->device = dev.index();
   obj->imported = true;
+  obj->private_copy = defects::is(defects::id::other_device_phys_copy) && imp.rec.device != dev.index();
   obj->ipc_enabled = (imp.flags & detail::kFlagIpcEnabled) != 0;
   obj->size = defects::is(defects::id::opened_phys_size_zero) ? 0 : imp.rec.size;
   obj->imported_fd = std::move(imp.fd);

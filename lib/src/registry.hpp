@@ -23,6 +23,7 @@ struct physical_mem_object {
   std::optional<detail::exportable> exported;  // the creator's object
   unique_fd imported_fd;                       // an opener's descriptor
   std::uint32_t refs = 1;
+  bool private_copy = false;  // seeded defect other_device_phys_copy: its mappings are private
   int fd() const noexcept { return exported ? exported->fd() : imported_fd.get(); }
 };
 

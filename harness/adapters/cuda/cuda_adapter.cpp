@@ -231,7 +231,10 @@ const AdapterRegistration registered_cuda{{"cuda",
                                {"library"},
                                [](const std::string&, const std::string& value) -> std::string {
                                  return value.empty() ? "give libcuda's path or name" : "";
-                               }}};
+                               },
+                               // Context creation was the bottleneck on 2x H200: -j 8 ran slower than -j 2 and
+                               // timed out two cases; two starts at once per GPU keep it busy, not thrashing.
+                               {.starts_per_device = 2, .jobs_per_device = 4}}};
 
 }  // namespace
 }  // namespace ipcheck::cuda_adapter

@@ -181,6 +181,11 @@ class CudaAdapter final : public Adapter {
   static Outcome unknown(const char* what, ObjectId id);
   // Makes `device`'s primary context current (calls act on the current context).
   Outcome use(int device, const char* verb);
+  // Makes current the context of the device whose allocation, opened mapping or reserved
+  // range holds `p` (the one with the greatest base at or below it), so that a copy through a
+  // mapping made on another device (an open there, a range whose access only it has) runs in
+  // that device's context; nothing when no region of this adapter holds it.
+  Outcome use_owner(DevPtr p, const char* verb);
 
   // ---- device information (cuda_device_info.cpp)
 
@@ -256,6 +261,7 @@ class CudaAdapter final : public Adapter {
   toolkit::ExportFdNumbers export_numbers_;
   ObjectId next_id_ = 1;
   std::map<DevPtr, MemKind> allocations_;
+  std::map<DevPtr, int> owners_;  // allocation or opened mapping base -> its device
   std::map<ObjectId, Phys> phys_;
   std::map<ObjectId, unique_fd> phys_exports_;
   std::map<DevPtr, int> reservations_;  // base -> device

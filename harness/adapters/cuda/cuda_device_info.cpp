@@ -116,6 +116,8 @@ AdapterInfo CudaAdapter::info() {
   i.extra["driver_version_source"] = driver_version_source_.empty() ? "none found" : driver_version_source_;
   i.extra["cuda_driver_api"] = std::to_string(api_version_);
   i.extra["mem_open_flags"] = "passed to cuIpcOpenMemHandle as the case asked (0 is 0; CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS is 0x1)";
+  // The runtime's peer-access request for an open on another device (cases/multi_device/).
+  i.extra["mem_open_peer_flag"] = "0x1";
   i.extra["mem_open_flags_default"] = "CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS (0x1): CUDA requires it; flags 0 answer CUDA_ERROR_INVALID_VALUE";
   i.extra["event_gate"] = gate_host_ ? "IPC events are recorded at creation behind cuStreamWaitValue32 on host memory "
                                        "(" + std::to_string(kGateSlots) + " gates), in an event context per device beside "

@@ -2,6 +2,8 @@
 // through cuMemcpyHtoD and cuMemcpyDtoH, and CUDA's IPC memory handles.
 #include <cstddef>
 #include <cstring>
+#include <iterator>
+#include <tuple>
 #include <string>
 #include <utility>
 
@@ -16,6 +18,7 @@ Result<DevPtr> CudaAdapter::alloc(int device, std::size_t bytes, MemKind kind) {
     if (const CUresult r = cu_->cuMemAlloc_v2(&p, bytes); r != CUDA_SUCCESS)
       return {fail(r, "cuMemAlloc(" + std::to_string(bytes) + " bytes)")};
     allocations_[p] = kind;
+    owners_[p] = device;
     return {Outcome::runtime_success("cuMemAlloc"), p};
   }
   if (kind == MemKind::host) {
@@ -23,6 +26,7 @@ Result<DevPtr> CudaAdapter::alloc(int device, std::size_t bytes, MemKind kind) {
     if (const CUresult r = cu_->cuMemAllocHost_v2(&p, bytes); r != CUDA_SUCCESS)
       return {fail(r, "cuMemAllocHost(" + std::to_string(bytes) + " bytes)")};
     allocations_[reinterpret_cast<DevPtr>(p)] = kind;
+    owners_[reinterpret_cast<DevPtr>(p)] = device;
     return {Outcome::runtime_success("cuMemAllocHost"), reinterpret_cast<DevPtr>(p)};
   }
   if (!cu_->cuMemAllocManaged)
@@ -37,6 +41,7 @@ Result<DevPtr> CudaAdapter::alloc(int device, std::size_t bytes, MemKind kind) {
   if (const CUresult r = cu_->cuMemAllocManaged(&p, bytes, kMemAttachGlobal); r != CUDA_SUCCESS)
     return {fail(r, "cuMemAllocManaged(" + std::to_string(bytes) + " bytes, CU_MEM_ATTACH_GLOBAL)")};
   allocations_[p] = kind;
+  owners_[p] = device;
   return {Outcome::runtime_success("cuMemAllocManaged"), p};
 }
 
@@ -49,11 +54,22 @@ Outcome CudaAdapter::free(DevPtr p) {
     // Pointers this adapter did not allocate go to the driver too: its answer is the datum.
     return fail(r, "cuMemFree(" + hex(p) + ")");
   }
+  owners_.erase(p);
   if (it != allocations_.end()) allocations_.erase(it);
   return Outcome::runtime_success(it != allocations_.end() && it->second == MemKind::host ? "cuMemFreeHost" : "cuMemFree");
 }
 
+Outcome CudaAdapter::use_owner(DevPtr p, const char* verb) {
+  int device = -1;
+  DevPtr base = 0;
+  if (auto it = owners_.upper_bound(p); it != owners_.begin()) std::tie(base, device) = *std::prev(it);
+  if (auto it = reservations_.upper_bound(p); it != reservations_.begin() && std::prev(it)->first >= base)
+    device = std::prev(it)->second;
+  return device < 0 ? Outcome::success() : use(device, verb);
+}
+
 Outcome CudaAdapter::write(DevPtr dst, std::span<const std::byte> src) {
+  if (auto o = use_owner(dst, "write"); !o.ok()) return o;
   if (const CUresult r = cu_->cuMemcpyHtoD_v2(dst, src.data(), src.size()); r != CUDA_SUCCESS)
     return fail(r, "cuMemcpyHtoD(" + hex(dst) + ", " + std::to_string(src.size()) + " bytes)");
   // A copy from pageable memory may return before the DMA lands; another process reads next.
@@ -63,6 +79,7 @@ Outcome CudaAdapter::write(DevPtr dst, std::span<const std::byte> src) {
 }
 
 Outcome CudaAdapter::read(DevPtr src, std::span<std::byte> dst) {
+  if (auto o = use_owner(src, "read"); !o.ok()) return o;
   if (const CUresult r = cu_->cuMemcpyDtoH_v2(dst.data(), src, dst.size()); r != CUDA_SUCCESS)
     return fail(r, "cuMemcpyDtoH(" + hex(src) + ", " + std::to_string(dst.size()) + " bytes)");
   return Outcome::runtime_success("cuMemcpyDtoH");
@@ -100,12 +117,16 @@ Result<DevPtr> CudaAdapter::mem_open(std::span<const std::byte> bytes, int, int 
   CUdeviceptr p = 0;
   if (const CUresult r = cu_->cuIpcOpenMemHandle_v2(&p, h, f); r != CUDA_SUCCESS)
     return {fail(r, "cuIpcOpenMemHandle(flags " + hex(f) + ", device " + std::to_string(device) + ")")};
+  owners_[p] = device;
   return {Outcome::runtime_success("cuIpcOpenMemHandle"), p};
 }
 
 Outcome CudaAdapter::mem_close(DevPtr p) {
   if (const CUresult r = cu_->cuIpcCloseMemHandle(p); r != CUDA_SUCCESS)
     return fail(r, "cuIpcCloseMemHandle(" + hex(p) + ")");
+  // (CUDA reference-counts repeated opens of one pointer: one still open then copies in the
+  // current context, as before any open on another device.)
+  owners_.erase(p);
   return Outcome::runtime_success("cuIpcCloseMemHandle");
 }
 

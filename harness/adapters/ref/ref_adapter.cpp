@@ -108,6 +108,9 @@ class RefAdapter final : public Adapter {
     i.transport = scm_ ? "scm" : "pidfd";
     i.extra["device_config"] = ipcref::device_config_source();
     i.extra["exporter_guard"] = ipcref::exporter_guard_kind();
+    // ref claims the cuda profile: its open takes CUDA's peer-access request (0x1) and ignores
+    // it, so the cases of an open on another device run both ways here too.
+    i.extra["mem_open_peer_flag"] = "0x1";
     for (const auto& d : devices_) {
       DeviceInfo di;
       di.name = d.name();
@@ -330,7 +333,8 @@ const AdapterRegistration registered_ref{{"ref",
                                {},
                                [](const std::string&, const std::string& value) -> std::string {
                                  return value.empty() ? "give the device set (IPCHECK_REF_DEVICES' syntax)" : "";
-                               }}};
+                               },
+                               {}}};  // host memory: a start costs little, one job per CPU
 
 }  // namespace
 }  // namespace ipcheck::ref_adapter

@@ -458,7 +458,9 @@ const AdapterRegistration registered_ur{{"ur",
                                            if (key == "backend") return option_one_of(value, {"level_zero", "cuda", "auto"});
                                            if (key == "l0") return option_one_of(value, {"v1", "v2", "auto"});
                                            return value.empty() ? "give libur_loader.so.0's path" : "";
-                                         }}};
+                                         },
+                                         // Over CUDA a role's start creates a context, as cuda's does.
+                                         {.starts_per_device = 2, .jobs_per_device = 4}}};
 
 }  // namespace
 }  // namespace ipcheck::ur_adapter

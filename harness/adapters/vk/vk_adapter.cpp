@@ -141,7 +141,8 @@ const AdapterRegistration registered_vk{{"vk",
                                  if (key == "loader") return value.empty() ? "give the loader library's path" : "";
                                  if (key == "device") return option_whole_number(value, 255);
                                  return option_one_of(value, {"1", "on", "0", "off"});
-                               }}};
+                               },
+                               {}}};  // lavapipe runs on the CPU; NVIDIA's driver starts a Vulkan instance cheaply
 
 }  // namespace
 

@@ -396,7 +396,8 @@ const AdapterRegistration registered_ze{{"ze",
                                  if (key == "handle") return option_one_of(value, {"fd", "opaque", "auto"});
                                  if (key == "driver") return option_whole_number(value, 255);
                                  return value.empty() ? "give the device set (IPCHECK_REF_DEVICES' syntax)" : "";
-                               }}};
+                               },
+                               {.starts_per_device = 4, .jobs_per_device = 4}}};
 }  // namespace
 
 }  // namespace ipcheck::ze

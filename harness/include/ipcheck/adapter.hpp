@@ -240,6 +240,15 @@ struct AdapterDesc {
   // Checks one option's value the same way, before a case runs (exit 2): "" when it is
   // valid, else what the key takes ("use fd, opaque or auto"). Empty: any value.
   std::function<std::string(const std::string& key, const std::string& value)> check_value;
+  // What the adapter costs the machine, for the runner's scheduler (harness/src/runner_admission.hpp).
+  struct Cost {
+    // Roles that may be initialising the adapter at once on one device (a CUDA context takes
+    // 100-300 ms of the device, serialised in the driver); 0: no limit (a start costs little).
+    int starts_per_device = 0;
+    // Cases run at once per device by default (-j); 0: the adapter runs on the CPU, and the
+    // default is one job per CPU.
+    int jobs_per_device = 0;
+  } cost;
 };
 
 // What check_value helpers answer: "" when `value` is one of `allowed`, else "use a, b or c".

@@ -59,6 +59,10 @@ struct CaseDef {
   // The largest value each of `params` takes (a count: 1 to this). A count sizes a loop or an
   // allocation, so the command line refuses a larger one before any case runs.
   std::map<std::string, long> param_max;
+  // Its roles use several devices (a second one, one without an aspect, every pair): they see
+  // every device of the machine. Otherwise the runner may give the case one device of
+  // several (the adapter's device mask), so cases spread over a machine's GPUs.
+  bool all_devices = false;
 
   std::string area() const { return id.substr(0, id.find('.')); }
   // Role instance names in spawn order ("producer", "consumer0", "consumer1").
@@ -91,6 +95,8 @@ class Case {
   // A --param key the case's roles read, a count from 1 to `max`; a run refuses a key no
   // selected case declares, and a value that is not such a count.
   Case& param(std::string key, long max);
+  // Its roles use more than one device: they see every device (CaseDef::all_devices).
+  Case& all_devices();
   CaseDef def;
 };
 
@@ -202,6 +208,9 @@ class Role {
   virtual void barrier(const std::string& name) = 0;
   // Waits until `role` has ended; returns how ("exit 0", "signal SIGKILL").
   virtual std::string wait_exit(const std::string& role) = 0;
+  // Waits until one of `roles` has ended (the first in `roles` already ended, else the next
+  // to end); returns its name and sets `how`. For work spread over several processes at once.
+  virtual std::string wait_exit_any(const std::vector<std::string>& roles, std::string& how) = 0;
   // Has the runner kill `role` (an expected death: not a crash of the case).
   virtual void kill(const std::string& role, int signal = SIGKILL) = 0;
   // A named protocol step; under --inject the runner may kill this role here.

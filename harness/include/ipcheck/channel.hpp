@@ -46,6 +46,7 @@ enum class MsgType : std::uint16_t {
   done,          // role -> parent: "ok" | "aborted", message
   harness_error, // role -> runner: cause (a limit of the machine, /proc unreadable): the case is `error`
   peer_start,    // runner -> role: role name, pid (an on-demand role started after the others)
+  initialised,   // role -> runner: the adapter is initialised (seconds it took): its start slot is free
 };
 const char* msg_type_name(MsgType t) noexcept;
 

@@ -29,7 +29,7 @@ namespace ipcheck::msg {
 
 // The first field of every hello. Bump it whenever a message of this file, or of a protocol
 // in data messages, changes its fields.
-inline constexpr int kProtocolVersion = 2;  // 2: peer_start
+inline constexpr int kProtocolVersion = 3;  // 2: peer_start; 3: initialised
 
 struct Hello {
   static constexpr MsgType type = MsgType::hello;
@@ -133,6 +133,13 @@ struct PeerStart {
   int pid = 0;
 };
 
+// The role's adapter is initialised: the runner frees the start slot it held
+// (harness/src/runner_admission.cpp), so another role may start its runtime.
+struct Initialised {
+  static constexpr MsgType type = MsgType::initialised;
+  double seconds = 0;  // how long Adapter::init took
+};
+
 struct PeerExit {
   static constexpr MsgType type = MsgType::peer_exit;
   std::string role;
@@ -182,6 +189,7 @@ Message encode(const Info& m);
 Message encode(const Data& m);
 Message encode(const PeerExit& m);
 Message encode(const PeerStart& m);
+Message encode(const Initialised& m);
 Message encode(const KillPeer& m);
 Message encode(const Done& m);
 Message encode(const HarnessError& m);
@@ -203,13 +211,14 @@ template <> Info decode<Info>(Message& m);
 template <> Data decode<Data>(Message& m);
 template <> PeerExit decode<PeerExit>(Message& m);
 template <> PeerStart decode<PeerStart>(Message& m);
+template <> Initialised decode<Initialised>(Message& m);
 template <> KillPeer decode<KillPeer>(Message& m);
 template <> Done decode<Done>(Message& m);
 template <> HarnessError decode<HarnessError>(Message& m);
 
 // Any message, decoded by its type (for readers that queue what they do not want yet).
 using Any = std::variant<Hello, Start, Send, Deliver, Barrier, Release, Check, Observe, NativeError, Skip, Step,
-                         Proceed, Audit, Info, Data, PeerExit, KillPeer, Done, HarnessError, PeerStart>;
+                         Proceed, Audit, Info, Data, PeerExit, KillPeer, Done, HarnessError, PeerStart, Initialised>;
 Any decode_any(Message& m);
 
 // Reads a JSON document member by member; every error is a ChannelError naming where the

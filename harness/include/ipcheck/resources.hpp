@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,13 @@ std::string device_mask_variable(const std::string& adapter);
 // no GPU was allocated, or when the adapter has no such variable.
 std::optional<nlohmann::json> ctest_gpu_environment(const std::string& adapter,
                                                     const std::function<const char*(const char*)>& getenv = nullptr);
+
+// The role environment entry ("CUDA_VISIBLE_DEVICES=3") that shows a role only device `index`
+// of those the run sees: an index into the mask already set in `env` ("KEY=VALUE" entries, as
+// RunOptions::env) or, failing that, in ipcheck's own environment. Empty when the adapter has
+// no mask variable, or the index is outside a mask already set.
+std::string pinned_device_mask(const std::string& adapter, int index, const std::vector<std::string>& env,
+                               const std::function<const char*(const char*)>& getenv = nullptr);
 
 // A CTest resource specification (version 1.0) with one `gpus` entry per device, ids "0",
 // "1", ... in the adapter's order, `slots` each.

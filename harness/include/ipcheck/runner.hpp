@@ -22,7 +22,13 @@ struct RunOptions {
   std::string adapter = "ref";
   std::vector<std::string> filters;  // globs over case ids; empty: all listed cases
   bool exact = false;                // filters are exact ids
-  int jobs = 1;
+  int jobs = 1;                      // 0: from the machine (runner_admission.hpp: default_jobs)
+  // Roles initialising the adapter at once per device; -1: the adapter's (AdapterDesc::cost),
+  // 0: no limit.
+  int starts_per_device = -1;
+  // A case that ends `timeout` while other cases ran (or the machine was busy) runs again
+  // alone before the verdict stands (run_suite); false keeps the first verdict.
+  bool rerun_timeouts_alone = true;
   double timeout_s = 60;             // per case (a case may ask for more)
   // --timeout was given: it is the limit of every case, also of those that ask for more (the
   // stress cases' 600 s), so a long --param count can always be cut short.

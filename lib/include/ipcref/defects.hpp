@@ -31,6 +31,9 @@ enum class id : int {
   interior_offset_page_aligned, // an interior export records its offset rounded down to a page
   put_revokes_all,         // put revokes every export of the object, not the one put
   virtual_map_from_zero,   // virtual_map maps a physical object from its start, whatever the offset
+  other_device_mem_copy,   // memory opened on a device other than the exporter's is a private copy
+  other_device_event_private, // an event opened on a device other than its creator's keeps its own state
+  other_device_phys_copy,  // physical memory opened on another device maps as a private copy
 };
 
 struct info {

@@ -1,6 +1,11 @@
 // Memory: allocations of every kind, their properties, memory IPC handles and external
 // memory descriptors, all over ipcref.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "entries.hpp"
 #include "ipcref/record.hpp"
@@ -320,6 +325,17 @@ ze_result_t ZE_APICALL MemPutIpcHandle(ze_context_handle_t hContext, ze_ipc_mem_
   });
 }
 
+// Seeded defect other_device_open_snapshot: the opened pages hold a copy of the export's bytes
+// in private memory at the same address (close still unmaps them), no longer the export.
+static void snapshot_in_place(void* p, std::size_t bytes) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  auto* first = reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(p) & ~(page - 1));
+  const std::size_t len = (static_cast<char*>(p) - first + bytes + page - 1) & ~(page - 1);
+  std::vector<char> bytes_now(first, first + len);
+  if (::mmap(first, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
+    std::memcpy(first, bytes_now.data(), len);
+}
+
 ze_result_t ZE_APICALL MemOpenIpcHandle(ze_context_handle_t hContext, ze_device_handle_t hDevice,
                                         ze_ipc_mem_handle_t handle, ze_ipc_memory_flags_t flags, void** pptr) {
   const char* fn = "zeMemOpenIpcHandle";
@@ -353,6 +369,9 @@ ze_result_t ZE_APICALL MemOpenIpcHandle(ze_context_handle_t hContext, ze_device_
                  "open it with zeEventCounterBasedOpenIpcHandle"));
       }
     }
+    if (ze_ipcheck::defects::is(ze_ipcheck::defects::id::other_device_open_snapshot) &&
+        ipcref::record::decode(h.record).device != dev->index)
+      snapshot_in_place(p, ipcref::record::decode(h.record).size);
     *pptr = p;
     return ZE_RESULT_SUCCESS;
   });

@@ -17,6 +17,7 @@ enum class id : int {
   put_ignores_refcount,          // zeMemPutIpcHandle revokes the export at the first put of several gets
   map_ignores_offset,            // zeVirtualMemMap maps the physical object from its start, whatever the offset
   phys_import_trusts_size,       // zePhysicalMemCreate imports with the size the caller claims
+  other_device_open_snapshot,    // zeMemOpenIpcHandle on another device than the exporter's returns a snapshot
 };
 
 struct info {
@@ -37,6 +38,9 @@ inline constexpr info kCatalog[] = {
      "zeVirtualMemMap maps a physical object from its start, ignoring the offset"},
     {id::phys_import_trusts_size, "phys_import_trusts_size", "rb.open.forged_range",
      "zePhysicalMemCreate imports an external descriptor with the size the caller claims"},
+    {id::other_device_open_snapshot, "other_device_open_snapshot", "sycl.mem.open.other_device",
+     "zeMemOpenIpcHandle on a device other than the exporter's returns a snapshot of the export's bytes in "
+     "private pages, not a mapping of it"},
 };
 
 // Every defect of the catalog, whether or not this build compiles them in.
