@@ -42,6 +42,12 @@ constexpr info kCatalog[] = {
      "put of one export revokes every export of the same object"},
     {id::virtual_map_from_zero, "virtual_map_from_zero", "sycl.phys.map.offset",
      "virtual_map of a physical object at a non-zero offset maps from the object's start"},
+    {id::slow_wake, "slow_wake", "rb.event.wake_latency",
+     "event_signal sets the state but wakes no waiter; a waiter notices it by waking every 300 ms (a lost wake-up "
+     "papered over by polling)"},
+    {id::slow_open, "slow_open", "bench:ref/mem_open_close",
+     "every memory open sleeps 50 us before it returns (a slow path in the verb): no clause breaks, the bench gate "
+     "(ipcheck bench --gate) must fail"},
 };
 
 [[maybe_unused]] id parse_env() noexcept {

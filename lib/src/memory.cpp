@@ -1,5 +1,6 @@
 // USM allocations and ipc::memory.
 #include <sys/mman.h>
+#include <time.h>
 
 #include <utility>
 
@@ -154,6 +155,11 @@ void put(handle& h, const context& ctx) {
 
 void* try_open(std::span<const std::byte> data, const context& ctx, const device& dev, const open_options& opts,
                refusal& why) {
+  if (defects::is(defects::id::slow_open)) {  // seeded: a slow path in the verb, 50 us
+    timespec t{0, 50'000};
+    while (::nanosleep(&t, &t) != 0 && errno == EINTR) {
+    }
+  }
   try {  // the caller's context and device: a misuse, not a refused handle (rare; thrown inside)
     detail::require_device_in(ctx, dev, "memory::open", "sycl.mem.open.aspect");
     if (!dev.has(aspect::ipc_memory))

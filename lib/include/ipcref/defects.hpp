@@ -31,12 +31,15 @@ enum class id : int {
   interior_offset_page_aligned, // an interior export records its offset rounded down to a page
   put_revokes_all,         // put revokes every export of the object, not the one put
   virtual_map_from_zero,   // virtual_map maps a physical object from its start, whatever the offset
+  slow_wake,               // a signal does not wake a waiter; waiters poll every 300 ms
+  slow_open,               // every memory open sleeps 50 us (a performance defect: the bench gate catches it)
 };
 
 struct info {
   id defect;
   const char* name;
-  const char* clause;       // the clause a correct harness reports broken
+  const char* clause;       // the clause a correct harness reports broken ("bench:<figure>": a
+                            // performance defect, which the bench gate catches, not a case)
   const char* description;
 };
 
