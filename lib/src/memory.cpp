@@ -203,8 +203,14 @@ void* try_open(std::span<const std::byte> data, const context& ctx, const device
       if (m.ctx == ctx.id() && m.exporter_pid == obj.rec.pid && m.exporter_fd == obj.rec.fd &&
           (stale || m.token == obj.rec.token))
         return p;
-  r.mappings.emplace(ptr, detail::open_mapping{std::move(map), ctx.id(), dev.index(), obj.rec.size, obj.rec.pid,
-                                               obj.rec.fd, obj.rec.token});
+  detail::open_mapping m{std::move(map), ctx.id(), dev.index(), obj.rec.size, obj.rec.pid, obj.rec.fd, obj.rec.token};
+  if (auto node = std::move(r.spare_mapping)) {
+    node.key() = ptr;
+    node.mapped() = std::move(m);
+    r.mappings.insert(std::move(node));
+  } else {
+    r.mappings.emplace(ptr, std::move(m));
+  }
   return ptr;
 }
 
@@ -229,7 +235,9 @@ void close(void* ptr, const context& ctx) {
   if (it->second.ctx != ctx.id())
     sys::fail(errc::invalid, cat("memory::close: ", ptr, " was opened in another context"));
   if (defects::is(defects::id::close_keeps_mapping)) (void)it->second.map.release();
-  r.mappings.erase(it);
+  auto node = r.mappings.extract(it);
+  node.mapped() = detail::open_mapping{};  // unmaps
+  r.spare_mapping = std::move(node);
 }
 
 }  // namespace ipc::memory
