@@ -127,6 +127,9 @@ const ClauseRegistration catalog{{
      "opening an export made from a pointer inside an allocation maps either the bytes at that pointer or the allocation's base (which one is sycl.mem.get.interior, observed); any other bytes are a wrong mapping", ""},
     {"rb.put.one_export", Level::must, "ipcheck robustness profile",
      "with two exports (two gets) of one allocation, putting one leaves the other openable and puttable (reference-counted gets included)", ""},
+    // Added for issue 34: wake latency is a verdict, not only a bench row.
+    {"rb.event.wake_latency", Level::should, "ipcheck robustness profile",
+     "a signal of an IPC event in one process wakes a waiter blocked on it in another within 100 ms of the signal call (the floor, a shared futex, wakes one in microseconds; ipcheck bench's event_signal_wake is the figure against it); a slower wake is a warning naming the latency", ""},
     {"sycl.phys.map.offset", Level::must, "SYCL sycl_ext_oneapi_inter_process_communication, ipc::physical_memory (with the virtual memory extension's map at an offset)",
      "mapping an opened physical object at a non-zero offset within it shows the producer's bytes at that offset", ""},
     // Several devices (cases/multi_device/): every ordered pair of devices with the aspect.

@@ -218,6 +218,27 @@ bool check_pending(Role& r, const Seen& pending, std::string_view clause, const 
   return r.check(pending, kEventPending, message, w) && ok;
 }
 
+void send_signal_time(Role& r, const std::string& to, const std::string& tag,
+                      std::chrono::steady_clock::time_point before_signal) {
+  send_text(r, to, tag, std::to_string(before_signal.time_since_epoch().count()));
+}
+
+void check_wake_latency(Role& r, const Seen& woke, std::chrono::steady_clock::time_point woke_at,
+                        const std::string& tag, const std::string& what, Where w) {
+  if (!woke) return;  // the wait timed out: its own clause says so; there is no latency to judge
+  const std::string sent = receive_text(r, tag);
+  char* end = nullptr;
+  const long long ticks = std::strtoll(sent.c_str(), &end, 10);
+  if (sent.empty() || *end != '\0') {
+    r.check(false, kWakeLatency, what + ": the signaler's time '" + sent + "' is not a number (a case bug)", w);
+    return;
+  }
+  const auto signaled_at = std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(ticks));
+  const auto latency = woke_at - signaled_at;
+  r.check(latency <= kWakeLatencyLimit, woke.by, kWakeLatency,
+          what + " woke " + ms(latency) + " after the signal call began (limit " + ms(kWakeLatencyLimit) + ")", w);
+}
+
 std::string only_its_maker_ends_pending(Role& r) {
   const AdapterInfo info = r.adapter().info();
   return info.any_process_ends_pending_event ? std::string() : info.pending_event_note;

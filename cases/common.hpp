@@ -137,6 +137,18 @@ bool check_pending(Role& r, const Seen& pending, std::string_view clause, const 
                    Where w = Where::current());
 inline constexpr const char* kEventPending = "cuda.event.pending";
 
+// rb.event.wake_latency: how long after a signal call in one process a waiter in another woke.
+// The signaler takes the time just before its signal and sends it (tag) once the signal
+// returned; the waiter takes the time as its wait returns and judges the difference (the
+// monotonic clock is the system's, the same in both processes). More than
+// kWakeLatencyLimit fails the should clause, with the latency and the evidence of the wait.
+inline constexpr const char* kWakeLatency = "rb.event.wake_latency";
+inline constexpr std::chrono::milliseconds kWakeLatencyLimit{100};
+void send_signal_time(Role& r, const std::string& to, const std::string& tag,
+                      std::chrono::steady_clock::time_point before_signal);
+void check_wake_latency(Role& r, const Seen& woke, std::chrono::steady_clock::time_point woke_at,
+                        const std::string& tag, const std::string& what, Where w = Where::current());
+
 // Empty where a signal from any process ends an event's pending state; otherwise why only the
 // process that made an event pending can end it (AdapterInfo::pending_event_note; cuda).
 std::string only_its_maker_ends_pending(Role& r);

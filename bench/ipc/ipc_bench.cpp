@@ -14,7 +14,7 @@
 //   mem_get, mem_put          the producer-side verbs, on an allocation of the consumer
 //   mem_open, mem_close       each timed alone (the other verb untimed)
 //   mem_open_repeat           an open of an export this process holds open already
-//   mem_open_close            the pair, the figure held to its target for ref
+//   mem_open_close            the pair (its goal for ref: bench/goals.md)
 //   mem_first_touch           one access per page of a fresh mapping (open, close untimed)
 //   phys_open_map             physical open + reserve + map + unmap + free + close
 // and "<adapter>/event_signal_wake": a ping-pong across the processes, per round trip.

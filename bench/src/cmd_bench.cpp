@@ -25,6 +25,7 @@
 #include <optional>
 #include <sstream>
 
+#include "ipcheck/bench/goals.hpp"
 #include "ipcheck/bench/summary.hpp"
 #include "ipcheck/channel.hpp"
 #include "ipcheck/cli.hpp"
@@ -33,6 +34,7 @@
 #include "ipcheck/reports/report_set.hpp"
 #include "ipcheck/runner.hpp"
 #include "ipcheck/spawn.hpp"
+#include "ipcref/defects.hpp"
 
 #include "ipcheck_version.h"
 
@@ -103,6 +105,8 @@ struct Settings {
   // programs write their raw Google Benchmark files and logs; every file in it is moved
   // into `out` through the atomic writer at the end (PrivateFolder).
   std::string work;
+  bool gate = false;        // --gate: rounds until every gated goal is decided, or gate_time_s
+  double gate_time_s = 240;
 };
 
 // Where a bench program writes `name` (the private folder), and where it ends up.
@@ -160,6 +164,7 @@ struct Gathered {
   json programs = json::object();  // per program: Google Benchmark's context, log, raw output
   json fuzz_runs = json::array();  // per fuzz campaign: its findings, recovery and time breakdown
   std::vector<std::string> pending;
+  json gate;  // --gate: the verdict, the rounds, each gated figure against its goal
 };
 
 bool wants(const Settings& s, const std::string& part) {
@@ -224,9 +229,15 @@ std::string bench_program(const std::string& name, std::string& why) {
   return found;
 }
 
+// ipcheck-defects (linked with the defect-seeded ipcref) starts the IPC program built the
+// same way, so that a seeded defect (IPCREF_DEFECT, inherited) reaches the figures.
+std::string ipc_program_name() {
+  return ipcref::defects::compiled_in() ? "ipcheck-bench-ipc-defects" : "ipcheck-bench-ipc";
+}
+
 void run_ipc(const Settings& s, Gathered& g) {
   std::string why;
-  const std::string exe = bench_program("ipcheck-bench-ipc", why);
+  const std::string exe = bench_program(ipc_program_name(), why);
   if (exe.empty()) {
     g.errors.push_back("ipc: " + why);
     return;
@@ -307,7 +318,6 @@ void run_harness(const Settings& s, Gathered& g) {
     d.load_1m = run->load_1m;
     d.source = "ipcheck bench (two_role_case less its floor)";
     d.label.note = "harness/two_role_case less harness/floor/two_role_case, repetition by repetition";
-    d.label.target = 2.5 / (seconds_per(d.unit) / 1e-3);  // 2.5 ms in the benchmark's unit
     const std::size_t n = std::min(run->samples.size(), floor->samples.size());
     // Repetitions are interleaved at random; pairing them by index spreads the noise of both.
     for (std::size_t i = 0; i < n; ++i) d.samples.push_back(run->samples[i] - floor->samples[i]);
@@ -335,7 +345,6 @@ void run_catalog(const Settings& s, Gathered& g) {
   wall.source = "ipcheck run";
   wall.label.note = "ipcheck run --adapter " + s.adapter + " -j " + std::to_string(s.catalog_jobs) +
                     ", wall time from start to exit";
-  if (s.adapter == "ref" && s.catalog_filters.empty() && s.catalog_jobs == 2) wall.label.target = 20;
   for (int i = 0; i < s.catalog_runs && !interrupted(); ++i) {
     const std::string dir = out_file(s, "catalog-" + std::to_string(i));
     const std::string log = work_file(s, "catalog-" + std::to_string(i) + ".log");
@@ -390,7 +399,6 @@ void run_fuzz(const Settings& s, Gathered& g) {
   };
   Series per = series("fuzz_exec_per_s_per_worker", "executions over fuzzing time, per worker");
   Series total = series("fuzz_exec_per_s", "executions over fuzzing time, all " + jobs + " worker(s)");
-  if (s.adapter == "ref" && s.fuzz_jobs == 1) per.label.target = 20000;
   json recovery = json::array();
   for (int i = 0; i < s.fuzz_runs && !interrupted(); ++i) {
     const std::string dir = out_file(s, "fuzz-" + std::to_string(i));
@@ -426,11 +434,200 @@ void run_fuzz(const Settings& s, Gathered& g) {
   g.fuzz_runs = recovery;
 }
 
+// Marks each series with its goal (bench/goals.md): a ratio bound, or a bound on the median
+// in the series' own unit.
+void apply_goals(std::vector<Series>& all) {
+  for (auto& x : all) {
+    const Goal* goal = goal_for(x.name);
+    if (!goal) continue;
+    if (goal->measure == "ratio") {
+      x.label.target_ratio = goal->bound;
+    } else if (goal->measure == x.unit) {
+      x.label.target = goal->bound;
+    } else if (seconds_per(goal->measure) > 0 && seconds_per(x.unit) > 0) {
+      x.label.target = goal->bound * seconds_per(goal->measure) / seconds_per(x.unit);
+    }
+  }
+}
+
 std::string figure(double v) {
   char b[32];
   if (v != 0 && (std::fabs(v) >= 1e6 || std::fabs(v) < 1e-2)) std::snprintf(b, sizeof b, "%.3g", v);
   else std::snprintf(b, sizeof b, "%.4g", v);
   return b;
+}
+
+// ---------------------------------------------------------------- the gate (--gate)
+
+// A glob of goals.md as a regular expression ('*': any run of characters but '/').
+std::string glob_regex(const std::string& glob) {
+  std::string r;
+  for (char c : glob) {
+    if (c == '*') r += "[^/]*";
+    else if (std::strchr(".^$|()[]{}+?\\", c)) r += std::string("\\") + c;
+    else r += c;
+  }
+  return r;
+}
+
+// The Google Benchmark filter of the gated IPC figures of this adapter and their floors.
+std::string gate_ipc_filter(const std::string& adapter) {
+  std::string alt;
+  const std::string prefix = adapter + "/";
+  for (const auto& goal : goals()) {
+    if (!goal.gated || goal.measure != "ratio" || goal.figure.rfind(prefix, 0) != 0) continue;
+    const std::string rest = goal.figure.substr(prefix.size());
+    for (const std::string& name : {goal.figure, prefix + "floor/" + rest})
+      alt += (alt.empty() ? "" : "|") + glob_regex(name);
+  }
+  return alt.empty() ? std::string() : "^(" + alt + ")(/|$)";
+}
+
+bool gate_wants_harness() {
+  return std::any_of(goals().begin(), goals().end(),
+                     [](const Goal& g) { return g.gated && g.figure.rfind("harness/", 0) == 0; });
+}
+
+// One gated figure's bench entry against its goal. The interval is the median's (or the
+// ratio's) confidence interval: `fail` only when all of it is beyond the goal, `pass` when
+// all of it is within, `undecided` while the noise straddles the goal.
+json judge_figure(const json& b, const Goal& goal) {
+  json f = {{"name", b.value("name", "")}, {"goal", (goal.at_most ? "<= " : ">= ") + figure(goal.bound)},
+            {"measure", goal.measure}};
+  double value = 0, low = 0, high = 0;
+  if (goal.measure == "ratio") {
+    if (!b.contains("ratio") || !b.contains("ratio_low") || !b.contains("ratio_high")) {
+      f["verdict"] = "unmeasured";
+      return f;
+    }
+    value = b["ratio"].get<double>();
+    low = b["ratio_low"].get<double>();
+    high = b["ratio_high"].get<double>();
+  } else {
+    const std::string unit = b.value("unit", "");
+    double k = 1;
+    if (unit != goal.measure) {
+      if (seconds_per(unit) <= 0 || seconds_per(goal.measure) <= 0) {
+        f["verdict"] = "unmeasured";
+        return f;
+      }
+      k = seconds_per(unit) / seconds_per(goal.measure);
+    }
+    value = b.value("median", 0.0) * k;
+    low = b.value("low", 0.0) * k;
+    high = b.value("high", 0.0) * k;
+  }
+  f["value"] = value;
+  f["low"] = low;
+  f["high"] = high;
+  f["repetitions"] = b.value("repetitions", 0);
+  const bool beyond = goal.at_most ? low > goal.bound : high < goal.bound;
+  const bool within = goal.at_most ? high <= goal.bound : low >= goal.bound;
+  f["verdict"] = beyond ? "fail" : within ? "pass" : "undecided";
+  return f;
+}
+
+// Every gated goal's figures in `list` (a bench section's benchmarks), judged.
+json judge_gate(const json& list) {
+  json out = json::array();
+  for (const auto& b : list)
+    if (const Goal* goal = goal_for(b.value("name", "")); goal && goal->gated) out.push_back(judge_figure(b, *goal));
+  return out;
+}
+
+void append_samples(std::vector<Series>& all, std::vector<Series>&& round) {
+  for (auto& x : round) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const Series& y) { return y.name == x.name; });
+    if (it == all.end()) all.push_back(std::move(x));
+    else it->samples.insert(it->samples.end(), x.samples.begin(), x.samples.end());
+  }
+}
+
+// The short bench in rounds: each round runs the gated IPC figures and the harness case
+// (fresh processes, `repetitions` each); the samples of all rounds are pooled, and rounds go
+// on while a gated figure's interval straddles its goal, up to the time cap. A figure fails
+// only when its whole interval is beyond the goal: a loaded machine widens the intervals
+// (more rounds, then "undecided", which passes) rather than failing the gate.
+void run_gate(const Settings& s, Gathered& g) {
+  Settings r = s;
+  r.filter = s.filter.empty() ? gate_ipc_filter(s.adapter) : s.filter;
+  const bool ipc = !r.filter.empty() && wants(s, "ipc"), harness = gate_wants_harness() && wants(s, "harness");
+  const auto t0 = Clock::now();
+  std::vector<Series> all;
+  json figures = json::array();
+  int round = 0;
+  std::string stop;
+  for (;;) {
+    ++round;
+    r.out = (fs::path(s.out) / ("round-" + std::to_string(round))).string();
+    fs::create_directories(r.out);
+    Gathered gr;
+    if (ipc) run_ipc(r, gr);
+    if (harness) {
+      Settings h = r;
+      h.filter = "^harness/(floor/)?two_role_case(/|$)";  // the IPC figures' filter would leave it nothing
+      run_harness(h, gr);
+    }
+    for (const auto& e : gr.errors) g.errors.push_back("round " + std::to_string(round) + ": " + e);
+    for (auto& [k, v] : gr.floors.items()) g.floors[k] = v;
+    for (const auto& k : gr.skipped) g.skipped.push_back(k);
+    g.programs = gr.programs;
+    append_samples(all, std::move(gr.series));
+    std::vector<Series> judged = all;
+    apply_goals(judged);
+    std::vector<std::string> ignored;
+    figures = judge_gate(summarize(judged, ignored));
+    int undecided = 0, failed = 0;
+    for (const auto& f : figures) {
+      undecided += f["verdict"] == "undecided";
+      failed += f["verdict"] == "fail";
+    }
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::printf("gate: round %d (%.0f s): %zu figures, %d beyond their goal, %d undecided\n", round, elapsed,
+                figures.size(), failed, undecided);
+    std::fflush(stdout);
+    if (!gr.errors.empty()) {
+      stop = "a bench program failed";
+      break;
+    }
+    if (undecided == 0) {
+      stop = "every gated figure decided";
+      break;
+    }
+    // Another round costs about what the last one did: stop before the cap, not past it.
+    if (elapsed * (round + 1) / round > s.gate_time_s) {
+      stop = "the time cap (--gate-time " + figure(s.gate_time_s) + " s)";
+      break;
+    }
+  }
+  g.series = std::move(all);
+  bool fail = false;
+  for (const auto& f : figures) fail = fail || f["verdict"] == "fail" || f["verdict"] == "unmeasured";
+  if (figures.empty()) fail = true;
+  g.gate = {{"verdict", fail ? "fail" : "pass"}, {"rounds", round}, {"stopped", stop},
+            {"time_s", std::chrono::duration<double>(Clock::now() - t0).count()}, {"confidence", 0.95},
+            {"figures", figures}};
+}
+
+void print_gate(const json& gate) {
+  if (!gate.is_object()) return;
+  std::printf("\ngate (%d rounds, stopped by %s; intervals at 95%%):\n", gate.value("rounds", 0),
+              gate.value("stopped", "").c_str());
+  std::size_t w = 6;
+  for (const auto& f : gate["figures"]) w = std::max(w, f.value("name", "").size());
+  std::printf("%-*s  %10s  %21s  %9s  %s\n", static_cast<int>(w), "figure", "value", "interval", "goal", "verdict");
+  for (const auto& f : gate["figures"]) {
+    const std::string iv = f.contains("low") ? "[" + figure(f["low"].get<double>()) + ", " +
+                                                   figure(f["high"].get<double>()) + "]"
+                                             : "-";
+    std::printf("%-*s  %10s  %21s  %9s  %s\n", static_cast<int>(w), f.value("name", "").c_str(),
+                f.contains("value") ? figure(f["value"].get<double>()).c_str() : "-", iv.c_str(),
+                f.value("goal", "").c_str(), f.value("verdict", "").c_str());
+  }
+  if (gate["figures"].empty()) std::printf("no gated figure was measured\n");
+  std::printf("gate: %s\n", gate.value("verdict", "") == "pass"
+                                 ? "PASS (no gated figure beyond its goal by more than its noise)"
+                                 : "FAIL (a gated figure is beyond its goal by more than its noise, or unmeasured)");
 }
 
 void print_table(const json& list) {
@@ -465,7 +662,8 @@ cli::Options bench_cli_options() {
                  "loads no GPU runtime. Writes DIR/results.json (section \"bench\": medians, spreads,\n"
                  "floors, ratios) with its renderings, and the raw Google Benchmark output beside it.\n"
                  "Exit status: 0 when every benchmark ran (or the adapter is not available here: skipped),\n"
-                 "1 when one failed, 2 usage. Figures are reported, never judged by the exit status.");
+                 "1 when one failed (or, with --gate, a gated goal failed), 2 usage. Without --gate figures\n"
+                 "are reported against their goals, never judged by the exit status.");
   cli::add_adapter_options(o, "adapter to measure");
   o.value("--out", "DIR", "where results go", "ipcheck-results/bench-<adapter>")
       .value("--results", "FILE", "also put the bench section into this results.json (and re-render beside it)")
@@ -481,7 +679,13 @@ cli::Options bench_cli_options() {
       .value("--fuzz-time", "S", "seconds of each fuzz campaign", "5")
       .value("--fuzz-jobs", "N", "workers of each fuzz campaign (more than 1 adds the total rate)", "1")
       .value("--timeout", "S", "seconds a bench program may run", "1200")
-      .value("--skip-exit-code", "N", "exit with N when the adapter is not available here (for CTest)");
+      .value("--skip-exit-code", "N", "exit with N when the adapter is not available here (for CTest)")
+      .flag("--gate", "judge the gated goals of bench/goals.md (ipcheck bench --goals): the short bench in rounds\n"
+                      "until each gated figure's 95% interval is within or beyond its goal, or --gate-time; exit 1\n"
+                      "when one is beyond its goal by more than its noise (defaults: ipc,harness, 5 repetitions\n"
+                      "a round, --min-time 0.05)")
+      .value("--gate-time", "S", "the gate's time cap in seconds", "240")
+      .flag("--goals", "print the goals table (bench/goals.md, compiled in) and exit");
   return o;
 }
 
@@ -490,8 +694,11 @@ cli::Options bench_cli_options() {
 void read_bench_settings(const cli::Options& o, Settings& s) {
   s.out = o.has("--out") ? o.get("--out") : "ipcheck-results/bench-" + s.adapter;
   s.brief = o.has("--brief");
-  s.repetitions = o.has("--repetitions") ? o.get_int("--repetitions", 1, 1000) : (s.brief ? 2 : 10);
-  s.min_time = o.has("--min-time") ? o.get_double("--min-time", 0, 60) : (s.brief ? 0.001 : 0.1);
+  s.gate = o.has("--gate");
+  if (s.gate && s.brief) throw UsageError("--gate and --brief do not go together: the gate picks its own repetitions");
+  s.gate_time_s = o.get_double("--gate-time", 10, 3600);
+  s.repetitions = o.has("--repetitions") ? o.get_int("--repetitions", 1, 1000) : (s.brief ? 2 : s.gate ? 5 : 10);
+  s.min_time = o.has("--min-time") ? o.get_double("--min-time", 0, 60) : (s.brief ? 0.001 : s.gate ? 0.05 : 0.1);
   s.filter = o.get("--filter");
   std::istringstream parts(o.get("--parts"));
   for (std::string p; std::getline(parts, p, ',');) {
@@ -508,8 +715,8 @@ void read_bench_settings(const cli::Options& o, Settings& s) {
   s.fuzz_time = o.has("--fuzz-time") ? o.get_double("--fuzz-time", 0.1, 3600) : (s.brief ? 0.5 : 5);
   s.fuzz_jobs = o.has("--fuzz-jobs") ? o.get_int("--fuzz-jobs", 1, 256) : 1;
   s.timeout_s = o.get_double("--timeout", 1, 86400);
-  if (!wants(s, "catalog")) s.catalog_runs = 0;
-  if (!wants(s, "fuzz")) s.fuzz_runs = 0;
+  if (!wants(s, "catalog") || s.gate) s.catalog_runs = 0;
+  if (!wants(s, "fuzz") || s.gate) s.fuzz_runs = 0;
 }
 
 // --results FILE, read before any measurement, so a bad file costs nothing ("": none).
@@ -547,16 +754,21 @@ json measure_parts(const Settings& s, const AdapterProbe& probe, const std::vect
                 load_before[2], ::sysconf(_SC_NPROCESSORS_ONLN));
     std::fflush(stdout);
     try {
-      if (wants(s, "ipc")) run_ipc(s, g);
-      if (wants(s, "harness") && !interrupted()) run_harness(s, g);
-      if (!interrupted()) run_catalog(s, g);
-      if (!interrupted()) run_fuzz(s, g);
+      if (s.gate) {
+        run_gate(s, g);
+      } else {
+        if (wants(s, "ipc")) run_ipc(s, g);
+        if (wants(s, "harness") && !interrupted()) run_harness(s, g);
+        if (!interrupted()) run_catalog(s, g);
+        if (!interrupted()) run_fuzz(s, g);
+      }
     } catch (const std::exception& e) {
       g.errors.push_back(e.what());
     }
     if (interrupted())
       g.errors.push_back("the bench was interrupted by a signal: the figures measured so far are kept; the "
                          "benchmark, run or campaign it cut short and the parts after it are missing");
+    apply_goals(g.series);
     canonical_order(g.series);
     section["benchmarks"] = summarize(g.series, g.errors);
     section["floors"] = g.floors;
@@ -564,6 +776,7 @@ json measure_parts(const Settings& s, const AdapterProbe& probe, const std::vect
   }
   section["errors"] = g.errors;
   section["pending"] = g.pending;
+  if (s.gate) section["gate"] = g.gate.is_object() ? g.gate : json{{"verdict", "fail"}, {"figures", json::array()}};
   return section;
 }
 
@@ -617,6 +830,10 @@ int bench(const std::vector<std::string>& args) {
   cli::Options o = bench_cli_options();
   return cli::run_command("bench", [&] {
     if (!o.parse(args)) return kOk;
+    if (o.has("--goals")) {
+      std::fputs(goals_table().c_str(), stdout);
+      return kOk;
+    }
     Settings s;
     const cli::AdapterChoice adapter = cli::adapter_choice(o);
     s.adapter = adapter.adapter;
@@ -654,6 +871,10 @@ int bench(const std::vector<std::string>& args) {
     print_bench_end(section, g, probe.available, load_before, load_after, written);
     if (probe.broken || interrupted()) return kFailed;
     if (!probe.available) return skip_code ? *skip_code : kOk;
+    if (s.gate) {
+      print_gate(section["gate"]);
+      if (section["gate"].value("verdict", "") != "pass") return kFailed;
+    }
     return g.errors.empty() ? kOk : kFailed;
   });
 }

@@ -84,6 +84,30 @@ double mad(const std::vector<double>& v) {
   return median(dev);
 }
 
+Interval median_interval(std::vector<double> v, double confidence) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  // P(Binomial(n, 1/2) <= j), j = 0, 1, ...: the largest k with P(B <= k - 1) <= alpha / 2.
+  const double alpha_half = (1 - confidence) / 2;
+  double term = std::pow(0.5, static_cast<double>(n)), cdf = term;  // P(B = 0), P(B <= 0)
+  std::size_t k = 1;
+  for (std::size_t j = 1; j < n / 2 && cdf + term * static_cast<double>(n - j + 1) / static_cast<double>(j) <= alpha_half;
+       ++j) {
+    term *= static_cast<double>(n - j + 1) / static_cast<double>(j);
+    cdf += term;
+    k = j + 1;
+  }
+  if (cdf > alpha_half) k = 1;  // too few samples for the level asked: the whole range
+  return {v[k - 1], v[n - k]};
+}
+
+Interval ratio_interval(const std::vector<double>& x, const std::vector<double>& floor, double confidence) {
+  const Interval a = median_interval(x, confidence), b = median_interval(floor, confidence);
+  if (b.low <= 0 || b.high <= 0) return {};
+  return {a.low / b.high, a.high / b.low};
+}
+
 double seconds_per(const std::string& unit) {
   if (unit == "ns") return 1e-9;
   if (unit == "us") return 1e-6;
@@ -197,11 +221,14 @@ json summarize(const std::vector<Series>& all, std::vector<std::string>& errors)
   for (const auto& s : all) {
     if (s.samples.empty()) continue;
     const double m = median(s.samples);
+    const Interval ci = median_interval(s.samples);
     json e = {{"name", s.name},
               {"unit", s.unit},
               {"median", rounded(m)},
               {"spread", rounded(mad(s.samples))},
               {"spread_kind", "mad"},
+              {"low", rounded(ci.low)},
+              {"high", rounded(ci.high)},
               {"repetitions", s.samples.size()},
               {"better", s.higher_is_better ? "higher" : "lower"}};
     std::optional<double> ratio;
@@ -219,6 +246,13 @@ json summarize(const std::vector<Series>& all, std::vector<std::string>& errors)
           e["floor"] = rounded(floor);
           ratio = m / floor;
           e["ratio"] = rounded(*ratio);
+          // The floor's rate is 1 / its time: its interval turns over.
+          const Interval fi = median_interval(f->second->samples);
+          if (fi.low > 0 && ci.low > 0) {
+            const double to_rate = seconds_per(f->second->unit);
+            e["ratio_low"] = rounded(ci.low * fi.low * to_rate);
+            e["ratio_high"] = rounded(ci.high * fi.high * to_rate);
+          }
         }
       } else if (f->second->unit != s.unit && (to == 0 || seconds_per(f->second->unit) == 0)) {
         errors.push_back(s.name + ": its floor '" + s.label.floor + "' is in " + f->second->unit + ", not " + s.unit);
@@ -230,6 +264,11 @@ json summarize(const std::vector<Series>& all, std::vector<std::string>& errors)
         if (floor > 0) {
           ratio = m / floor;
           e["ratio"] = rounded(*ratio);
+          const Interval r = ratio_interval(s.samples, f->second->samples);
+          if (r.high > 0) {
+            e["ratio_low"] = rounded(r.low / scale);
+            e["ratio_high"] = rounded(r.high / scale);
+          }
         }
       }
     }

@@ -1,6 +1,7 @@
 // The arithmetic and the parsing behind the bench section: medians, spreads, floors and
 // ratios from Google Benchmark's output. Figures here are made up; real ones are never
 // asserted.
+#include "ipcheck/bench/goals.hpp"
 #include "ipcheck/bench/summary.hpp"
 
 #include <gtest/gtest.h>
@@ -128,6 +129,76 @@ TEST(Summary, ErrorsOfGoogleBenchmarkRunsAreNamed) {
   EXPECT_TRUE(series_from_google_benchmark(doc, "test", errors).empty());
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0], "x: boom");
+}
+
+TEST(Summary, TheMediansIntervalIsOrderStatisticsOfTheBinomial) {
+  // n = 10 at 95%: P(B <= 1) = 11/1024 <= 0.025 < P(B <= 2): the 2nd and 9th of the sorted samples.
+  const Interval i = median_interval({10, 1, 9, 2, 8, 3, 7, 4, 6, 5});
+  EXPECT_EQ(i.low, 2);
+  EXPECT_EQ(i.high, 9);
+  // n = 5: even the whole range covers only 1 - 2/32: the range is given.
+  const Interval r = median_interval({5, 1, 4, 2, 3});
+  EXPECT_EQ(r.low, 1);
+  EXPECT_EQ(r.high, 5);
+  EXPECT_EQ(median_interval({}).high, 0);
+}
+
+TEST(Summary, TheRatiosIntervalIsTheMediansOverTheFloors) {
+  const Interval r = ratio_interval({10, 11, 12, 13, 14}, {5, 5, 5, 10, 10});
+  EXPECT_DOUBLE_EQ(r.low, 1.0);   // 10 / 10
+  EXPECT_DOUBLE_EQ(r.high, 2.8);  // 14 / 5
+}
+
+TEST(Summary, EveryEntryGivesItsIntervalsAndARatiosInterval) {
+  std::vector<Series> v(2);
+  v[0].name = "ref/mem_open_close/4KiB";
+  v[0].unit = "ns";
+  v[0].samples = {120, 130, 125, 128, 122, 126};
+  v[0].label.floor = "ref/floor/mem_open_close/4KiB";
+  v[1].name = "ref/floor/mem_open_close/4KiB";
+  v[1].unit = "ns";
+  v[1].samples = {100, 101, 99, 100, 102, 98};
+  std::vector<std::string> errors;
+  const json list = summarize(v, errors);
+  ASSERT_TRUE(errors.empty());
+  EXPECT_EQ(list[0]["low"], 120);
+  EXPECT_EQ(list[0]["high"], 130);
+  EXPECT_NEAR(list[0]["ratio_low"].get<double>(), 120.0 / 102, 1e-3);  // 4 significant digits
+  EXPECT_NEAR(list[0]["ratio_high"].get<double>(), 130.0 / 98, 1e-3);
+}
+
+TEST(Goals, TheCompiledTableParsesAndMatchesFigures) {
+  const auto& g = goals();
+  ASSERT_FALSE(g.empty());
+  const Goal* open = goal_for("ref/mem_open_close/64MiB");
+  ASSERT_NE(open, nullptr);
+  EXPECT_EQ(open->measure, "ratio");
+  EXPECT_TRUE(open->gated);
+  EXPECT_EQ(goal_for("ref/floor/mem_open_close/64MiB"), nullptr) << "a floor is not the figure";
+  EXPECT_EQ(goal_for("ref/catalog_wall_j2/filter=memory.roundtrip.*"), nullptr) << "a filtered catalog is another figure";
+  const Goal* overhead = goal_for("harness/two_role_case_overhead");
+  ASSERT_NE(overhead, nullptr);
+  EXPECT_EQ(overhead->measure, "ms");
+  EXPECT_NE(goals_table().find("| figure | measure | goal | gated | why |"), std::string::npos);
+}
+
+TEST(Goals, ABadRowIsRefusedNamingItsLineAndCell) {
+  const std::string head = "| figure | measure | goal | gated | why |\n|---|---|---|---|---|\n";
+  try {
+    parse_goals(head + "| `x/y` | ratio | < 1.25 | yes | because |\n");
+    FAIL() << "a goal without <= or >= was taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("line 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'< 1.25'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_goals(head + "| `x/y` | furlongs | <= 1 | yes | because |\n"), std::invalid_argument);
+  EXPECT_THROW(parse_goals(head + "| `x/y` | ratio | <= 1 | maybe | because |\n"), std::invalid_argument);
+  EXPECT_THROW(parse_goals(head), std::invalid_argument);
+  const auto ok = parse_goals(head + "| `a/*/c` | exec/s | >= 20000 | no | rate |\n");
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_FALSE(ok[0].at_most);
+  EXPECT_TRUE(figure_matches("a/*/c", "a/bb/c"));
+  EXPECT_FALSE(figure_matches("a/*/c", "a/b/b/c"));
 }
 
 }  // namespace

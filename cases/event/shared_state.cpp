@@ -58,12 +58,16 @@ void bidi_producer(Role& r) {
   // The producer's signal ends a wait the consumer is blocked in.
   receive_text(r, "consumer-waiting");
   std::this_thread::sleep_for(std::chrono::milliseconds(30));  // let the waiter block
+  const auto signal_at = Clock::now();
   r.check_ok(r.adapter().event_signal(forward.get()), kBidi, "event_signal by the producer");
+  send_signal_time(r, "consumer", "forward-signal-time", signal_at);
   if (const std::string why = only_its_maker_ends_pending(r); !why.empty()) make_backward_the_consumers(r, backward.get(), why);
   // The producer blocks and the signal through the consumer's opened event ends its wait.
   send_text(r, "consumer", "producer-waiting", "");
   const auto t0 = Clock::now();
   const Seen woke = wait_for(r, backward.get(), kLongWait, kBidi, "event_wait in the producer");
+  const auto woke_at = Clock::now();
+  check_wake_latency(r, woke, woke_at, "backward-signal-time", "the producer's wait on the consumer's signal");
   r.check(woke, kBidi, woke ? "the producer's wait ended by the consumer's signal after " + ms(Clock::now() - t0)
                             : "the producer's wait timed out after " + ms(Clock::now() - t0) +
                                   ": the signal through the consumer's opened event never reached it");
@@ -86,6 +90,8 @@ void bidi_consumer(Role& r) {
   send_text(r, "producer", "consumer-waiting", "");
   const auto t0 = Clock::now();
   const Seen woke = wait_for(r, forward.get(), kLongWait, kBidi, "event_wait in the consumer");
+  const auto woke_at = Clock::now();
+  check_wake_latency(r, woke, woke_at, "forward-signal-time", "the consumer's wait on the producer's signal");
   r.check(woke, kBidi, woke ? "the consumer's wait ended by the producer's signal after " + ms(Clock::now() - t0)
                             : "the consumer's wait timed out after " + ms(Clock::now() - t0) +
                                   ": the producer's signal never reached it");
@@ -93,7 +99,9 @@ void bidi_consumer(Role& r) {
   if (!only_its_maker_ends_pending(r).empty()) reset_backward_here(r, backward.get());
   receive_text(r, "producer-waiting");
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  const auto signal_at = Clock::now();
   r.check_ok(r.adapter().event_signal(backward.get()), kBidi, "event_signal through the opened event");
+  send_signal_time(r, "producer", "backward-signal-time", signal_at);
   const Outcome reset = r.adapter().event_reset(forward.get());
   if (reset.code == Errc::not_implemented) {
     r.note("event_reset: " + reset.describe() + "; the reset direction is not checked");
@@ -106,7 +114,7 @@ void bidi_consumer(Role& r) {
 }
 
 IPCHECK_CASE(Case("event.bidirectional", "Signals cross both ways: each process wakes from a wait on the other's signal")
-                 .clauses({kBidi, kEventPending})
+                 .clauses({kBidi, kEventPending, kWakeLatency})
                  .role("producer", bidi_producer)
                  .role("consumer", bidi_consumer));
 

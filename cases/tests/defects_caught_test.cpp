@@ -51,6 +51,9 @@ class DefectCaught : public ::testing::TestWithParam<ipcref::defects::info> {};
 
 TEST_P(DefectCaught, ByTheCasesOfItsClause) {
   const auto& d = GetParam();
+  if (std::string_view(d.clause).starts_with("bench:"))
+    GTEST_SKIP() << d.name << " slows " << d.clause + 6 << ": no case's clause; the bench gate catches it "
+                 << "(CTest bench:gate.catches_slow_open)";
   RunOptions o = options_for(d.name);
   for (const auto& c : cases())
     if (!c.hidden && std::find(c.clauses.begin(), c.clauses.end(), d.clause) != c.clauses.end()) o.filters.push_back(c.id);
@@ -63,8 +66,14 @@ TEST_P(DefectCaught, ByTheCasesOfItsClause) {
       o.params["consumers"] = "8";
   const auto results = run_suite(o);
   std::string caught, passed;
+  // A should clause's violation is a warning: the case passes with a check of the clause at warn.
+  auto warned = [&](const reports::CaseResult& c) {
+    return std::any_of(c.checks.begin(), c.checks.end(), [&](const auto& k) {
+      return k.result == reports::CheckResult::warn && k.clause == d.clause;
+    });
+  };
   for (const auto& c : results.cases)
-    (c.status == Status::pass || c.status == Status::skip ? passed : caught) += "\n  " + describe(c);
+    ((c.status == Status::pass || c.status == Status::skip) && !warned(c) ? passed : caught) += "\n  " + describe(c);
   EXPECT_FALSE(caught.empty()) << "defect " << d.name << " (" << d.description << ") breaks clause " << d.clause
                                << ", yet every case checking it passed:" << passed;
   if (!caught.empty()) std::printf("%s caught by:%s\n", d.name, caught.c_str());

@@ -48,6 +48,12 @@ constexpr info kCatalog[] = {
      "an event opened on a device other than its creator's keeps a private copy of its state: signals do not cross"},
     {id::other_device_phys_copy, "other_device_phys_copy", "sycl.phys.map.other_device",
      "physical memory opened on a device other than the exporter's maps as a private copy"},
+    {id::slow_wake, "slow_wake", "rb.event.wake_latency",
+     "event_signal sets the state but wakes no waiter; a waiter notices it by waking every 300 ms (a lost wake-up "
+     "papered over by polling)"},
+    {id::slow_open, "slow_open", "bench:ref/mem_open_close",
+     "every memory open sleeps 50 us before it returns (a slow path in the verb): no clause breaks, the bench gate "
+     "(ipcheck bench --gate) must fail"},
 };
 
 [[maybe_unused]] id parse_env() noexcept {

@@ -1,6 +1,7 @@
 // Events: a state page with a futex word, shared across processes when IPC is enabled.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "ipcref/defects.hpp"
@@ -72,6 +73,7 @@ void event_signal(event e) {
   if (ev.props.enable_profiling) s.signal_ns.store(sys::monotonic_ns(), std::memory_order_relaxed);
   s.signal_count.fetch_add(1, std::memory_order_relaxed);
   s.signaled.store(1, std::memory_order_seq_cst);
+  if (defects::is(defects::id::slow_wake)) return;  // seeded: waiters find out by polling
   // Only pay for the wake syscall when someone sleeps (seq_cst pairs with event_wait).
   if (s.waiters.load(std::memory_order_seq_cst) != 0)
     sys::futex_wake_all(reinterpret_cast<std::uint32_t*>(&s.signaled));
@@ -101,8 +103,11 @@ bool event_wait(event e, std::chrono::nanoseconds timeout) {
       signaled = true;
       break;
     }
-    if (sys::futex_wait_until(reinterpret_cast<std::uint32_t*>(&s.signaled), 0, deadline) != 0 &&
-        errno == ETIMEDOUT) {
+    // Seeded slow_wake: no signal wakes a waiter, so it sleeps 300 ms at a time and looks.
+    const std::uint64_t until =
+        defects::is(defects::id::slow_wake) ? std::min<std::uint64_t>(deadline, sys::monotonic_ns() + 300'000'000ull) : deadline;
+    if (sys::futex_wait_until(reinterpret_cast<std::uint32_t*>(&s.signaled), 0, until) != 0 && errno == ETIMEDOUT &&
+        until == deadline) {
       signaled = s.signaled.load(std::memory_order_seq_cst) != 0;
       break;
     }

@@ -1,5 +1,6 @@
 // USM allocations and ipc::memory.
 #include <sys/mman.h>
+#include <time.h>
 
 #include <utility>
 
@@ -154,6 +155,11 @@ void put(handle& h, const context& ctx) {
 
 void* try_open(std::span<const std::byte> data, const context& ctx, const device& dev, const open_options& opts,
                refusal& why) {
+  if (defects::is(defects::id::slow_open)) {  // seeded: a slow path in the verb, 50 us
+    timespec t{0, 50'000};
+    while (::nanosleep(&t, &t) != 0 && errno == EINTR) {
+    }
+  }
   try {  // the caller's context and device: a misuse, not a refused handle (rare; thrown inside)
     detail::require_device_in(ctx, dev, "memory::open", "sycl.mem.open.aspect");
     if (!dev.has(aspect::ipc_memory))
@@ -200,8 +206,14 @@ void* try_open(std::span<const std::byte> data, const context& ctx, const device
       if (m.ctx == ctx.id() && m.exporter_pid == obj.rec.pid && m.exporter_fd == obj.rec.fd &&
           (stale || m.token == obj.rec.token))
         return p;
-  r.mappings.emplace(ptr, detail::open_mapping{std::move(map), ctx.id(), dev.index(), obj.rec.size, obj.rec.pid,
-                                               obj.rec.fd, obj.rec.token});
+  detail::open_mapping m{std::move(map), ctx.id(), dev.index(), obj.rec.size, obj.rec.pid, obj.rec.fd, obj.rec.token};
+  if (auto node = std::move(r.spare_mapping)) {
+    node.key() = ptr;
+    node.mapped() = std::move(m);
+    r.mappings.insert(std::move(node));
+  } else {
+    r.mappings.emplace(ptr, std::move(m));
+  }
   return ptr;
 }
 
@@ -226,7 +238,9 @@ void close(void* ptr, const context& ctx) {
   if (it->second.ctx != ctx.id())
     sys::fail(errc::invalid, cat("memory::close: ", ptr, " was opened in another context"));
   if (defects::is(defects::id::close_keeps_mapping)) (void)it->second.map.release();
-  r.mappings.erase(it);
+  auto node = r.mappings.extract(it);
+  node.mapped() = detail::open_mapping{};  // unmaps
+  r.spare_mapping = std::move(node);
 }
 
 }  // namespace ipc::memory

@@ -78,6 +78,9 @@ struct registry {
   std::mutex lock;
   std::map<std::uintptr_t, allocation> allocations;  // by base address
   std::unordered_map<void*, open_mapping> mappings;  // by returned pointer
+  // The node of the last closed mapping (unmapped, empty), which the next open reuses: an
+  // open + close cycle then allocates nothing.
+  std::unordered_map<void*, open_mapping>::node_type spare_mapping;
   std::unordered_map<physical_mem_object*, std::unique_ptr<physical_mem_object>> physicals;
   std::map<std::uintptr_t, reservation> reservations;
   std::unordered_map<event_object*, std::unique_ptr<event_object>> events;

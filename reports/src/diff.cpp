@@ -90,6 +90,11 @@ bool beyond_noise(const Benchmark& a, const Benchmark& b) {
   return std::fabs(b.median - a.median) > std::fabs(a.spread) + std::fabs(b.spread);
 }
 
+bool ratio_beyond_noise(const Benchmark& a, const Benchmark& b) {
+  if (a.ratio_high <= 0 || b.ratio_high <= 0) return false;  // no intervals (a bench section before them)
+  return b.ratio_low > a.ratio_high || b.ratio_high < a.ratio_low;
+}
+
 bool beyond_cross_machine_noise(const Benchmark& a, const Benchmark& b) {
   if (a.repetitions < 2 || b.repetitions < 2 || a.ratio <= 0 || b.ratio <= 0 || a.median <= 0 || b.median <= 0) return false;
   const double spread = std::fabs(a.spread) / a.median + std::fabs(b.spread) / b.median;
@@ -237,7 +242,13 @@ void compare_benchmark(const Benchmark& x, const Benchmark& y, Diff& d) {
   } else if (d.bench_across_machines ? beyond_cross_machine_noise(x, y) : beyond_noise(x, y)) {
     const bool slower = d.bench_across_machines ? y.ratio > x.ratio : y.median > x.median;
     d.bench.push_back({y.name, y.unit, x.median, y.median, x.spread, y.spread, x.repetitions, y.repetitions,
-                       x.ratio, y.ratio, y.higher_is_better ? !slower : slower});
+                       x.ratio, y.ratio, y.higher_is_better ? !slower : slower, ratio_beyond_noise(x, y)});
+  } else if (ratio_beyond_noise(x, y)) {
+    // The median within noise, its ratio to the in-run floor not: the floor moved, or the
+    // verb moved against it while the machine's load hid it in the median.
+    const bool higher = y.ratio > x.ratio;
+    d.bench.push_back({y.name, y.unit, x.median, y.median, x.spread, y.spread, x.repetitions, y.repetitions,
+                       x.ratio, y.ratio, y.higher_is_better ? !higher : higher, true});
   } else {
     ++d.bench_within_noise;
   }

@@ -32,7 +32,8 @@ std::string bench_line(const BenchChange& b) {
                   " (" + change_pct(b) + ", " + (b.worse ? "worse" : "better") + "; spread " +
                   text::number(b.old_spread) + " / " + text::number(b.new_spread) + " " + b.unit + " over " +
                   std::to_string(b.old_repetitions) + " / " + std::to_string(b.new_repetitions) + " repetitions";
-  if (b.old_ratio > 0 || b.new_ratio > 0) s += fmt("; %.2fx -> %.2fx the floor", b.old_ratio, b.new_ratio);
+  if (b.old_ratio > 0 || b.new_ratio > 0)
+    s += fmt("; %.2fx -> %.2fx the floor%s", b.old_ratio, b.new_ratio, b.ratio_moved ? ", beyond noise" : "");
   return s + ")";
 }
 
@@ -357,6 +358,7 @@ class MarkdownDiffWriter final : public DiffSectionWriter {
     for (const auto& b : list)
       s_ += "| " + md_code(b.name) + " | " + text::number(b.old_median) + " " + b.unit + " | " +
             text::number(b.new_median) + " " + b.unit + " | " + change_pct(b) + (b.worse ? " worse" : " better") +
+            (b.ratio_moved ? fmt(" (ratio %.2fx -> %.2fx, beyond noise)", b.old_ratio, b.new_ratio) : std::string()) +
             " | " + text::number(b.old_spread) + " / " + text::number(b.new_spread) + " | " +
             std::to_string(b.old_repetitions) + " / " + std::to_string(b.new_repetitions) + " |\n";
   }
@@ -436,12 +438,14 @@ json diff_to_json(const Diff& d) {
     obs.push_back({{"case", o.case_id}, {"name", o.name}, {"old", o.from ? json(*o.from) : json()},
                    {"new", o.to ? json(*o.to) : json()}});
   json bench = json::array();
-  for (const auto& b : d.bench)
+  for (const auto& b : d.bench) {
     bench.push_back({{"name", b.name},
                      {"unit", b.unit},
                      {"old", {{"median", b.old_median}, {"spread", b.old_spread}, {"repetitions", b.old_repetitions}, {"ratio", b.old_ratio}}},
                      {"new", {{"median", b.new_median}, {"spread", b.new_spread}, {"repetitions", b.new_repetitions}, {"ratio", b.new_ratio}}},
                      {"worse", b.worse}});
+    if (b.ratio_moved) bench.back()["ratio_beyond_noise"] = true;
+  }
   json profiles = json::array();
   for (const auto& c : d.profiles)
     profiles.push_back({{"case", c.case_id}, {"role", c.role}, {"verb", c.verb}, {"counter", c.counter},

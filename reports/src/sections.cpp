@@ -39,6 +39,8 @@ std::vector<Benchmark> benchmarks(const Results& r) {
     x.repetitions = value_or<int>(b, "repetitions", 0);
     x.floor = value_or<double>(b, "floor", 0);
     x.ratio = value_or<double>(b, "ratio", x.floor > 0 ? x.median / x.floor : 0);
+    x.ratio_low = value_or<double>(b, "ratio_low", 0);
+    x.ratio_high = value_or<double>(b, "ratio_high", 0);
     x.higher_is_better = value_or<std::string>(b, "better", "lower") == "higher";
     out.push_back(std::move(x));
   }

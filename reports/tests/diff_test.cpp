@@ -230,6 +230,26 @@ TEST(Bench, AChangeCountsOnlyBeyondTheNoiseOfBothRuns) {
   EXPECT_FALSE(beyond_noise(bench(100, 0, 1), bench(200, 0, 1))) << "one repetition measures no noise";
 }
 
+TEST(Bench, ARatioThatMovedBeyondItsIntervalIsNamedEvenWhenItsMedianDidNot) {
+  Results a = run_of({}), b = run_of({});
+  auto entry = [](double median, double ratio, double low, double high) {
+    return nlohmann::json{{"name", "ref/mem_open_close/4KiB"}, {"unit", "ns"}, {"median", median}, {"spread", 2000},
+                           {"repetitions", 10}, {"floor", median / ratio}, {"ratio", ratio},
+                           {"ratio_low", low}, {"ratio_high", high}};
+  };
+  a.bench = {{"benchmarks", {entry(20000, 1.20, 1.15, 1.26)}}};
+  b.bench = {{"benchmarks", {entry(21000, 1.60, 1.50, 1.70)}}};
+  Diff d = diff_results(a, b, "a", "b");
+  ASSERT_EQ(d.bench.size(), 1u) << "the median moved within its spread, the ratio beyond its interval";
+  EXPECT_TRUE(d.bench[0].ratio_moved);
+  EXPECT_TRUE(d.bench[0].worse);
+  EXPECT_NE(render_diff_text(d).find("beyond noise"), std::string::npos);
+  b.bench = {{"benchmarks", {entry(21000, 1.24, 1.18, 1.30)}}};
+  d = diff_results(a, b, "a", "b");
+  EXPECT_TRUE(d.bench.empty()) << "overlapping intervals: within noise";
+  EXPECT_EQ(d.bench_within_noise, 1);
+}
+
 TEST(Bench, DirectionFollowsWhatIsBetter) {
   Results a = run_of({}), b = run_of({});
   a.bench = {{"benchmarks", {{{"name", "copy"}, {"unit", "GiB/s"}, {"median", 10}, {"spread", 0.1}, {"repetitions", 5}, {"better", "higher"}}}}};

@@ -34,12 +34,15 @@ enum class id : int {
   other_device_mem_copy,   // memory opened on a device other than the exporter's is a private copy
   other_device_event_private, // an event opened on a device other than its creator's keeps its own state
   other_device_phys_copy,  // physical memory opened on another device maps as a private copy
+  slow_wake,               // a signal does not wake a waiter; waiters poll every 300 ms
+  slow_open,               // every memory open sleeps 50 us (a performance defect: the bench gate catches it)
 };
 
 struct info {
   id defect;
   const char* name;
-  const char* clause;       // the clause a correct harness reports broken
+  const char* clause;       // the clause a correct harness reports broken ("bench:<figure>": a
+                            // performance defect, which the bench gate catches, not a case)
   const char* description;
 };
 

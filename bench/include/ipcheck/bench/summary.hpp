@@ -30,6 +30,18 @@ double median(std::vector<double> v);
 // Median absolute deviation from the median (unscaled).
 double mad(const std::vector<double>& v);
 
+// A distribution-free confidence interval of the median: the order statistics x(k) and
+// x(n+1-k) of the sorted samples, k the largest rank for which the binomial chance of fewer
+// than k samples below the median is at most (1 - confidence) / 2. With fewer than 6
+// samples at 95% that is [min, max] (its coverage then falls below 95%: 1 - 2 / 2^n).
+struct Interval {
+  double low = 0, high = 0;
+};
+Interval median_interval(std::vector<double> v, double confidence = 0.95);
+// The interval of median(x) / median(floor), from the two medians' intervals (each at
+// `confidence`, so the ratio's at least 2 * confidence - 1: conservative on purpose).
+Interval ratio_interval(const std::vector<double>& x, const std::vector<double>& floor, double confidence = 0.95);
+
 // One benchmark's repetitions, before floors are attached.
 struct Series {
   std::string name;
@@ -59,7 +71,8 @@ void canonical_order(std::vector<Series>& all);
 // label's name, among `all`) converted to its unit (a rate held against a floor measured as
 // the time of one operation gets 1 / that time as its floor). A missing floor is an error named in
 // `errors`. Fields: name, unit, median, spread, spread_kind, repetitions, better, and when
-// known floor, ratio, floor_name, target_ratio, target, met, load_1m, note, source.
+// known floor, ratio, floor_name, target_ratio, target, met, load_1m, note, source; `low` and
+// `high` (the median's 95% interval) and with a floor `ratio_low` and `ratio_high`.
 nlohmann::json summarize(const std::vector<Series>& all, std::vector<std::string>& errors);
 
 }  // namespace ipcheck::bench

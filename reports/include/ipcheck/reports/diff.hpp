@@ -79,6 +79,7 @@ struct BenchChange {
   int old_repetitions = 0, new_repetitions = 0;
   double old_ratio = 0, new_ratio = 0;  // against the floor (0: none)
   bool worse = false;                   // slower (or lower throughput)
+  bool ratio_moved = false;             // the ratios' confidence intervals do not overlap
 };
 
 // A verb that costs the kernel a different amount per call (bpf audit): how many
@@ -150,6 +151,9 @@ bool beyond_noise(const Benchmark& a, const Benchmark& b);
 // unchanged driver (580.159.04) run on an H100 and an H200, whose ratios moved by up to 30%.
 inline constexpr double kCrossMachineFactor = 1.5;
 bool beyond_cross_machine_noise(const Benchmark& a, const Benchmark& b);
+// Same machine: the ratios' confidence intervals (ratio_low..ratio_high) do not overlap;
+// false where either run gives none.
+bool ratio_beyond_noise(const Benchmark& a, const Benchmark& b);
 
 std::string render_diff_text(const Diff& d);
 std::string render_diff_markdown(const Diff& d);

@@ -20,6 +20,7 @@ struct Benchmark {
   int repetitions = 0;
   double floor = 0;         // the cost this benchmark is held against (0: none), in `unit`
   double ratio = 0;         // median / floor (0: no floor)
+  double ratio_low = 0, ratio_high = 0;  // the ratio's confidence interval (0: not given)
   bool higher_is_better = false;
 };
 

@@ -1,0 +1,36 @@
+// The bench's goals: bench/goals.md, the one table (compiled in), read by `ipcheck bench`
+// (target, met), its gate (--gate) and rendered into the READMEs (docs:bench-goals).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ipcheck::bench {
+
+struct Goal {
+  std::string figure;   // a benchmark name; '*' matches any run of characters but '/'
+  std::string measure;  // "ratio", or the unit the bound is in ("ms", "s", "exec/s")
+  bool at_most = true;  // "<=" (else ">=")
+  double bound = 0;
+  bool gated = false;   // judged by `ipcheck bench --gate`
+  std::string why;
+  std::string row;      // the table row as written
+};
+
+// Parses the table rows of a goals file; a malformed row throws std::invalid_argument naming
+// its line, the cell and the value.
+std::vector<Goal> parse_goals(std::string_view text);
+// The goals compiled into this program (bench/goals.md).
+const std::vector<Goal>& goals();
+// The table's text as compiled in.
+std::string_view goals_text();
+// The table (header and rows) as it stands in goals.md: what the READMEs carry.
+std::string goals_table();
+// The first goal whose figure matches `name`, or none.
+const Goal* goal_for(const std::string& name, const std::vector<Goal>& from = goals());
+// Whether a figure glob matches a benchmark name.
+bool figure_matches(std::string_view glob, std::string_view name);
+
+}  // namespace ipcheck::bench

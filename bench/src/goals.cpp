@@ -1,0 +1,120 @@
+#include "ipcheck/bench/goals.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "ipcheck_bench_goals.h"  // kGoalsText: bench/goals.md, generated at configure time
+
+namespace ipcheck::bench {
+
+namespace {
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+std::vector<std::string> cells(std::string_view line) {
+  std::vector<std::string> out;
+  line.remove_prefix(1);  // the leading '|'
+  while (!line.empty()) {
+    const auto bar = line.find('|');
+    if (bar == std::string_view::npos) break;
+    out.push_back(trim(line.substr(0, bar)));
+    line.remove_prefix(bar + 1);
+  }
+  return out;
+}
+
+[[noreturn]] void bad(int line, const std::string& what) {
+  throw std::invalid_argument("bench/goals.md line " + std::to_string(line) + ": " + what);
+}
+
+}  // namespace
+
+bool figure_matches(std::string_view glob, std::string_view name) {
+  if (glob.empty()) return name.empty();
+  if (glob.front() == '*') {
+    for (std::size_t i = 0;; ++i) {
+      if (figure_matches(glob.substr(1), name.substr(i))) return true;
+      if (i >= name.size() || name[i] == '/') return false;
+    }
+  }
+  return !name.empty() && glob.front() == name.front() && figure_matches(glob.substr(1), name.substr(1));
+}
+
+std::vector<Goal> parse_goals(std::string_view text) {
+  std::vector<Goal> out;
+  int n = 0;
+  bool header = false;
+  while (!text.empty()) {
+    const auto eol = text.find('\n');
+    const std::string_view line = text.substr(0, eol);
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    ++n;
+    if (line.empty() || line.front() != '|') continue;
+    if (!header) {  // "| figure | measure | goal | gated | why |", then "|---|..."
+      header = true;
+      const auto h = cells(line);
+      if (h.size() != 5 || h[0] != "figure" || h[1] != "measure" || h[2] != "goal" || h[3] != "gated" || h[4] != "why")
+        bad(n, "the table's header is '" + std::string(line) + "'; write | figure | measure | goal | gated | why |");
+      continue;
+    }
+    if (line.starts_with("|---")) continue;
+    const auto c = cells(line);
+    if (c.size() != 5) bad(n, "a row has " + std::to_string(c.size()) + " cells; give 5 (figure, measure, goal, gated, why)");
+    Goal g;
+    g.row = std::string(line);
+    if (c[0].size() < 3 || c[0].front() != '`' || c[0].back() != '`')
+      bad(n, "figure '" + c[0] + "' is not a name in backquotes");
+    g.figure = c[0].substr(1, c[0].size() - 2);
+    g.measure = c[1];
+    if (g.measure != "ratio" && g.measure != "ns" && g.measure != "us" && g.measure != "ms" && g.measure != "s" &&
+        g.measure != "exec/s")
+      bad(n, "measure '" + g.measure + "' is none of ratio, ns, us, ms, s, exec/s");
+    const std::string& goal = c[2];
+    if (goal.rfind("<= ", 0) == 0) g.at_most = true;
+    else if (goal.rfind(">= ", 0) == 0) g.at_most = false;
+    else bad(n, "goal '" + goal + "' does not start with '<= ' or '>= '");
+    const std::string num = goal.substr(3);
+    char* end = nullptr;
+    g.bound = std::strtod(num.c_str(), &end);
+    if (num.empty() || end != num.c_str() + num.size() || !std::isfinite(g.bound) || g.bound <= 0)
+      bad(n, "goal '" + goal + "' does not end in a positive number");
+    if (c[3] != "yes" && c[3] != "no") bad(n, "gated is '" + c[3] + "'; write yes or no");
+    g.gated = c[3] == "yes";
+    g.why = c[4];
+    out.push_back(std::move(g));
+  }
+  if (out.empty()) throw std::invalid_argument("bench/goals.md holds no goal rows");
+  return out;
+}
+
+std::string_view goals_text() { return kGoalsText; }
+
+const std::vector<Goal>& goals() {
+  static const std::vector<Goal> g = parse_goals(kGoalsText);
+  return g;
+}
+
+std::string goals_table() {
+  std::string out;
+  std::string_view text = kGoalsText;
+  while (!text.empty()) {
+    const auto eol = text.find('\n');
+    const std::string_view line = text.substr(0, eol);
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    if (!line.empty() && line.front() == '|') out += std::string(line) + "\n";
+  }
+  return out;
+}
+
+const Goal* goal_for(const std::string& name, const std::vector<Goal>& from) {
+  for (const auto& g : from)
+    if (figure_matches(g.figure, name)) return &g;
+  return nullptr;
+}
+
+}  // namespace ipcheck::bench

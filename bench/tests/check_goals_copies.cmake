@@ -1,0 +1,20 @@
+# docs:bench-goals: README.md and bench/README.md each carry the goals table exactly as
+# `ipcheck bench --goals` prints it (bench/goals.md, compiled in). Run with -DIPCHECK= -DSRC=.
+execute_process(COMMAND ${IPCHECK} bench --goals RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR table STREQUAL "")
+  message(FATAL_ERROR "ipcheck bench --goals failed (${rc}): ${err}")
+endif()
+file(READ ${SRC}/bench/goals.md source)
+string(FIND "${source}" "${table}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "the table ipcheck was built with is not bench/goals.md's: build again")
+endif()
+foreach(doc README.md bench/README.md)
+  file(READ ${SRC}/${doc} text)
+  string(FIND "${text}" "${table}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "${doc} does not carry bench/goals.md's table as it is; copy its rows (from the "
+                        "'| figure |' line to the last row) into ${doc}:\n${table}")
+  endif()
+endforeach()
+message(STATUS "README.md and bench/README.md carry the goals table of bench/goals.md")
