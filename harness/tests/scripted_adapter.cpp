@@ -121,6 +121,8 @@ const AdapterRegistration registered_scripted{{"scripted", "a GoogleMock adapter
                                {},
                                make_scripted,
                                {},    // no adapter options
+                               {},    // none names a path
+                               {},    // no values to check
                                {}}};  // no start cost
 
 // The case the scripts drive: the producer exports, the consumer opens and closes.
