@@ -561,6 +561,10 @@ void run_gate(const Settings& s, Gathered& g) {
     ++round;
     r.out = (fs::path(s.out) / ("round-" + std::to_string(round))).string();
     fs::create_directories(r.out);
+    // Each round's programs write the same raw files and logs into the private folder, which
+    // creates them exclusively: the last round's are read already, so they go first.
+    if (round > 1 && !r.work.empty())
+      for (const auto& e : fs::directory_iterator(r.work)) fs::remove_all(e.path());
     Gathered gr;
     if (ipc) run_ipc(r, gr);
     if (harness) {

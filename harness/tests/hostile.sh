@@ -569,9 +569,10 @@ PY
       "$ipcheck" report render "$f/results.json" --format junit -o "$f.xml" || fail "rendering $f failed"
       "$ipcheck" store add "$f/results.json" --db runs.sqlite >/dev/null || fail "storing $f failed"
     done
-    # A results file holding such text (another tool wrote it) is read with the bytes escaped.
+    # A results file holding such text (another tool wrote it) is read with the bytes escaped
+    # (exit 1: its one case is absent from the baseline and fails, a new failure).
     results_doc $'{"id": "a.b", "status": "fail", "reason": "bad \xff byte"}' >raw.json
-    expect 0 "raw.json': text that is not UTF-8 is read with its bad bytes as" -- \
+    expect 1 "raw.json': text that is not UTF-8 is read with its bad bytes as" -- \
       "$ipcheck" report diff "$good" raw.json -o raw-diff.json --format json
     grep -q 'bad \\\\xff byte' raw-diff.json || fail "report diff did not escape the bad byte"
     ;;
@@ -586,9 +587,9 @@ PY
     printf '#include <stdio.h>\n__attribute__((constructor)) static void mark(void) { FILE* f = fopen("%s/LOADED", "w"); if (f) fclose(f); }\n' \
       "$PWD" >marker.c
     cc -shared -fPIC -o libmarker.so marker.c || { echo "SKIP: cc cannot build a shared library"; exit 0; }
-    for adapter in cuda vk; do
+    for adapter in cuda vk ur; do
       key=library
-      [ "$adapter" = vk ] && key=loader
+      [ "$adapter" != cuda ] && key=loader
       printf '{"schema": "ipcheck.fuzz-repro/1", "adapter": "%s", "setup": "ipcheck.fuzz-setup/1", "transport": "pidfd",
         "adapter_options": {"%s": "%s/libmarker.so", "colour": "green"}, "expect": "confused_deputy",
         "input": {"base": "producer.export[0]", "changes": [], "length": 64, "tail": ""}}\n' \
