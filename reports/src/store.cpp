@@ -300,7 +300,19 @@ Store Store::open(const std::string& path, bool create, int target, double busy_
   // CI jobs of one fleet add runs side by side: a writer waits this long for another's lock.
   sqlite3_busy_timeout(raw, static_cast<int>(std::clamp(busy_timeout_s, 0.0, 86400.0) * 1000));
   exec(raw, "PRAGMA foreign_keys = ON", path);
-  if (checked_version(raw, path) >= target) return s;
+  // The first look reads the application id, the version and the table count in one read
+  // transaction: read one by one, another writer's creation could commit between them, and a
+  // store half seen (tables, no version yet) would be taken for something else's database.
+  long long seen = 0;
+  exec(raw, "BEGIN", path);
+  try {
+    seen = checked_version(raw, path);
+    exec(raw, "COMMIT", path);
+  } catch (...) {
+    sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  if (seen >= target) return s;
   // Creation and migration: one exclusive transaction that reads the version again, so of
   // several writers opening a new store at once one creates it and the others find it made.
   exec(raw, "BEGIN EXCLUSIVE", path);
