@@ -68,6 +68,8 @@ Final decode_final(const msg::DocReader& r) {
     for (const auto& l : j) out.push_back({l.at("kind").get<std::string>(), l.at("item").get<std::string>()});
     return out;
   });
+  f.fds = r.count("fds");
+  f.mappings = r.count("mappings");
   return f;
 }
 
@@ -102,8 +104,12 @@ Message encode(const ExecVerdict& m) {
 
 Message encode(const Final& m) {
   json leaks = json::array();
-  for (const auto& l : m.leaks) leaks.push_back({{"kind", l.kind}, {"item", l.item}});
-  return as_data(Final::key, {{"leaks", leaks}, {"executions", m.executions}});
+  std::uint64_t fds = 0, mappings = 0;
+  for (const auto& l : m.leaks) {
+    const std::uint64_t n = ++(l.kind == "fd" ? fds : mappings);
+    if (n <= Final::kFinalItemsPerKind) leaks.push_back({{"kind", l.kind}, {"item", l.item}});
+  }
+  return as_data(Final::key, {{"leaks", leaks}, {"executions", m.executions}, {"fds", fds}, {"mappings", mappings}});
 }
 
 Message encode(const Error& m) { return as_data(Error::key, {{"stage", m.stage}, {"what", m.what}, {"errc", m.errc}}); }

@@ -90,11 +90,16 @@ struct ExecVerdict {
   nlohmann::json outcome;
 };
 
-// What the worker's own audit found at its end.
+// What the worker's own audit found at its end. A runtime that keeps every opened mapping
+// (UMF's IPC cache) leaves thousands, more than one packet holds: the message carries the
+// first kFinalItemsPerKind items of each kind and the totals (decoded into fds, mappings).
 struct Final {
   static constexpr const char* key = "final";
+  static constexpr std::size_t kFinalItemsPerKind = 16;
   std::vector<LeakItem> leaks;
   std::uint64_t executions = 0;
+  std::uint64_t fds = 0;       // decoded: descriptors left in all (leaks may list fewer)
+  std::uint64_t mappings = 0;  // decoded: mappings left in all
 };
 
 // A set-up that failed: where, why, and the errc that decides between skip and failure.

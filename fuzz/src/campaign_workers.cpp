@@ -58,7 +58,9 @@ void Campaign::on_final(Slot& s, const wire::Final& final) {
     if (caught) continue;
     RawFinding f;
     f.verdict = v;
-    f.detail = std::to_string(items.size()) + (v == Verdict::fd_leak ? " descriptor(s)" : " mapping(s)") +
+    // The message lists the first few of each kind; the totals are counted in full.
+    const std::uint64_t total = std::max<std::uint64_t>(v == Verdict::fd_leak ? final.fds : final.mappings, items.size());
+    f.detail = std::to_string(total) + (v == Verdict::fd_leak ? " descriptor(s)" : " mapping(s)") +
                " left in consumer " + std::to_string(s.index) + " at its end, not tied to one input; first: " + items.front();
     f.at_s = since(t0_);
     f.worker = s.index;

@@ -161,6 +161,20 @@ TEST(CampaignMessages, ReportsAndOrdersRoundTrip) {
   ASSERT_EQ(final.leaks.size(), 1u);
   EXPECT_EQ(final.leaks[0].kind, "fd");
   EXPECT_EQ(final.leaks[0].item, "/dev/null");
+  EXPECT_EQ(final.fds, 1u);
+  EXPECT_EQ(final.mappings, 0u);
+
+  // A runtime that keeps every opened mapping (UMF's cache) leaves thousands: the message
+  // fits one packet, lists the first few of each kind and counts them all.
+  wire::Final many;
+  for (int i = 0; i < 20000; ++i)
+    many.leaks.push_back({"mapping", "7f0000000000-7f0000010000 rw-s /memfd:ipcref-memory:" + std::to_string(i)});
+  many.leaks.push_back({"fd", "/memfd:ipcref-control"});
+  const auto big = std::get<wire::Final>(round_trip(wire::encode(many), nullptr));
+  EXPECT_EQ(big.mappings, 20000u);
+  EXPECT_EQ(big.fds, 1u);
+  EXPECT_EQ(big.leaks.size(), wire::Final::kFinalItemsPerKind + 1);
+  EXPECT_EQ(big.leaks.back().item, "/memfd:ipcref-control");
 
   EXPECT_EQ(std::get<wire::Retire>(round_trip(wire::encode(wire::Retire{513}), nullptr)).next_exec, 513u);
   // Schedule: ScheduleCarriesEachClassesRate.

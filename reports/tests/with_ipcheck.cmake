@@ -105,6 +105,40 @@ if(TARGET ze_ipcheck)
                     COMMENT "Refreshing reports/baselines/ze-ipcheck-${PROJECT_VERSION}.json (our Level Zero driver)")
 endif()
 
+# The real Unified Runtime over our Level Zero driver, against its committed baselines: one per
+# Level Zero adapter of UR (v1, v2), named by the UR commit the stack was built from (its
+# STACK.txt, written by ci/ur-stack), in the environment of the ur+l0v1/ur+l0v2 case tests.
+if(IPCHECK_UR_STACK_PREFIX AND TARGET ze_ipcheck)
+  set(_ur_commit "")
+  if(EXISTS "${IPCHECK_UR_STACK_PREFIX}/STACK.txt")
+    file(STRINGS "${IPCHECK_UR_STACK_PREFIX}/STACK.txt" _ur_line REGEX "^unified-runtime [0-9a-f]+")
+    if(_ur_line MATCHES "^unified-runtime ([0-9a-f]+)")
+      string(SUBSTRING "${CMAKE_MATCH_1}" 0 8 _ur_commit)
+    endif()
+  endif()
+  if(_ur_commit STREQUAL "")
+    message(STATUS "ur baselines: ${IPCHECK_UR_STACK_PREFIX}/STACK.txt names no unified-runtime commit "
+                   "(not a ci/ur-stack prefix?): ur-l0v1/ur-l0v2-baseline:diff are left out")
+  else()
+    set(_ur_env "LD_LIBRARY_PATH=${IPCHECK_UR_STACK_PREFIX}/lib@@ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_ipcheck>")
+    foreach(_l0 v1 v2)
+      set(_name ur-l0${_l0})
+      set(_ur_baseline "${_r}/baselines/${_name}-${_ur_commit}.json")
+      add_test(NAME "${_name}-baseline:diff"
+               COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DBASELINE=${_ur_baseline}" "-DOUT=${_out}/${_name}-baseline"
+                       -DADAPTER=ur -DADAPTER_OPTS=l0=${_l0} -DNAME=${_name} "-DENV_VARS=${_ur_env}" -DJOBS=2
+                       -P "${_r}/baselines/check.cmake")
+      set_tests_properties("${_name}-baseline:diff" PROPERTIES LABELS "reports;baseline;ur;ur-${_l0}" TIMEOUT 600)
+      add_custom_target(refresh-${_name}-baseline
+                        COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DBASELINE=${_ur_baseline}" "-DOUT=${_out}/${_name}-refresh"
+                                -DADAPTER=ur -DADAPTER_OPTS=l0=${_l0} -DNAME=${_name} "-DENV_VARS=${_ur_env}" -DJOBS=2
+                                -P "${_r}/baselines/refresh.cmake"
+                        DEPENDS ipcheck ze_ipcheck USES_TERMINAL
+                        COMMENT "Refreshing reports/baselines/${_name}-${_ur_commit}.json (UR ${_ur_commit}, Level Zero ${_l0}, our driver)")
+    endforeach()
+  endif()
+endif()
+
 # The HTML page in headless Chromium; skipped (77) without one. Screenshots land in
 # <build>/reports-browser/.
 add_test(NAME "report-browser:html"
