@@ -51,7 +51,7 @@ _ipcheck_report_test(render-to-stdout 0 "${_exe}|report|render|${_old}" TEXT "# 
 _ipcheck_report_test(render-bad-format 2 "${_exe}|report|render|${_old}|--format|pdf" TEXT "--format is 'pdf'; use one of md, html, junit")
 _ipcheck_report_test(history 0 "${_exe}|report|history|${_old}|${_mid}|${_new}|--changed"
                      TEXT "case (changed only)" "* memory.roundtrip.page")
-_ipcheck_report_test(unknown-subcommand 2 "${_exe}|report|compare" TEXT "unknown subcommand 'compare'")
+_ipcheck_report_test(unknown-subcommand 2 "${_exe}|report|contrast" TEXT "unknown subcommand 'contrast'")
 # `ipcheck run` writes every rendering next to results.json.
 _ipcheck_report_test(run-writes-reports 0
                      "${_exe}|run|--adapter|ref|--filter|memory.roundtrip.page|--exact|--quiet|--out|${_out}/run"
