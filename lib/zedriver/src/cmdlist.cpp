@@ -82,12 +82,6 @@ ze_result_t submit(CommandList* l, Command c, const char* function) {
   return ZE_RESULT_SUCCESS;
 }
 
-Device* cmdlist_device_in(Context* c, ze_device_handle_t h, const char* fn) {
-  Device* d = get<Device>(h, Kind::device, fn, "hDevice");
-  if (!c->contains(d)) fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat(fn, ": device '", d->dev.name(), "' is not in the context"));
-  return d;
-}
-
 void check_queue_desc(const ze_command_queue_desc_t* desc, const char* fn) {
   if (desc->ordinal != 0)
     fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
@@ -108,7 +102,7 @@ ze_result_t ZE_APICALL CommandListCreateImmediate(ze_context_handle_t hContext, 
   const char* fn = "zeCommandListCreateImmediate";
   return entry(fn, [&] {
     Context* c = context_of(hContext, fn);
-    Device* d = cmdlist_device_in(c, hDevice, fn);
+    Device* d = device_in(c, hDevice, fn);
     need_pointer(altdesc, fn, "altdesc");
     need_pointer(phCommandList, fn, "phCommandList");
     check_queue_desc(altdesc, fn);
@@ -128,7 +122,7 @@ ze_result_t ZE_APICALL CommandListCreate(ze_context_handle_t hContext, ze_device
   const char* fn = "zeCommandListCreate";
   return entry(fn, [&] {
     Context* c = context_of(hContext, fn);
-    Device* d = cmdlist_device_in(c, hDevice, fn);
+    Device* d = device_in(c, hDevice, fn);
     need_pointer(desc, fn, "desc");
     need_pointer(phCommandList, fn, "phCommandList");
     if (desc->commandQueueGroupOrdinal != 0)
@@ -302,7 +296,7 @@ ze_result_t ZE_APICALL CommandQueueCreate(ze_context_handle_t hContext, ze_devic
   const char* fn = "zeCommandQueueCreate";
   return entry(fn, [&] {
     Context* c = context_of(hContext, fn);
-    Device* d = cmdlist_device_in(c, hDevice, fn);
+    Device* d = device_in(c, hDevice, fn);
     need_pointer(desc, fn, "desc");
     need_pointer(phCommandQueue, fn, "phCommandQueue");
     check_queue_desc(desc, fn);

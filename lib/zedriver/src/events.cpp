@@ -51,6 +51,25 @@ std::size_t pool_bytes(std::uint32_t count) {
   return (raw + page_size() - 1) / page_size() * page_size();
 }
 
+// The memory of a pool of `count` slots (or of one counter-based event): an ipcref device
+// allocation of `dev` when the events are shared by IPC, else private anonymous pages.
+std::shared_ptr<PoolMemory> pool_memory(Context* c, Device* dev, std::uint32_t count, bool ipc, const char* fn) {
+  auto mem = std::make_shared<PoolMemory>();
+  mem->bytes = pool_bytes(count);
+  mem->ipc_ctx = *c->ctx;
+  if (ipc) {
+    mem->base = ipcref::malloc_device(mem->bytes, dev->dev, *c->ctx);
+    mem->source = PoolMemory::Source::allocation;
+    return mem;
+  }
+  void* p = ::mmap(nullptr, mem->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    fail(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY, cat(fn, ": cannot map ", mem->bytes, " bytes: ", std::strerror(errno)));
+  mem->base = p;
+  mem->source = PoolMemory::Source::private_map;
+  return mem;
+}
+
 // The event's memory, held by the caller for the duration of a wait.
 struct Held {
   std::shared_ptr<PoolMemory> mem;
@@ -212,20 +231,8 @@ ze_result_t ZE_APICALL EventPoolCreate(ze_context_handle_t hContext, const ze_ev
         if (!d->dev.has(ipcref::aspect::ipc_event))
           fail(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE,
                cat(fn, ": device '", d->dev.name(), "' lacks aspect ipc_event; it cannot share events"));
-    auto mem = std::make_shared<PoolMemory>();
-    mem->bytes = pool_bytes(desc->count);
-    mem->ipc_ctx = *c->ctx;
-    if (ipc) {
-      // Shared through ipcref's memory IPC: the pool is a device allocation of its first device.
-      mem->base = ipcref::malloc_device(mem->bytes, devices.front()->dev, *c->ctx);
-      mem->source = PoolMemory::Source::allocation;
-    } else {
-      void* p = ::mmap(nullptr, mem->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED)
-        fail(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY, cat(fn, ": cannot map ", mem->bytes, " bytes: ", std::strerror(errno)));
-      mem->base = p;
-      mem->source = PoolMemory::Source::private_map;
-    }
+    // Shared through ipcref's memory IPC: the pool is a device allocation of its first device.
+    auto mem = pool_memory(c, devices.front(), desc->count, ipc, fn);
     EventPoolHeader* h = mem->header();
     h->magic = ze_ipcheck::kEventPoolMagic;
     h->version = ze_ipcheck::kEventPoolVersion;
@@ -501,20 +508,8 @@ ze_result_t create_counter_event(ze_context_handle_t hContext, ze_device_handle_
   if (ipc && !dev->dev.has(ipcref::aspect::ipc_event))
     fail(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE,
          cat(fn, ": device '", dev->dev.name(), "' lacks aspect ipc_event; it cannot share events"));
-  auto mem = std::make_shared<PoolMemory>();
-  mem->bytes = pool_bytes(1);
-  mem->ipc_ctx = *c->ctx;
-  if (ipc) {
-    // Shared through ipcref's memory IPC, as IPC pools are.
-    mem->base = ipcref::malloc_device(mem->bytes, dev->dev, *c->ctx);
-    mem->source = PoolMemory::Source::allocation;
-  } else {
-    void* p = ::mmap(nullptr, mem->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-      fail(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY, cat(fn, ": cannot map ", mem->bytes, " bytes: ", std::strerror(errno)));
-    mem->base = p;
-    mem->source = PoolMemory::Source::private_map;
-  }
+  // Shared through ipcref's memory IPC, as IPC pools are.
+  auto mem = pool_memory(c, dev, 1, ipc, fn);
   EventPoolHeader* h = mem->header();
   h->magic = ze_ipcheck::kCounterEventMagic;
   h->version = ze_ipcheck::kCounterEventVersion;

@@ -16,14 +16,6 @@ namespace zedriver {
 
 namespace {
 
-Device* device_in(Context* c, ze_device_handle_t h, const char* function) {
-  Device* d = get<Device>(h, Kind::device, function, "hDevice");
-  if (!c->contains(d))
-    fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
-         cat(function, ": device '", d->dev.name(), "' is not in the context; create the context with it"));
-  return d;
-}
-
 void check_size_alignment(size_t size, size_t alignment, const char* function) {
   if (size == 0) fail(ZE_RESULT_ERROR_UNSUPPORTED_SIZE, cat(function, ": size is 0; allocate at least one byte"));
   if (alignment != 0 && ((alignment & (alignment - 1)) != 0 || alignment > page_size()))

@@ -265,6 +265,15 @@ inline Context* context_of(ze_context_handle_t h, const char* function) {
   return get<Context>(h, Kind::context, function, "hContext");
 }
 
+// The live device `h` names, which must be one of context `c`'s.
+inline Device* device_in(Context* c, ze_device_handle_t h, const char* function) {
+  Device* d = get<Device>(h, Kind::device, function, "hDevice");
+  if (!c->contains(d))
+    fail(ZE_RESULT_ERROR_INVALID_ARGUMENT,
+         cat(function, ": device '", d->dev.name(), "' is not in the context; create the context with it"));
+  return d;
+}
+
 // Sizes and granularity.
 std::size_t page_size() noexcept;
 
