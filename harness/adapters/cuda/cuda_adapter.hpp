@@ -166,6 +166,9 @@ class CudaAdapter final : public Adapter {
   // (cuda_warm_up.cpp).
   struct WarmUp;
   static constexpr int kGateSlots = 1024;  // words of the one gate page
+  // How long a signal waits for the record behind an opened gate (under the role's 20-s
+  // inactivity limit: a record that never runs fails the signal, not the case by timeout).
+  static constexpr std::chrono::seconds kGatedRecordLimit{10};
 
   // ---- set-up (cuda_adapter.cpp)
 

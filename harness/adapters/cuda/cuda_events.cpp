@@ -95,10 +95,26 @@ Outcome CudaAdapter::event_signal(ObjectId id) {
   ContextScope scope(*cu_, e->ctx);
   if (e->gate_closed) {
     open_gate(*e);
-    if (cu_->cuStreamSynchronize)
-      if (const CUresult r = cu_->cuStreamSynchronize(e->stream); r != CUDA_SUCCESS)
-        return fail(r, "cuStreamSynchronize(the event's gated stream, after its gate opened)");
-    return Outcome::runtime_success("cuStreamSynchronize");
+    // Polled, not cuStreamSynchronize: a record that does not run once its gate is open (seen
+    // on 2x H200 for an event opened on the device it was not made on) fails the signal with
+    // what the driver said instead of hanging the role.
+    const auto deadline = std::chrono::steady_clock::now() + kGatedRecordLimit;
+    auto pause = std::chrono::microseconds(20);
+    for (;;) {
+      const CUresult r = cu_->cuStreamQuery(e->stream);
+      if (r == CUDA_SUCCESS) return Outcome::runtime_success("cuStreamQuery");
+      if (r != CUDA_ERROR_NOT_READY) return fail(r, "cuStreamQuery(the event's gated stream, after its gate opened)");
+      if (std::chrono::steady_clock::now() >= deadline) {
+        Outcome o = fail(r, "cuStreamQuery(the event's gated stream, " +
+                                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kGatedRecordLimit).count()) +
+                                " s after its gate opened on device " + std::to_string(e->device) +
+                                "): the record behind the gate has not run");
+        o.code = Errc::timeout;
+        return o;
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(2000));
+    }
   }
   CUevent target = e->ev;
   if (fault_private_event_) {
@@ -178,7 +194,7 @@ Outcome CudaAdapter::event_release(ObjectId id) {
 void CudaAdapter::make_gates() {
   if (!cu_->has_stream_wait()) {
     gate_error_ = Outcome::failure(Errc::not_implemented, "cuda: " + cu_->path() +
-                                                              " lacks cuStreamWaitValue32_v2/cuMemHostAlloc/cuCtxCreate_v2/"
+                                                              " lacks cuStreamWaitValue32_v2/cuStreamQuery/cuMemHostAlloc/cuCtxCreate_v2/"
                                                               "cuCtxPushCurrent_v2 (needed to hold an event pending)");
     return;
   }

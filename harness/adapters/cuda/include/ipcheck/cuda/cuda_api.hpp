@@ -208,6 +208,7 @@ using PFN_cuIpcOpenEventHandle = CUresult (*)(CUevent* event, CUipcEventHandle h
 using PFN_cuStreamCreate = CUresult (*)(CUstream* stream, unsigned flags);
 using PFN_cuStreamDestroy_v2 = CUresult (*)(CUstream stream);
 using PFN_cuStreamSynchronize = CUresult (*)(CUstream stream);
+using PFN_cuStreamQuery = CUresult (*)(CUstream stream);
 using PFN_cuStreamWaitValue32_v2 = CUresult (*)(CUstream stream, CUdeviceptr addr, std::uint32_t value, unsigned flags);
 using PFN_cuMemHostAlloc = CUresult (*)(void** ptr, std::size_t bytes, unsigned flags);
 using PFN_cuMemHostGetDevicePointer_v2 = CUresult (*)(CUdeviceptr* dptr, void* p, unsigned flags);

@@ -65,6 +65,7 @@ namespace ipcheck::cuda_api {
   X(cuStreamCreate, "cuStreamCreate")                                            \
   X(cuStreamDestroy_v2, "cuStreamDestroy_v2")                                    \
   X(cuStreamSynchronize, "cuStreamSynchronize")                                  \
+  X(cuStreamQuery, "cuStreamQuery")                                              \
   X(cuStreamWaitValue32_v2, "cuStreamWaitValue32_v2")                            \
   X(cuMemHostAlloc, "cuMemHostAlloc")                                            \
   X(cuMemHostGetDevicePointer_v2, "cuMemHostGetDevicePointer_v2")                \
@@ -94,7 +95,7 @@ class Driver {
   // What the event gate needs (a stream wait on host memory the device can see, in a context
   // of its own).
   bool has_stream_wait() const {
-    return cuStreamCreate && cuStreamDestroy_v2 && cuStreamSynchronize && cuStreamWaitValue32_v2 && cuMemHostAlloc &&
+    return cuStreamCreate && cuStreamDestroy_v2 && cuStreamSynchronize && cuStreamQuery && cuStreamWaitValue32_v2 && cuMemHostAlloc &&
            cuMemHostGetDevicePointer_v2 && cuCtxCreate_v2 && cuCtxDestroy_v2 && cuCtxPushCurrent_v2 &&
            cuCtxPopCurrent_v2;
   }
