@@ -54,6 +54,9 @@ Options run_cli_options() {
       .value("--starts-per-device", "N",
              "roles that may initialise the adapter at once on one device (the adapter's own: cuda 2, ze 4, ref "
              "and vk no limit); 0: no limit")
+      .value("--hold-runtime", "yes|no",
+             "keep one process with the adapter initialised through the run, so each role starts for less (the "
+             "adapter's own: cuda and ur yes, others no)")
       .value("--timeout", "S", "seconds a case may take; given, it also limits the cases that ask for more (stress: 600)", "60")
       .value("--inactivity", "S",
              "seconds without any message or output before a case times out, counting only time its roles could "
@@ -103,6 +106,11 @@ RunOptions read_run_options(const Options& o) {
     }
   }
   if (o.has("--starts-per-device")) r.starts_per_device = o.get_int("--starts-per-device", 0, 256);
+  if (o.has("--hold-runtime")) {
+    const std::string v = o.get("--hold-runtime");
+    if (v != "yes" && v != "no") throw UsageError("--hold-runtime '" + v + "' is neither yes nor no; give --hold-runtime yes or no");
+    r.hold_runtime = v == "yes" ? 1 : 0;
+  }
   r.timeout_s = o.get_double("--timeout", 0.1, 86400);
   r.timeout_caps_cases = o.has("--timeout");
   r.inactivity_s = o.get_double("--inactivity", 0.1, 86400);

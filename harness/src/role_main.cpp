@@ -293,17 +293,29 @@ AdapterConfig role_adapter_config(json& start) {
 // The adapter probe's role ("info"): the driver and devices, why the adapter is not
 // available, or the limits that keep it from starting.
 int answer_info(Channel& ch, TracingAdapter& adapter, const AdapterConfig& config, const std::string& adapter_name,
-                const std::string& limits) {
+                const std::string& limits, bool hold) {
   json info;
+  bool initialised = false;
   if (!limits.empty()) {
     info = {{"harness_error", limits}};
   } else {
     const Outcome init = adapter.init(config);
+    initialised = init.ok();
     info = init.ok() ? info_json(adapter.info())
                      : json{{"error", "adapter '" + adapter_name + "' is not available: " + init.describe()},
                             {"errc", errc_name(init.code)}};
   }
   ch.send(msg::Info{info});
+  // Asked to hold the runtime (the runner's RuntimeHold, for adapters whose start costs most
+  // when no other process has the device open): the adapter stays initialised, its contexts
+  // alive, until the runner closes the channel (the run is over, or the runner is gone).
+  if (hold && initialised) {
+    try {
+      while (true) ch.receive(-1);
+    } catch (const ChannelError&) {
+    }
+    return 0;
+  }
   send_done(ch, false, "");
   return 0;
 }
@@ -444,7 +456,7 @@ int role_main(const std::vector<std::string>& args) {
   TracingAdapter adapter(desc->create());
   const AdapterConfig config = role_adapter_config(start);
 
-  if (a.case_id == kInfoCase) return answer_info(ch, adapter, config, a.adapter, limits);
+  if (a.case_id == kInfoCase) return answer_info(ch, adapter, config, a.adapter, limits, start.value("hold", false));
 
   const CaseDef* def = find_case(a.case_id);
   int index = 0;

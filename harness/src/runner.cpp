@@ -110,8 +110,9 @@ struct ProbeAnswer {
   std::string refused;
 };
 
-// Answers the probe's hello with a start document and reads its info, for at most 60 s.
-ProbeAnswer read_probe(Channel ch, RoleProcess& proc, const RunOptions& o) {
+// Answers the probe's hello with a start document and reads its info, for at most 60 s. A
+// probe asked to hold its runtime says no `done`: its info is the end.
+ProbeAnswer read_probe(Channel& ch, RoleProcess& proc, const RunOptions& o, bool hold) {
   ProbeAnswer a;
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   try {
@@ -128,9 +129,12 @@ ProbeAnswer read_probe(Channel ch, RoleProcess& proc, const RunOptions& o) {
           a.refused = e.what();
           return a;
         }
-        ch.send(msg::Start{start_document(o, json::object({{"info", proc.pid()}}), nullptr)});
+        msg::Start start{start_document(o, json::object({{"info", proc.pid()}}), nullptr)};
+        if (hold) start.doc["hold"] = true;
+        ch.send(start);
       } else if (m->type == MsgType::info) {
         a.info = msg::decode<msg::Info>(*m).doc;
+        if (hold) break;
       } else if (m->type == MsgType::done) {
         break;
       }
@@ -142,7 +146,19 @@ ProbeAnswer read_probe(Channel ch, RoleProcess& proc, const RunOptions& o) {
 
 }  // namespace
 
-AdapterProbe probe_adapter(const RunOptions& o) {
+struct RuntimeHold {
+  RoleProcess proc;
+  Channel ch;
+  RuntimeHold(RoleProcess p, Channel c) : proc(std::move(p)), ch(std::move(c)) {}
+  RuntimeHold(const RuntimeHold&) = delete;
+  RuntimeHold& operator=(const RuntimeHold&) = delete;
+  ~RuntimeHold() {
+    ch = Channel();  // the role's receive sees the channel closed and it returns
+    proc.wait_for(std::chrono::seconds(10));  // past that, ~RoleProcess kills its group and reaps it
+  }
+};
+
+AdapterProbe probe_adapter(const RunOptions& o, bool hold) {
   AdapterProbe p;
   const AdapterDesc* desc = find_adapter(o.adapter);
   p.info.adapter = o.adapter;
@@ -169,16 +185,20 @@ AdapterProbe probe_adapter(const RunOptions& o) {
     return p;
   }
   theirs.reset();
-  const ProbeAnswer answer = read_probe(Channel(std::move(mine)), proc, o);
+  Channel ch(std::move(mine));
+  const ProbeAnswer answer = read_probe(ch, proc, o, hold);
   if (!answer.refused.empty()) {
     proc.signal_group(SIGKILL);  // it waits for a start that will not come
     p.broken = true;
     p.reason = "the adapter probe's role was refused: " + answer.refused;
     return p;
   }
-  while (proc.read_output()) {
+  const bool held = hold && answer.info.is_object() && answer.info.contains("devices");
+  if (!held) {
+    while (proc.read_output()) {
+    }
+    for (int i = 0; i < 100 && !proc.poll_exit(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  for (int i = 0; i < 100 && !proc.poll_exit(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const json& info = answer.info;
   if (info.is_null()) {
     p.broken = true;
@@ -201,6 +221,7 @@ AdapterProbe probe_adapter(const RunOptions& o) {
   p.info.driver_version = info.value("driver_version", "");
   p.info.devices = info.value("devices", json::array());
   p.info.transport = info.value("transport", "");
+  if (held) p.hold = std::make_shared<RuntimeHold>(std::move(proc), std::move(ch));
   return p;
 }
 

@@ -22,10 +22,10 @@ namespace {
 
 // What the adapter probe found, or, where the limits leave no room for roles, a broken
 // probe naming them.
-AdapterProbe probe_or_limits(const RunOptions& o, const std::string& limits) {
+AdapterProbe probe_or_limits(const RunOptions& o, const std::string& limits, bool hold) {
   AdapterProbe probe;
   if (limits.empty()) {
-    probe = probe_adapter(o);
+    probe = probe_adapter(o, hold);
   } else {
     probe.broken = true;
     probe.reason = limits;
@@ -265,7 +265,10 @@ reports::Results run_suite(const RunOptions& options) {
   const auto t0 = Clock::now();
   // Limits that leave no room for roles: nothing is started, every case is an error naming it.
   const std::string limits = limits_too_low();
-  const AdapterProbe probe = probe_or_limits(o, limits);
+  const AdapterDesc* desc = find_adapter(o.adapter);
+  const AdapterDesc::Cost cost = desc ? desc->cost : AdapterDesc::Cost{};
+  const bool hold = o.hold_runtime < 0 ? cost.hold_runtime : o.hold_runtime > 0;
+  AdapterProbe probe = probe_or_limits(o, limits, hold);
   results.run = probe.info;
   record_run_options(results.run, o);
   std::optional<Expectations> expectations;
@@ -276,8 +279,6 @@ reports::Results run_suite(const RunOptions& options) {
   const std::vector<SuiteJob> jobs = suite_jobs(o, results.run.options);
   results.cases.resize(jobs.size());
   // The machine's share for each case: devices, start slots, the default -j.
-  const AdapterDesc* desc = find_adapter(o.adapter);
-  const AdapterDesc::Cost cost = desc ? desc->cost : AdapterDesc::Cost{};
   const int devices = std::max<int>(1, static_cast<int>(probe.info.devices.size()));
   std::string jobs_from = "--jobs";
   if (o.jobs <= 0) o.jobs = default_jobs(devices, cost.jobs_per_device, jobs_from);
@@ -291,6 +292,8 @@ reports::Results run_suite(const RunOptions& options) {
   Admission admission(devices, starts, placeable);
   SuiteWorkers workers(o, jobs, limits, probe, expected, results.cases, admission);
   const std::string fewer_workers = workers.run(std::max(1, std::min<int>(o.jobs, static_cast<int>(jobs.size()))));
+  const bool held = static_cast<bool>(probe.hold);
+  probe.hold.reset();  // before the orphans are reaped and the descriptors counted
   const std::vector<std::string> orphans = reap_orphans();
   results.run.runner = {{"fds_at_start", fds_at_start}, {"fds_at_end", count_open_fds()}, {"orphans_reaped", orphans}};
   const Admission::StartStats st = admission.start_stats();
@@ -298,6 +301,7 @@ reports::Results run_suite(const RunOptions& options) {
                                       {"jobs_from", jobs_from},
                                       {"devices", devices},
                                       {"starts_per_device", starts},
+                                      {"runtime_held", held},
                                       {"adapter_starts", st.starts},
                                       {"adapter_init_s", std::round(st.init_s * 1000) / 1000},
                                       {"adapter_init_max_s", std::round(st.init_max_s * 1000) / 1000},

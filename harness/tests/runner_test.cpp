@@ -462,6 +462,35 @@ TEST_F(RunnerTest, OneStartAtATimeStillRunsEveryCase) {
   EXPECT_GE(s["adapter_starts"].get<int>(), 6) << s.dump();
 }
 
+// A held runtime (--hold-runtime yes): the probe's process, its adapter initialised, lives
+// while the cases run (each case's roles are gone when it is done, so the one child left is
+// the hold) and ends with the run, taking no descriptor with it; without it none is left.
+TEST_F(RunnerTest, HeldRuntimeLivesThroughTheRunAndEndsWithIt) {
+  for (const int hold : {1, 0}) {
+    RunOptions o;
+    o.adapter = "ref";
+    o.role_executable = IPCHECK_SELFTEST_EXE;
+    o.include_hidden = true;
+    o.exact = true;
+    o.filters = {"selftest.pass", "selftest.should"};
+    o.jobs = 1;
+    o.hold_runtime = hold;
+    o.audit = "proc";
+    o.timeout_s = o.inactivity_s = 20;
+    o.grace_s = 0.5;
+    std::vector<std::size_t> alive;
+    o.on_case_done = [&](const reports::CaseResult&, std::size_t, std::size_t) { alive.push_back(children_of_self().size()); };
+    const std::size_t fds = count_open_fds();
+    const reports::Results r = run_suite(o);
+    ASSERT_EQ(r.cases.size(), 2u);
+    for (const auto& c : r.cases) EXPECT_TRUE(c.status == Status::pass) << c.id << ": " << c.reason;
+    EXPECT_EQ(r.run.runner.at("scheduling").at("runtime_held"), hold == 1);
+    EXPECT_EQ(alive, std::vector<std::size_t>(2, hold == 1 ? 1u : 0u)) << "hold " << hold;
+    EXPECT_EQ(children_of_self(), std::vector<pid_t>{}) << "hold " << hold << " left processes behind";
+    EXPECT_EQ(count_open_fds(), fds) << "hold " << hold << " left the runner holding descriptors";
+  }
+}
+
 // Workers share the expectations' tallies: a -j 4 run applies them the same as -j 1 (and
 // the tsan preset's run of this test finds no data race between the workers).
 TEST_F(RunnerTest, ParallelWorkersApplyExpectationsUnderTheLock) {

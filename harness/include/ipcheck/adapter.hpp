@@ -248,6 +248,11 @@ struct AdapterDesc {
     // Cases run at once per device by default (-j); 0: the adapter runs on the CPU, and the
     // default is one job per CPU.
     int jobs_per_device = 0;
+    // The runner keeps one process with the adapter initialised for the whole run (its
+    // probe, RuntimeHold in runner.hpp): a runtime whose first client on a device pays for
+    // setting the device up (CUDA's cuInit: 320 ms alone, 26 ms beside another process)
+    // then starts each role for less. --hold-runtime no turns it off.
+    bool hold_runtime = false;
   } cost;
 };
 
