@@ -243,6 +243,13 @@ void event_producer(Role& r) {
     Owned forward = create_event(r, {.ipc = true}, kEvent, p.a);
     Owned forward_export = export_event(r, forward.get(), hf, kEvent);
     Owned backward = create_event(r, {.ipc = true}, kEvent, p.a);
+    // Where only the process that made an event pending can end it (cuda), the creator ends
+    // the new event's pending state, and far makes it pending again through its opened event
+    // (event_far): otherwise far's record waits behind the creator's for ever (measured on 2x
+    // H200: a record of an IPC event does not run while another process's record of it is
+    // pending, on either device).
+    if (!only_its_maker_ends_pending(r).empty())
+      r.check_ok(r.adapter().event_signal(backward.get()), kEvent, "event_signal of the new backward event by its creator");
     Owned backward_export = export_event(r, backward.get(), hb, kEvent);
     r.send_handle("far", tag("forward", p), hf);
     r.send_handle("far", tag("backward", p), hb);

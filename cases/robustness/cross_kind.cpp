@@ -63,6 +63,7 @@ void consumer(Role& r) {
 IPCHECK_CASE(Case("robustness.open.cross_kind",
                   "Memory, physical and event handles given to each other kind's open are refused with invalid")
                  .clause(kClause)
+                 .events()
                  .role("producer", producer)
                  .role("consumer", consumer));
 

@@ -11,6 +11,7 @@ using namespace vkcase;
 constexpr std::uint64_t kSeed = 0x7602;
 
 IPCHECK_CASE(Case("vk.semaphore.shared", "A timeline semaphore exported by fd: host signals seen on both sides")
+                 .events()
                  .clause("vk.sem.import.shared")
                  .role("producer",
                        [](Role& r) {

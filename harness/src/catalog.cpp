@@ -205,6 +205,22 @@ Case& Case::all_devices() {
   return *this;
 }
 
+Case& Case::events() {
+  def.events = true;
+  return *this;
+}
+
+bool CaseDef::uses_events() const {
+  if (events) return true;
+  for (std::size_t start = 0; start < id.size();) {
+    if (id.compare(start, 5, "event") == 0) return true;
+    const std::size_t dot = id.find('.', start);
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return false;
+}
+
 // ---- Role helpers shared by every role implementation
 
 Evidence Evidence::of(const Outcome& o) {

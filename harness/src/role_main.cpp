@@ -454,11 +454,12 @@ int role_main(const std::vector<std::string>& args) {
   // could be judged, so nothing is started (the case is `error`, naming the limit).
   const std::string limits = limits_too_low();
   TracingAdapter adapter(desc->create());
-  const AdapterConfig config = role_adapter_config(start);
+  AdapterConfig config = role_adapter_config(start);
 
   if (a.case_id == kInfoCase) return answer_info(ch, adapter, config, a.adapter, limits, start.value("hold", false));
 
   const CaseDef* def = find_case(a.case_id);
+  if (def) config.events = def->uses_events();
   int index = 0;
   const RoleDef* rd = def ? def->role_for(a.role, &index) : nullptr;
   if (!rd) {

@@ -145,7 +145,8 @@ Outcome CudaAdapter::init(const AdapterConfig& config) {
   else
     gate_error_ = Outcome::failure(Errc::not_implemented,
                                    "cuda: this process was started without events (AdapterConfig::events is false: a fuzz "
-                                   "worker of another target), so no event context or gate was made");
+                                   "worker of another target, or a role of a case whose id names no events: mark the "
+                                   "case with Case::events()), so no event context or gate was made");
   return Outcome::success();
 }
 

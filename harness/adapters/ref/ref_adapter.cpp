@@ -89,6 +89,7 @@ class RefAdapter final : public Adapter {
       if (k != "devices")
         return Outcome::failure(Errc::invalid, "ref: unknown adapter option '" + k + "'; ref knows: devices");
     scm_ = config.transport == "scm";
+    events_ = config.events;
     return guarded_void("ipcref::get_devices", [&] {
       devices_ = ipcref::get_devices();
       ctx_.emplace(devices_);
@@ -226,6 +227,12 @@ class RefAdapter final : public Adapter {
   }
 
   Result<ObjectId> event_create(int device, EventFlags flags) override {
+    // Kept as cuda keeps it (it makes no event context then), so a case that uses events
+    // without saying so (CaseDef::uses_events) shows in every CI run, not only on a GPU.
+    if (!events_)
+      return {Outcome::failure(Errc::not_implemented,
+                               "ref: this process was started without events (AdapterConfig::events is false: a role "
+                               "of a case whose id names no events; mark the case with Case::events())")};
     return guarded<ObjectId>("event_create", [&] {
       return id(ipcref::event_create(*ctx_, dev(device), {flags.ipc, flags.profiling}));
     });
@@ -321,6 +328,7 @@ class RefAdapter final : public Adapter {
   std::vector<ipcref::device> devices_;
   std::optional<ipcref::context> ctx_;
   bool scm_ = false;
+  bool events_ = true;  // AdapterConfig::events
   ObjectId next_id_ = 1;
   std::map<ObjectId, Kept> kept_;
 };

@@ -136,8 +136,9 @@ struct AdapterConfig {
   int runner_pid = 0;                          // allowed to take descriptors under Yama
   // Whether this process may use the event verbs. False lets an adapter skip what only events
   // need (cuda: a second context per device, which makes every mapping of the process
-  // slower); the event verbs then say why they cannot run. A fuzz worker of another target
-  // sets it false; everything else leaves it true.
+  // slower, and costs each role's start a context: on 2x H200 about a fifth of it); the
+  // event verbs then say why they cannot run. A fuzz worker of another target sets it false,
+  // and so does a case's role where the case uses no events (CaseDef::uses_events).
   bool events = true;
 };
 

@@ -63,6 +63,11 @@ struct CaseDef {
   // every device of the machine. Otherwise the runner may give the case one device of
   // several (the adapter's device mask), so cases spread over a machine's GPUs.
   bool all_devices = false;
+  // Its roles use the event verbs (Case::events); an id with a part that starts with
+  // "event" (event.*, *.event, stress.event_roundtrips) says so too. A role of a case
+  // that does not starts its adapter without events (AdapterConfig::events).
+  bool events = false;
+  bool uses_events() const;
 
   std::string area() const { return id.substr(0, id.find('.')); }
   // Role instance names in spawn order ("producer", "consumer0", "consumer1").
@@ -97,6 +102,8 @@ class Case {
   Case& param(std::string key, long max);
   // Its roles use more than one device: they see every device (CaseDef::all_devices).
   Case& all_devices();
+  // Its roles use the event verbs though its id does not say so (CaseDef::uses_events).
+  Case& events();
   CaseDef def;
 };
 
