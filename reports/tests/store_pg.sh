@@ -27,9 +27,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 ok() { echo "ok  $*"; }
 
 # The test server's URL, and a database of our own on it (dropped first if a run left it).
-server_url() { # STATE
+# (Not in a command substitution: its exit would leave the subshell only.)
+need_server() { # STATE
   [ -s "$1/url" ] || { echo "SKIP: no PostgreSQL test server ($1/url is missing: ci/pg-server start $1; without PostgreSQL's binaries it skips too)"; exit 77; }
-  cat "$1/url"
 }
 psql_() { PGOPTIONS='-c client_min_messages=warning' "$(cat "$state/bin")/psql" -X -q -t -A -v ON_ERROR_STOP=1 "$@"; }
 database() { # URL NAME: prints the database's URL
@@ -51,7 +51,8 @@ cases_per_run="$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[
 
 case "$test" in
   concurrent)
-    url="$(server_url "$state")"
+    need_server "$state"
+    url="$(cat "$state/url")"
     db="$(database "$url" store_concurrent)"
     make_runs 1 12
     # Sixteen adds at once on a database with no store yet: runs 1-8, each twice.
@@ -130,7 +131,8 @@ case "$test" in
     ;;
 
   cli)
-    url="$(server_url "$state")"
+    need_server "$state"
+    url="$(cat "$state/url")"
     pg="$(database "$url" store_cli)"
     lite="$out/runs.sqlite"
     for f in ze-1.6.31294 ze-1.3.29803 ze-1.3.29735; do
@@ -193,6 +195,19 @@ print(json.dumps([{k: v for k, v in r.items() if k != "id"} for r in doc["runs"]
     expect 2 "no store there" "$ipcheck" store copy --from "$(database "$url" store_none)" --to "$out/none.sqlite"
     [ ! -e "$out/none.sqlite" ] || fail "a refused copy made its target"
     expect 2 "cannot connect to the PostgreSQL store" "$ipcheck" store ls --db "postgresql://ipcheck:hunter2@/x?host=$out/no-server"
+    # A lock held past --busy-timeout (lock_timeout): "the store is busy", exit 2, nothing added.
+    psql_ "$pg" -c "BEGIN" -c "LOCK TABLE runs IN EXCLUSIVE MODE" -c "SELECT pg_sleep(6)" -c "COMMIT" >/dev/null &
+    locker=$!
+    for _ in $(seq 100); do
+      [ "$(psql_ "$pg" -c "SELECT count(*) FROM pg_locks WHERE relation = 'runs'::regclass AND mode = 'ExclusiveLock' AND granted")" = 1 ] && break
+      sleep 0.1
+    done
+    make_runs 20 20
+    expect 2 "the store is busy: another session held a lock for longer than the busy timeout" \
+      "$ipcheck" store add run20.json --db "$pg" --busy-timeout 0.5
+    kill "$locker" 2>/dev/null
+    wait "$locker" 2>/dev/null
+    [ "$("$ipcheck" store ls --db "$pg" --format json | grep -c '"digest"')" -eq 3 ] || fail "a busy add added a run"
     PGHOST="$(sed 's|.*host=\([^&]*\).*|\1|' <<<"$url")" PGUSER=ipcheck PGDATABASE=store_cli \
       expect 0 "postgresql: (the PG* environment variables): 3 runs" "$ipcheck" store ls --db postgresql:
     ;;
