@@ -10,6 +10,8 @@
 
 #if IPCHECK_HAVE_LIBPQ
 
+#include "ipcheck/reports/files.hpp"
+
 #include <libpq-fe.h>
 
 #include <algorithm>
@@ -90,6 +92,16 @@ std::string trimmed(std::string s) {
   return out;
 }
 
+// Text as PostgreSQL can hold it: a TEXT value is UTF-8 without NUL (and libpq passes text
+// parameters as C strings), while a run's fields and a label (a path) may hold either. Such
+// bytes are written as \xNN, as everywhere else in ipcheck (escape_invalid_utf8); the run
+// itself is kept whole, byte for byte, in the BYTEA blob.
+std::string pg_text(const std::string& s) {
+  std::string t = escape_invalid_utf8(s);
+  for (std::size_t i = 0; (i = t.find('\0', i)) != std::string::npos; i += 4) t.replace(i, 1, "\\x00");
+  return t;
+}
+
 // A failed statement: what it was, and its SQLSTATE (empty when the connection is gone).
 struct PgFailure {
   std::string state, message;
@@ -115,11 +127,15 @@ class PgBackend final : public StoreBackend {
 
   // Runs a statement; a failure comes back in `fail` (nullptr result) for the caller to judge.
   Result try_exec(const std::string& sql, const std::vector<Param>& params, PgFailure& fail, int result_format = 0) {
+    std::vector<std::string> texts;
+    texts.reserve(params.size());
     std::vector<const char*> values;
     std::vector<int> lengths, formats;
     for (const auto& p : params) {
-      values.push_back(p.value.data());
-      lengths.push_back(static_cast<int>(p.value.size()));
+      texts.push_back(p.binary ? std::string() : pg_text(p.value));
+      const std::string& v = p.binary ? p.value : texts.back();
+      values.push_back(v.c_str());
+      lengths.push_back(static_cast<int>(v.size()));
       formats.push_back(p.binary ? 1 : 0);
     }
     Result r(params.empty() && result_format == 0

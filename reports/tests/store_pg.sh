@@ -175,6 +175,23 @@ print(json.dumps([{k: v for k, v in r.items() if k != "id"} for r in doc["runs"]
     cmp -s history-back.out history-text.sqlite.out || fail "history of the copied store differs"
     ok "store copy SQLite -> PostgreSQL -> SQLite: every run and field equal (added_at kept), history equal, a second copy adds nothing"
 
+    # Hostile text in every field (terminal escapes, C1 controls, NUL: hostile_text.py) and a
+    # label that is not UTF-8: kept whole on both; history and the list the same.
+    python3 "$here/../../harness/tests/hostile_text.py" make "$data/ze-1.3.29735.json" hostile.json ||
+      fail "cannot make hostile.json"
+    latin=$'caf\xe9.json'
+    sed 's/"2026-11-01T10:00:00Z"/"2026-11-02T10:00:00Z"/' hostile.json >"$latin"
+    cli_lite="$lite" cli_pg="$pg"
+    lite="$out/hostile.sqlite"
+    pg="$(database "$url" store_hostile)"
+    same hostile-add 0 "$ipcheck" store add hostile.json "$latin"
+    same hostile-history 0 "$ipcheck" report history
+    "$ipcheck" store ls --db "$lite" | tail -n +2 >ls-hostile.sqlite.out
+    "$ipcheck" store ls --db "$pg" | tail -n +2 >ls-hostile.pg.out
+    cmp -s ls-hostile.sqlite.out ls-hostile.pg.out || fail "store ls differs: $(diff ls-hostile.sqlite.out ls-hostile.pg.out)"
+    ok "hostile text and a Latin-1 label: store ls the same from SQLite and PostgreSQL"
+    lite="$cli_lite" pg="$cli_pg"
+
     # Refusals and redaction.
     expect() { # RC TEXT CMD...
       local want="$1" text="$2" rc=0
