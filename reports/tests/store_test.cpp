@@ -320,6 +320,7 @@ TEST_P(StoreTest, CopyToTheOtherBackendAndBackIsEqual) {
       EXPECT_EQ(r->gpu, x[i].gpu);
       EXPECT_EQ(r->duration_s, x[i].duration_s);
       EXPECT_EQ(r->json_bytes, x[i].json_bytes);
+      EXPECT_EQ(r->stored_bytes, x[i].stored_bytes) << "the same blob, byte for byte";
     }
     EXPECT_EQ(to_json(back.load(z[i].id)), to_json(src.load(x[i].id)));
   }

@@ -76,6 +76,14 @@ Results results_from_blob(const std::string& blob, const std::string& encoding, 
 // The GPU models of a run: the distinct device names, in order, joined by ", ".
 std::string gpu_of(const RunInfo& run);
 
+class Store;
+// `ipcheck store copy`: every run of `from` added to `to` (its label and added_at kept), in
+// `from`'s order; a run already in `to` (by digest) is counted, not added again.
+struct CopyCount {
+  std::size_t copied = 0, already = 0;
+};
+CopyCount copy_runs(const Store& from, Store& to);
+
 class Store {
  public:
   // How long a store waits for another writer's lock before it reports the store busy.
@@ -107,9 +115,6 @@ class Store {
   // insert that loses the race finds the winner's run, and a serialization failure or
   // deadlock is retried).
   Added add(const Results& r, const std::string& label);
-  // The same, keeping `added_at` (UTC, ISO 8601) instead of now: a copied run keeps when it
-  // was first added.
-  Added add(const Results& r, const std::string& label, const std::string& added_at);
 
   // Runs in the store's order: driver version (compare_versions), then start, then id.
   std::vector<StoredRun> runs(const RunFilter& f = {}) const;
@@ -132,17 +137,11 @@ class Store {
   const char* backend() const;
 
  private:
+  friend CopyCount copy_runs(const Store& from, Store& to);
   Store(std::unique_ptr<StoreBackend> b, std::string path);
   std::unique_ptr<StoreBackend> b_;
   std::string path_;
 };
-
-// `ipcheck store copy`: every run of `from` added to `to` (its label and added_at kept), in
-// `from`'s order; a run already in `to` (by digest) is counted, not added again.
-struct CopyCount {
-  std::size_t copied = 0, already = 0;
-};
-CopyCount copy_runs(const Store& from, Store& to);
 
 // ---- first-bad: the first driver version where a case got worse
 
