@@ -36,6 +36,7 @@ std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
   return info.param == Backend::sqlite ? "sqlite" : "postgresql";
 }
 
+#if IPCHECK_HAVE_LIBPQ
 // The test server's URL (a database whose role may create databases), or "".
 std::string test_server_url() {
   if (const char* u = std::getenv("IPCHECK_TEST_PG_URL"); u && *u) return u;
@@ -59,7 +60,6 @@ std::string with_database(const std::string& url, const std::string& db) {
   return url.substr(0, slash + 1) + db + url.substr(end);
 }
 
-#if IPCHECK_HAVE_LIBPQ
 // One statement on a PostgreSQL database; the first row's columns.
 std::vector<std::string> pg_sql(const std::string& url, const std::string& sql) {
   PGconn* c = PQconnectdb(url.c_str());
