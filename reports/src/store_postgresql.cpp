@@ -150,7 +150,17 @@ class PgBackend final : public StoreBackend {
     // 57P01-57P03: the server ended the session (shutdown, crash, restarting).
     fail.connection_lost = PQstatus(c_) != CONNECTION_OK || fail.state.empty() || fail.state.rfind("08", 0) == 0 ||
                            fail.state == "57P01" || fail.state == "57P02" || fail.state == "57P03";
-    fail.message = scrub(r && *PQresultErrorMessage(r.get()) ? PQresultErrorMessage(r.get()) : PQerrorMessage(c_));
+    // The server's message, its detail and hint, without "ERROR:" and the statement quoted
+    // back with a caret; libpq's own message when the server said nothing.
+    const char* primary = r ? PQresultErrorField(r.get(), PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+    if (primary) {
+      std::string m = primary;
+      if (const char* d = PQresultErrorField(r.get(), PG_DIAG_MESSAGE_DETAIL)) m += std::string("; ") + d;
+      if (const char* h = PQresultErrorField(r.get(), PG_DIAG_MESSAGE_HINT)) m += std::string("; ") + h;
+      fail.message = scrub(m);
+    } else {
+      fail.message = scrub(r && *PQresultErrorMessage(r.get()) ? PQresultErrorMessage(r.get()) : PQerrorMessage(c_));
+    }
     return nullptr;
   }
 
@@ -161,7 +171,13 @@ class PgBackend final : public StoreBackend {
     if (f.state == "55P03")
       throw StoreError(shown_ + ": the store is busy: another session held a lock for longer than the busy timeout; "
                                 "try again, or wait longer with --busy-timeout S");
-    throw StoreError(shown_ + ": " + doing + ": " + f.message + (f.state.empty() ? "" : " (SQLSTATE " + f.state + ")"));
+    std::string hint;
+    if (f.state == "42501")
+      hint = "; the role needs the privileges of the store's schema (creating it: CREATE on the schema, which "
+             "PostgreSQL 15 gives only to the database's owner in 'public': GRANT CREATE ON SCHEMA public TO the "
+             "role, or give it a database of its own: CREATE DATABASE ipcheck OWNER role)";
+    throw StoreError(shown_ + ": " + doing + ": " + f.message + (f.state.empty() ? "" : " (SQLSTATE " + f.state + ")") +
+                     hint);
   }
 
   Result exec(const std::string& sql, const std::vector<Param>& params = {}, const std::string& doing = "reading the store",

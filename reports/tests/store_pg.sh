@@ -212,6 +212,11 @@ print(json.dumps([{k: v for k, v in r.items() if k != "id"} for r in doc["runs"]
     expect 2 "no store there" "$ipcheck" store copy --from "$(database "$url" store_none)" --to "$out/none.sqlite"
     [ ! -e "$out/none.sqlite" ] || fail "a refused copy made its target"
     expect 2 "cannot connect to the PostgreSQL store" "$ipcheck" store ls --db "postgresql://ipcheck:hunter2@/x?host=$out/no-server"
+    # A role that may not create tables in the schema (PostgreSQL 15's public): told what to grant.
+    psql_ "$url" -c "DROP ROLE IF EXISTS store_reader" -c "CREATE ROLE store_reader LOGIN" >/dev/null
+    nopriv="$(database "$url" store_nopriv)"
+    expect 2 "permission denied for schema public (SQLSTATE 42501); the role needs the privileges" \
+      "$ipcheck" store add "$data/ze-1.3.29735.json" --db "${nopriv/user=ipcheck/user=store_reader}"
     # A lock held past --busy-timeout (lock_timeout): "the store is busy", exit 2, nothing added.
     psql_ "$pg" -c "BEGIN" -c "LOCK TABLE runs IN EXCLUSIVE MODE" -c "SELECT pg_sleep(6)" -c "COMMIT" >/dev/null &
     locker=$!
