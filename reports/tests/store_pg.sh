@@ -218,7 +218,9 @@ print(json.dumps([{k: v for k, v in r.items() if k != "id"} for r in doc["runs"]
     expect 2 "permission denied for schema public (SQLSTATE 42501); the role needs the privileges" \
       "$ipcheck" store add "$data/ze-1.3.29735.json" --db "${nopriv/user=ipcheck/user=store_reader}"
     # A lock held past --busy-timeout (lock_timeout): "the store is busy", exit 2, nothing added.
-    psql_ "$pg" -c "BEGIN" -c "LOCK TABLE runs IN EXCLUSIVE MODE" -c "SELECT pg_sleep(6)" -c "COMMIT" >/dev/null &
+    # (psql itself in the background, not the psql_ function: $! is then psql, which the kill ends.)
+    "$(cat "$state/bin")/psql" -X -q "$pg" -c "BEGIN" -c "LOCK TABLE runs IN EXCLUSIVE MODE" -c "SELECT pg_sleep(30)" \
+      -c "COMMIT" >/dev/null 2>&1 &
     locker=$!
     for _ in $(seq 100); do
       [ "$(psql_ "$pg" -c "SELECT count(*) FROM pg_locks WHERE relation = 'runs'::regclass AND mode = 'ExclusiveLock' AND granted")" = 1 ] && break
