@@ -94,7 +94,9 @@ case "$test" in
 
   server-gone)
     own="$out/server"
-    trap '"$pg_server" stop "$own" >/dev/null 2>&1' EXIT
+    pid=""
+    # However the test ends: the paused add let go (and ended), the server stopped and removed.
+    trap 'rm -f "$out/paused"; [ -z "$pid" ] || kill "$pid" 2>/dev/null; "$pg_server" stop "$own" >/dev/null 2>&1' EXIT
     rc=0
     "$pg_server" start "$own" || rc=$?
     [ "$rc" -eq 77 ] && { echo "SKIP: no PostgreSQL server binaries (apt-get install postgresql)"; exit 77; }
@@ -114,6 +116,7 @@ case "$test" in
     rm -f "$out/paused"
     rc=0
     wait "$pid" || rc=$?
+    pid=""
     cat add2.out
     [ "$rc" -eq 2 ] || fail "the add exited $rc when its server went away, expected 2"
     grep -q "postgresql://ipcheck:\*\*\*@/postgres?host=" add2.out || fail "the error does not name the store"
