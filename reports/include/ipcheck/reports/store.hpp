@@ -77,8 +77,9 @@ Results results_from_blob(const std::string& blob, const std::string& encoding, 
 std::string gpu_of(const RunInfo& run);
 
 class Store;
-// `ipcheck store copy`: every run of `from` added to `to` (its label and added_at kept), in
-// `from`'s order; a run already in `to` (by digest) is counted, not added again.
+// `ipcheck store copy`: every run of `from` added to `to` byte for byte (its blob, digest,
+// label and added_at kept), in `from`'s order, each in its own transaction; a run already in
+// `to` (by digest) is counted, not added again.
 struct CopyCount {
   std::size_t copied = 0, already = 0;
 };
@@ -91,11 +92,11 @@ class Store {
   // Opens (and with `create`, creates) the store at `path`, migrating an older schema.
   // `path` is an SQLite file (it must name a file: "" or a folder is a StoreError) or a
   // PostgreSQL database (is_postgresql_store; the tables live in its current schema, and a
-  // schema holding other tables is refused). Creation and every migration
-  // run in one exclusive transaction that first reads the version again, so writers that
-  // open one store side by side create or migrate it once and the others see the result.
-  // A lock held longer than `busy_timeout_s` is a StoreError saying the store is busy (on
-  // PostgreSQL: lock_timeout, and the connection's timeout).
+  // schema holding other tables is refused). Creation and every migration run in one
+  // exclusive transaction (PostgreSQL: one holding an advisory lock) that first reads the
+  // version again, so writers that open one store side by side create or migrate it once and
+  // the others see the result. A lock held longer than `busy_timeout_s` is a StoreError
+  // saying the store is busy (PostgreSQL: the session's lock_timeout).
   static Store open(const std::string& path, bool create, double busy_timeout_s = kDefaultBusyTimeoutS);
   // The same, migrating no further than `schema_version`: makes the stores of older ipchecks
   // that the migration tests start from.
