@@ -51,12 +51,13 @@ set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
     "communication (memory, physical-memory and event handles) against Level Zero,\n"
     "CUDA, Vulkan or its own reference implementation, each role in a fresh process,\n"
     "and writes results.json with Markdown, HTML and JUnit reports, diffs, history\n"
-    "and a SQLite results store.")
+    "and a results store (an SQLite file, or a PostgreSQL database many machines\n"
+    "add to at once).")
 set(CPACK_DEBIAN_PACKAGE_RELEASE "${IPCHECK_PACKAGE_RELEASE}")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-# Depends: worked out from the binaries by dpkg-shlibdeps (libc6, libsqlite3-0, ...).
+# Depends: worked out from the binaries by dpkg-shlibdeps (libc6, libsqlite3-0, libpq5, ...).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # What the adapters open at run time (dlopen), which dpkg-shlibdeps cannot see. Recommends:
 # the Level Zero loader (ze) and the Vulkan loader (vk). Suggests: drivers for them and

@@ -79,7 +79,7 @@ int guarded(const std::string& name, const std::function<int()>& body) {
 
 // --db FILE with --adapter, --gpu, --last: the runs a question is about.
 void add_store_selection(Options& o) {
-  o.value("--db", "FILE", "a results store (ipcheck store add) instead of files")
+  o.value("--db", "STORE", "a results store (ipcheck store add) instead of files: an SQLite file, or postgresql://...")
       .value("--adapter", "NAME", "with --db: only runs of this adapter")
       .value("--gpu", "GLOB", "with --db: only runs on these GPU models (device names; a bare word matches anywhere)")
       .value("--last", "N", "with --db: only the last N runs, in the store's order (driver version, then start)")
@@ -176,8 +176,8 @@ int history(const std::vector<std::string>& args) {
       const auto store = reports::Store::open(o.get("--db"), false, store_busy_timeout(o));
       for (const auto& r : store.runs(filter)) runs.push_back({r.label, store.load(r.id)});
       if (runs.empty())
-        throw FileError(o.get("--db") + ": no run matches" + (filter.adapter.empty() ? "" : " --adapter " + filter.adapter) +
-                        (filter.gpu.empty() ? "" : " --gpu " + filter.gpu) + "; 'ipcheck store ls --db " + o.get("--db") +
+        throw FileError(store.path() + ": no run matches" + (filter.adapter.empty() ? "" : " --adapter " + filter.adapter) +
+                        (filter.gpu.empty() ? "" : " --gpu " + filter.gpu) + "; 'ipcheck store ls --db " + store.path() +
                         "' lists the runs");
     } else {
       if (o.positionals().empty()) throw UsageError("missing FILE (results.json files), or give --db FILE");
@@ -206,7 +206,8 @@ std::vector<reports::StoredRun> runs_with_case(const Options& o, const std::vect
       kept.push_back(r);
     }
   if (kept.empty())
-    throw FileError(o.get("--db") + ": no selected run has case '" + id + "'; 'ipcheck store ls --db " + o.get("--db") +
+    throw FileError(reports::redact_store_name(o.get("--db")) + ": no selected run has case '" + id +
+                    "'; 'ipcheck store ls --db " + reports::redact_store_name(o.get("--db")) +
                     "' lists the runs, 'ipcheck list' the case ids");
   if (adapters.size() > 1) {
     std::string list;

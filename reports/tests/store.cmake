@@ -1,7 +1,7 @@
 # The results store through the command line, over the fixture runs of three driver
 # versions (data/): adding the same run twice keeps one; history from the store is the
 # history of the files, byte for byte, in each format; first-bad names the version where
-# memory.roundtrip.page went from pass to crash, and the last good one.
+# memory.roundtrip.page went from pass to crash, and the last good one; store copy.
 #
 # cmake -DIPCHECK=<ipcheck> -DDATA=<reports/tests/data> -DOUT=<dir> -P store.cmake
 foreach(v IPCHECK DATA OUT)
@@ -78,4 +78,18 @@ endif()
 run(0 ARGS report first-bad memory.roundtrip.odd --db "${db}" EXPECT "never got worse")
 run(2 ARGS report first-bad no.such.case --db "${db}" EXPECT "no selected run has case 'no.such.case'")
 run(2 ARGS report first-bad memory.roundtrip.page --db "${OUT}/none.sqlite" EXPECT "no store there")
+# store copy (SQLite to SQLite here; store-pg:cli copies between the backends): every run,
+# and nothing the second time.
+run(0 ARGS store copy --from "${db}" --to "${OUT}/copy.sqlite" EXPECT "copied 3 runs from ${db} to ${OUT}/copy.sqlite (0 already there)")
+run(0 ARGS store copy --from "${db}" --to "${OUT}/copy.sqlite" EXPECT "copied 0 runs" "(3 already there)")
+run(0 ARGS report history --db "${OUT}/copy.sqlite" OUTPUT from_copy)
+run(0 ARGS report history --db "${db}" OUTPUT from_store)
+if(NOT from_copy STREQUAL from_store)
+  message(FATAL_ERROR "history of the copied store differs from the store's")
+endif()
+run(2 ARGS store copy --from "${db}" EXPECT "--to STORE is missing")
+run(2 ARGS store copy --from "${OUT}/none.sqlite" --to "${OUT}/none-copy.sqlite" EXPECT "no store there")
+if(EXISTS "${OUT}/none-copy.sqlite")
+  message(FATAL_ERROR "a refused copy made its target")
+endif()
 message("store: one copy of each run, history --db equals the files', first-bad names 1.3.29803 (last good 1.3.29735)")

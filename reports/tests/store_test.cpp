@@ -1,11 +1,22 @@
 // The results store: one copy of each run (by content), runs kept whole, the store's order
 // by driver version, migrations from an older schema, refusals of files that are not a store
 // (or a newer one), first-bad over versions, and the pieces under them (SHA-256, versions).
+// The store's tests run on each backend (StoreTest's parameter): SQLite on a temporary file,
+// PostgreSQL on a database of its own on the server that ci/pg-server started (CTest label
+// store-pg: the url in $IPCHECK_TEST_PG_STATE/url, or $IPCHECK_TEST_PG_URL); without one they
+// are skipped, saying why.
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <thread>
+
+#if IPCHECK_HAVE_LIBPQ
+#include <libpq-fe.h>
+#endif
 
 #include <gtest/gtest.h>
 
@@ -19,16 +30,123 @@ namespace {
 
 using testing::fixture;
 
-// A fresh path for a store, removed at the end of the test.
-class StoreTest : public ::testing::Test {
+enum class Backend { sqlite, postgresql };
+
+std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
+  return info.param == Backend::sqlite ? "sqlite" : "postgresql";
+}
+
+#if IPCHECK_HAVE_LIBPQ
+// The test server's URL (a database whose role may create databases), or "".
+std::string test_server_url() {
+  if (const char* u = std::getenv("IPCHECK_TEST_PG_URL"); u && *u) return u;
+  if (const char* st = std::getenv("IPCHECK_TEST_PG_STATE"); st && *st) {
+    std::ifstream f(std::string(st) + "/url");
+    std::string url;
+    if (std::getline(f, url)) return url;
+  }
+  return "";
+}
+
+// The URL with its database replaced by `db`.
+std::string with_database(const std::string& url, const std::string& db) {
+  const auto authority = url.find("://") + 3;
+  const auto slash = url.find('/', authority);
+  const auto query = url.find('?', authority);
+  if (slash == std::string::npos || (query != std::string::npos && slash > query))
+    return url.substr(0, query == std::string::npos ? url.size() : query) + "/" + db +
+           (query == std::string::npos ? "" : url.substr(query));
+  const auto end = query == std::string::npos ? url.size() : query;
+  return url.substr(0, slash + 1) + db + url.substr(end);
+}
+
+// One statement on a PostgreSQL database; the first row's columns.
+std::vector<std::string> pg_sql(const std::string& url, const std::string& sql) {
+  PGconn* c = PQconnectdb(url.c_str());
+  std::vector<std::string> out;
+  if (PQstatus(c) != CONNECTION_OK) {
+    ADD_FAILURE() << url << ": " << PQerrorMessage(c);
+  } else {
+    PGresult* r = PQexec(c, sql.c_str());
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+      ADD_FAILURE() << sql << ": " << PQresultErrorMessage(r);
+    else if (PQntuples(r) > 0)
+      for (int i = 0; i < PQnfields(r); ++i) out.push_back(PQgetvalue(r, 0, i));
+    PQclear(r);
+  }
+  PQfinish(c);
+  return out;
+}
+#endif
+
+std::vector<std::string> sqlite_sql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::vector<std::string> out;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db);
+  } else {
+    const int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW)
+      for (int i = 0; i < sqlite3_column_count(q); ++i) {
+        const auto* t = sqlite3_column_text(q, i);
+        out.push_back(t ? reinterpret_cast<const char*>(t) : "");
+      }
+    else if (rc != SQLITE_DONE)
+      ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db);
+  }
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  return out;
+}
+
+// A fresh store for each test, removed at the end: an SQLite file, or a PostgreSQL database.
+class StoreTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = ::testing::TempDir() + "/store-" + info->name() + "-" + std::to_string(::getpid()) + ".sqlite";
-    std::filesystem::remove(path_);
+    std::string name = info->name();
+    name = name.substr(0, name.find('/'));
+    if (GetParam() == Backend::sqlite) {
+      path_ = ::testing::TempDir() + "/store-" + name + "-" + std::to_string(::getpid()) + ".sqlite";
+      std::filesystem::remove(path_);
+      return;
+    }
+#if IPCHECK_HAVE_LIBPQ
+    server_ = test_server_url();
+    if (server_.empty())
+      GTEST_SKIP() << "no PostgreSQL test server: ci/pg-server starts one (CTest: label store-pg); "
+                      "or set IPCHECK_TEST_PG_URL";
+    std::string db = "store_" + name + "_" + std::to_string(::getpid());
+    for (auto& ch : db) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    db_ = db.substr(0, 63);
+    pg_sql(server_, "DROP DATABASE IF EXISTS " + db_);
+    pg_sql(server_, "CREATE DATABASE " + db_);
+    path_ = with_database(server_, db_);
+#else
+    GTEST_SKIP() << "this ipcheck was built without libpq (install libpq-dev and rebuild)";
+#endif
   }
-  void TearDown() override { std::filesystem::remove(path_); }
-  std::string path_;
+  void TearDown() override {
+    if (GetParam() == Backend::sqlite) {
+      std::filesystem::remove(path_);
+      return;
+    }
+#if IPCHECK_HAVE_LIBPQ
+    if (!db_.empty()) pg_sql(server_, "DROP DATABASE IF EXISTS " + db_ + " WITH (FORCE)");
+#endif
+  }
+  // One statement on the store's database, under the store layer: the first row's columns.
+  std::vector<std::string> sql(const std::string& statement) {
+#if IPCHECK_HAVE_LIBPQ
+    if (GetParam() == Backend::postgresql) return pg_sql(path_, statement);
+#endif
+    return sqlite_sql(path_, statement);
+  }
+  std::string path_;    // the store: a file, or a postgresql:// URL
+  std::string server_;  // PostgreSQL: the server's URL
+  std::string db_;      // PostgreSQL: this test's database
 };
 
 TEST(Sha256, KnownDigests) {
@@ -47,7 +165,7 @@ TEST(Versions, DottedNumbersCompareAsNumbers) {
   EXPECT_GT(compare_versions("25.0.7", "22.3.6"), 0);
 }
 
-TEST_F(StoreTest, TheSameRunIsKeptOnce) {
+TEST_P(StoreTest, TheSameRunIsKeptOnce) {
   auto store = Store::open(path_, true);
   EXPECT_EQ(store.schema_version(), kStoreSchemaVersion);
   const Results r = fixture("ze-1.3.29735.json");
@@ -63,7 +181,7 @@ TEST_F(StoreTest, TheSameRunIsKeptOnce) {
   EXPECT_EQ(store.runs().size(), 2u);
 }
 
-TEST_F(StoreTest, RunsAreKeptWholeAndOrderedByDriverVersion) {
+TEST_P(StoreTest, RunsAreKeptWholeAndOrderedByDriverVersion) {
   {
     auto store = Store::open(path_, true);
     for (const char* f : {"ze-1.6.31294.json", "ze-1.3.29735.json", "ze-1.3.29803.json"})
@@ -92,7 +210,7 @@ TEST_F(StoreTest, RunsAreKeptWholeAndOrderedByDriverVersion) {
   EXPECT_EQ(rows.size(), 3u);
 }
 
-TEST_F(StoreTest, AnOlderStoreIsMigrated) {
+TEST_P(StoreTest, AnOlderStoreIsMigrated) {
   {
     auto v1 = Store::open(path_, true, 1);
     EXPECT_EQ(v1.schema_version(), 1);
@@ -101,30 +219,20 @@ TEST_F(StoreTest, AnOlderStoreIsMigrated) {
   const auto store = Store::open(path_, false);
   EXPECT_EQ(store.schema_version(), 2);
   EXPECT_EQ(store.runs().size(), 1u) << "the runs stay";
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* q = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT attempts, expected_status FROM cases WHERE case_id = 'memory.open.flags'", -1,
-                               &q, nullptr),
-            SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(q, 0), 1);
-  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(q, 1)), "fail") << "backfilled from the run kept whole";
-  sqlite3_finalize(q);
-  sqlite3_close(db);
+  const auto row = sql("SELECT attempts, expected_status FROM cases WHERE case_id = 'memory.open.flags'");
+  ASSERT_EQ(row.size(), 2u);
+  EXPECT_EQ(row[0], "1");
+  EXPECT_EQ(row[1], "fail") << "backfilled from the run kept whole";
 }
 
-TEST_F(StoreTest, WhatIsNotAStoreIsRefused) {
+TEST_P(StoreTest, WhatIsNotAStoreIsRefused) {
   try {
     Store::open(path_, false);
     ADD_FAILURE() << "a missing store was opened";
   } catch (const StoreError& e) {
     EXPECT_NE(std::string(e.what()).find("ipcheck store add RESULTS.json --db"), std::string::npos) << e.what();
   }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  sqlite3_exec(db, "CREATE TABLE other (x)", nullptr, nullptr, nullptr);
-  sqlite3_close(db);
+  sql("CREATE TABLE other (x INTEGER)");
   try {
     Store::open(path_, true);
     ADD_FAILURE() << "another database was taken for a store";
@@ -133,15 +241,13 @@ TEST_F(StoreTest, WhatIsNotAStoreIsRefused) {
   }
 }
 
-TEST_F(StoreTest, ANewerStoreIsRefusedNamingTheWriter) {
+TEST_P(StoreTest, ANewerStoreIsRefusedNamingTheWriter) {
   {
     auto store = Store::open(path_, true);
     store.add(fixture("ze-1.3.29735.json"), "a.json");
   }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  sqlite3_exec(db, "PRAGMA user_version = 9", nullptr, nullptr, nullptr);
-  sqlite3_close(db);
+  sql(GetParam() == Backend::sqlite ? "PRAGMA user_version = 9"
+                                    : "UPDATE meta SET value = '9' WHERE key = 'schema_version'");
   try {
     Store::open(path_, false);
     ADD_FAILURE() << "a newer store was opened";
@@ -149,6 +255,115 @@ TEST_F(StoreTest, ANewerStoreIsRefusedNamingTheWriter) {
     const std::string m = e.what();
     EXPECT_NE(m.find("store schema 9 is newer than this ipcheck's (2)"), std::string::npos) << m;
     EXPECT_NE(m.find("last written by ipcheck "), std::string::npos) << m;
+  }
+}
+
+// Two adds of the same run from two connections at once keep it once (the process-level
+// version, sixteen `ipcheck store add` at once, is store_pg.sh concurrent).
+TEST_P(StoreTest, ConcurrentAddsOfOneRunKeepItOnce) {
+  Store::open(path_, true);
+  const Results r = fixture("ze-1.3.29735.json");
+  std::vector<std::thread> threads;
+  std::vector<Store::Added> added(8);
+  for (std::size_t i = 0; i < added.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        auto s = Store::open(path_, false);
+        added[i] = s.add(r, "t" + std::to_string(i) + ".json");
+      } catch (const StoreError& e) {
+        ADD_FAILURE() << e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  int fresh = 0;
+  for (const auto& a : added) {
+    fresh += a.fresh;
+    EXPECT_EQ(a.id, added[0].id);
+  }
+  EXPECT_EQ(fresh, 1) << "exactly one add inserted the run";
+  const auto store = Store::open(path_, false);
+  EXPECT_EQ(store.runs().size(), 1u);
+  EXPECT_EQ(sql("SELECT count(*) FROM cases")[0], std::to_string(r.cases.size()));
+}
+
+// store copy: into an empty store of the other backend and back, equal; a second copy adds nothing.
+TEST_P(StoreTest, CopyToTheOtherBackendAndBackIsEqual) {
+  const std::string a = ::testing::TempDir() + "/copy-a-" + std::to_string(::getpid()) + ".sqlite";
+  const std::string b = ::testing::TempDir() + "/copy-b-" + std::to_string(::getpid()) + ".sqlite";
+  std::filesystem::remove(a);
+  std::filesystem::remove(b);
+  {
+    auto src = Store::open(a, true);
+    for (const char* f : {"ze-1.6.31294.json", "ze-1.3.29735.json", "ze-1.3.29803.json"})
+      src.add(fixture(f), std::string("data/") + f);
+  }
+  const auto src = Store::open(a, false);
+  auto mid = Store::open(path_, true);
+  const auto n = copy_runs(src, mid);
+  EXPECT_EQ(n.copied, 3u);
+  EXPECT_EQ(n.already, 0u);
+  const auto again = copy_runs(src, mid);
+  EXPECT_EQ(again.copied, 0u) << "copying twice adds nothing";
+  EXPECT_EQ(again.already, 3u);
+  auto back = Store::open(b, true);
+  EXPECT_EQ(copy_runs(mid, back).copied, 3u);
+  const auto x = src.runs(), y = mid.runs(), z = back.runs();
+  ASSERT_EQ(x.size(), 3u);
+  ASSERT_EQ(y.size(), 3u);
+  ASSERT_EQ(z.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (const auto* r : {&y[i], &z[i]}) {
+      EXPECT_EQ(r->digest, x[i].digest);
+      EXPECT_EQ(r->label, x[i].label);
+      EXPECT_EQ(r->added_at, x[i].added_at) << "a copied run keeps when it was added";
+      EXPECT_EQ(r->driver_version, x[i].driver_version);
+      EXPECT_EQ(r->gpu, x[i].gpu);
+      EXPECT_EQ(r->duration_s, x[i].duration_s);
+      EXPECT_EQ(r->json_bytes, x[i].json_bytes);
+      EXPECT_EQ(r->stored_bytes, x[i].stored_bytes) << "the same blob, byte for byte";
+    }
+    EXPECT_EQ(to_json(back.load(z[i].id)), to_json(src.load(x[i].id)));
+  }
+  for (const char* c : {"memory.roundtrip.page", "memory.open.flags"}) {
+    const auto fx = find_first_bad(x, src.case_rows(c)), fz = find_first_bad(z, back.case_rows(c));
+    EXPECT_EQ(fx.first_bad, fz.first_bad);
+    EXPECT_EQ(fx.versions.size(), fz.versions.size());
+  }
+  std::filesystem::remove(a);
+  std::filesystem::remove(b);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values(Backend::sqlite, Backend::postgresql), backend_name);
+
+TEST(StoreUri, PostgresqlIsChosenByTheDbValue) {
+  EXPECT_TRUE(is_postgresql_store("postgresql://ci@db.example/results"));
+  EXPECT_TRUE(is_postgresql_store("postgres://ci@db.example/results"));
+  EXPECT_TRUE(is_postgresql_store("postgresql:"));
+  EXPECT_FALSE(is_postgresql_store("runs.sqlite"));
+  EXPECT_FALSE(is_postgresql_store("postgresql.sqlite"));
+  EXPECT_FALSE(is_postgresql_store("./postgresql:"));
+}
+
+TEST(StoreUri, PasswordsAreNeverShown) {
+  EXPECT_EQ(redact_store_name("postgresql://ci:s3cret@db.example:5432/results"), "postgresql://ci:***@db.example:5432/results");
+  EXPECT_EQ(redact_store_name("postgres://ci:p@ss@w@rd@db/r?sslmode=require"), "postgres://ci:***@db/r?sslmode=require");
+  EXPECT_EQ(redact_store_name("postgresql:///r?host=/run/pg&password=s3cret&user=ci"),
+            "postgresql:///r?host=/run/pg&password=***&user=ci");
+  EXPECT_EQ(redact_store_name("postgresql://ci@db/r"), "postgresql://ci@db/r");
+  EXPECT_EQ(redact_store_name("postgresql://db/r?x=a@b:c"), "postgresql://db/r?x=a@b:c") << "no user info";
+  EXPECT_EQ(redact_store_name("dir/pass:word@x.sqlite"), "dir/pass:word@x.sqlite") << "a path stays as it is";
+  // A server that is not there: the error names the store, never the password.
+  try {
+    Store::open("postgresql://ci:s3cret@/results?host=/nonexistent-ipcheck-socket-dir&connect_timeout=2", true);
+    ADD_FAILURE() << "a store on no server was opened";
+  } catch (const StoreError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.find("s3cret"), std::string::npos) << m;
+    EXPECT_NE(m.find("postgresql://ci:***@/results"), std::string::npos) << m;
+    if (postgresql_store_available())
+      EXPECT_NE(m.find("cannot connect to the PostgreSQL store"), std::string::npos) << m;
+    else
+      EXPECT_NE(m.find("install libpq-dev (Debian) and rebuild"), std::string::npos) << m;
   }
 }
 

@@ -69,6 +69,24 @@ add_test(NAME "store-cli:fixtures"
          COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DDATA=${_data}" "-DOUT=${_out}/store" -P "${_r}/tests/store.cmake")
 set_tests_properties("store-cli:fixtures" PROPERTIES LABELS "reports;fleet")
 
+# The store on PostgreSQL through the command line (store_pg.sh): 16 concurrent adds, a server
+# that goes away inside an add (its own server), history/first-bad equal to SQLite's and store
+# copy between the backends. The fixture store_pg_server (reports/tests/CMakeLists.txt) starts
+# and stops the shared server; each test skips (77) without PostgreSQL.
+get_property(_have_libpq GLOBAL PROPERTY IPCHECK_HAVE_LIBPQ)
+foreach(_t concurrent server-gone cli)
+  add_test(NAME "store-pg:${_t}"
+           COMMAND "${_r}/tests/store_pg.sh" ${_t} "${_exe}" "${PROJECT_BINARY_DIR}/pg-server" "${_data}"
+                   "${_out}/store-pg-${_t}")
+  if(NOT _have_libpq)
+    set_tests_properties("store-pg:${_t}" PROPERTIES ENVIRONMENT "IPCHECK_NO_LIBPQ=1")
+  endif()
+  set_tests_properties("store-pg:${_t}" PROPERTIES LABELS store-pg SKIP_RETURN_CODE 77 TIMEOUT 300)
+  if(NOT _t STREQUAL "server-gone")
+    set_tests_properties("store-pg:${_t}" PROPERTIES FIXTURES_REQUIRED store_pg_server)
+  endif()
+endforeach()
+
 # The reference against its committed baseline: this version's, else the newest there is.
 set(_baseline "${_r}/baselines/ref-${PROJECT_VERSION}.json")
 if(NOT EXISTS "${_baseline}")

@@ -1,4 +1,5 @@
-// The results store: many runs (GPU models x driver builds, every night) in one SQLite file,
+// The results store: many runs (GPU models x driver builds, every night) in one SQLite file
+// or one PostgreSQL database (store_backend.hpp: the SQL of each behind one interface),
 // to ask questions across them: the matrix of cases against driver versions
 // (`ipcheck report history --db`), the first driver version where a case got worse
 // (`ipcheck report first-bad`). Each run is kept whole (its results.json, compressed), so
@@ -6,6 +7,7 @@
 // reports/STORE.md documents the schema, its versions and how they migrate.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -13,21 +15,32 @@
 
 #include "ipcheck/reports/results.hpp"
 
-struct sqlite3;
-
 namespace ipcheck::reports {
 
-// PRAGMA user_version of a store this ipcheck writes; older ones are migrated on opening.
+class StoreBackend;
+
+// The schema version of a store this ipcheck writes (SQLite: PRAGMA user_version;
+// PostgreSQL: meta.schema_version); older ones are migrated on opening.
 inline constexpr int kStoreSchemaVersion = 2;
-// PRAGMA application_id: "ipck", so that another SQLite file is never taken for a store.
+// SQLite's PRAGMA application_id (PostgreSQL: meta.application_id): "ipck", so that another
+// database is never taken for a store.
 inline constexpr int kStoreApplicationId = 0x6970636b;
 
 // A store that cannot be opened, read or written, or a file that is not one; the message
-// names the file and the fix.
+// names the store (a PostgreSQL URI without its password) and the fix.
 class StoreError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// Which backend a --db value names: postgresql://..., postgres://... or postgresql: (the
+// PG* environment variables) is PostgreSQL; anything else is an SQLite file's path.
+bool is_postgresql_store(const std::string& db);
+// A --db value as it may be shown: a PostgreSQL URI's password (user:PASSWORD@ or
+// password=...) replaced by ***; a path as it is.
+std::string redact_store_name(const std::string& db);
+// Whether this ipcheck was built with libpq (the PostgreSQL backend).
+bool postgresql_store_available();
 
 // One stored run, as `ipcheck store ls` lists it.
 struct StoredRun {
@@ -63,15 +76,27 @@ Results results_from_blob(const std::string& blob, const std::string& encoding, 
 // The GPU models of a run: the distinct device names, in order, joined by ", ".
 std::string gpu_of(const RunInfo& run);
 
+class Store;
+// `ipcheck store copy`: every run of `from` added to `to` byte for byte (its blob, digest,
+// label and added_at kept), in `from`'s order, each in its own transaction; a run already in
+// `to` (by digest) is counted, not added again.
+struct CopyCount {
+  std::size_t copied = 0, already = 0;
+};
+CopyCount copy_runs(const Store& from, Store& to);
+
 class Store {
  public:
   // How long a store waits for another writer's lock before it reports the store busy.
   static constexpr double kDefaultBusyTimeoutS = 30;
   // Opens (and with `create`, creates) the store at `path`, migrating an older schema.
-  // `path` must name a file ("" or a folder is a StoreError). Creation and every migration
-  // run in one exclusive transaction that first reads the version again, so writers that
-  // open one store side by side create or migrate it once and the others see the result.
-  // A lock held longer than `busy_timeout_s` is a StoreError saying the store is busy.
+  // `path` is an SQLite file (it must name a file: "" or a folder is a StoreError) or a
+  // PostgreSQL database (is_postgresql_store; the tables live in its current schema, and a
+  // schema holding other tables is refused). Creation and every migration run in one
+  // exclusive transaction (PostgreSQL: one holding an advisory lock) that first reads the
+  // version again, so writers that open one store side by side create or migrate it once and
+  // the others see the result. A lock held longer than `busy_timeout_s` is a StoreError
+  // saying the store is busy (PostgreSQL: the session's lock_timeout).
   static Store open(const std::string& path, bool create, double busy_timeout_s = kDefaultBusyTimeoutS);
   // The same, migrating no further than `schema_version`: makes the stores of older ipchecks
   // that the migration tests start from.
@@ -86,7 +111,10 @@ class Store {
     bool fresh = false;  // false: the same run was already there (nothing changed)
     std::string digest;
   };
-  // Adds a run unless the same run (by content_digest) is there already.
+  // Adds a run unless the same run (by content_digest) is there already: one transaction,
+  // safe against concurrent adds of the same run (the digest is unique; on PostgreSQL an
+  // insert that loses the race finds the winner's run, and a serialization failure or
+  // deadlock is retried).
   Added add(const Results& r, const std::string& label);
 
   // Runs in the store's order: driver version (compare_versions), then start, then id.
@@ -104,11 +132,15 @@ class Store {
   std::vector<CaseRow> case_rows(const std::string& case_id) const;
 
   int schema_version() const;
+  // The store as it may be shown: the SQLite path, or the PostgreSQL URI without its password.
   const std::string& path() const { return path_; }
+  // "sqlite" or "postgresql".
+  const char* backend() const;
 
  private:
-  Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
-  sqlite3* db_ = nullptr;
+  friend CopyCount copy_runs(const Store& from, Store& to);
+  Store(std::unique_ptr<StoreBackend> b, std::string path);
+  std::unique_ptr<StoreBackend> b_;
   std::string path_;
 };
 

@@ -1,0 +1,69 @@
+// The SQL under a results store: one interface, two backends (store_sqlite.cpp,
+// store_postgresql.cpp). What both share (the run's key and blob, the store's order, the
+// filters, first-bad, copy) stays in store.cpp; a backend only keeps and finds rows.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ipcheck/reports/store.hpp"
+
+namespace ipcheck::reports {
+
+// A run as a backend writes it: the columns of `runs` and one row per case.
+struct RunRecord {
+  std::string digest, label, adapter, driver_name, driver_version, gpu, hostname, kernel, ipcheck_version, start,
+      added_at;
+  double duration_s = 0;
+  long long total = 0, unexpected = 0;
+  long long results_size = 0;  // bytes of the JSON before compression
+  std::string blob;            // the JSON, zlib
+  struct Case {
+    std::string id, status, reason, expected_status;
+    long long attempts = 1;
+  };
+  std::vector<Case> cases;
+  std::string written_by;  // meta.written_by
+};
+
+// The case columns of a run, as version 2 keeps them (and its migration backfills them).
+std::vector<RunRecord::Case> case_records(const Results& r);
+
+struct StoredBlob {
+  std::string blob, encoding;
+  long long size = 0;
+};
+
+struct RawCaseRow {
+  long long run = 0;
+  std::string status, reason;
+  long long attempts = 1;
+};
+
+class StoreBackend {
+ public:
+  virtual ~StoreBackend() = default;
+  virtual const char* name() const = 0;  // "sqlite", "postgresql"
+  virtual int schema_version() = 0;
+  // Adds the run in one transaction unless its digest is there: {id, fresh}.
+  virtual std::pair<long long, bool> add(const RunRecord& r) = 0;
+  // Every run, in no order (json_bytes: results_size; stored_bytes: the blob's length).
+  virtual std::vector<StoredRun> runs() = 0;
+  virtual std::optional<StoredBlob> blob(long long id) = 0;
+  virtual std::vector<RawCaseRow> case_rows(const std::string& case_id) = 0;
+};
+
+// Each opens (creates, migrates up to `target`) a store; `shown` is the name errors use.
+std::unique_ptr<StoreBackend> open_sqlite_store(const std::string& path, bool create, int target, double busy_timeout_s);
+std::unique_ptr<StoreBackend> open_postgresql_store(const std::string& uri, const std::string& shown, bool create,
+                                                    int target, double busy_timeout_s);
+
+// A test hook, inside each add's transaction just before it commits: with
+// IPCHECK_STORE_TEST_PAUSE_BEFORE_COMMIT=FILE set, creates FILE and waits (up to 120 s) until
+// it is removed, so that a test can take the server away from a half-done add.
+void pause_before_commit_for_tests();
+
+}  // namespace ipcheck::reports
