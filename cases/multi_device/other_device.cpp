@@ -83,17 +83,22 @@ struct Buffer {
   PhysicalView view;
   DevPtr ptr = 0;
   std::size_t bytes = kBytes;
+  bool shared = true;  // the producer: exported; far and near: opened
 };
 
 // The producer's buffer on device a, filled with kExported and exported to far and near.
+// Whether it was exported goes to both: an export refused cleanly with feature_not_supported
+// (a device that claims the aspect yet cannot export, seen on UR) skips the pair, saying why,
+// rather than the whole case; any other refusal fails the clause.
 Buffer export_buffer(Role& r, Kind kind, const Pair& p) {
   const char* clause = clause_of(kind);
   Buffer buf;
   Exported h;
+  Result<Exported> got;
   if (kind == Kind::memory) {
     buf.object = alloc_filled(r, buf.bytes, kExported, clause, p.a);
     buf.ptr = buf.object.get();
-    buf.exported = export_memory(r, buf.ptr, h, clause);
+    got = r.adapter().mem_get(buf.ptr);
   } else {
     buf.bytes = granular(r, kBytes, p.a);
     buf.object = create_physical(r, buf.bytes, true, clause, p.a);
@@ -101,12 +106,22 @@ Buffer export_buffer(Role& r, Kind kind, const Pair& p) {
     buf.ptr = buf.view.ptr();
     if (!fill(r, buf.ptr, buf.bytes, kExported, clause, "fill the object on device " + std::to_string(p.a)))
       throw RoleAbort{"fill failed"};
-    buf.exported = export_physical(r, buf.object.get(), h, clause);
+    got = r.adapter().phys_get(buf.object.get());
   }
-  r.send_handle("far", tag("handle", p), h);
-  r.send_handle("near", tag("handle", p), h);
-  send_text(r, "far", tag("size", p), std::to_string(buf.bytes));
-  send_text(r, "near", tag("size", p), std::to_string(buf.bytes));
+  const char* get = kind == Kind::memory ? "mem_get" : "phys_get";
+  buf.shared = got.ok() || got.outcome.code != Errc::feature_not_supported;
+  if (!buf.shared) {
+    r.note("pair " + p.name() + ": " + get + " on device " + std::to_string(p.a) + " refused: " + got.outcome.describe());
+  } else {
+    h = r.require(std::move(got), clause, get);
+    buf.exported = kind == Kind::memory ? Owned::mem_export(r.adapter(), h.id) : Owned::phys_export(r.adapter(), h.id);
+  }
+  for (const char* to : {"far", "near"}) {
+    send_text(r, to, tag("exported", p), buf.shared ? "1" : "0");
+    if (!buf.shared) continue;
+    r.send_handle(to, tag("handle", p), h);
+    send_text(r, to, tag("size", p), std::to_string(buf.bytes));
+  }
   return buf;
 }
 
@@ -114,6 +129,7 @@ Buffer export_buffer(Role& r, Kind kind, const Pair& p) {
 // one) and maps it there. Returns false, having said why, when the devices cannot share it.
 bool open_buffer(Role& r, Kind kind, const Pair& p, int device, Buffer& buf) {
   const char* clause = clause_of(kind);
+  if (receive_text(r, tag("exported", p)) != "1") return false;  // the producer said why
   const Received h = r.receive(tag("handle", p));
   buf.bytes = std::stoull(receive_text(r, tag("size", p)));
   const std::string where = "on device " + std::to_string(device) + " (exported on device " + std::to_string(p.a) + ")";
@@ -156,17 +172,35 @@ bool open_buffer(Role& r, Kind kind, const Pair& p, int device, Buffer& buf) {
 
 std::size_t half(const Buffer& b) { return b.bytes / 2; }
 
-// One pair in the producer: export, then check what far and near wrote; write for far.
+// Who of far and near opened the pair's buffer: each says so to the others before the
+// "opened" barrier, and each role checks only writes made through a mapping that exists (a
+// pair one of them was refused cleanly is skipped there, not failed here). Received after
+// that barrier, so a role that ended before it breaks the barrier instead of leaving the
+// others waiting for its word.
+void tell_opened(Role& r, const char* who, const Pair& p, bool opened) {
+  for (const char* to : {"producer", "far", "near"})
+    if (std::string(to) != who) send_text(r, to, tag(who, p) + " opened", opened ? "1" : "0");
+}
+
+bool peer_opened(Role& r, const char* who, const Pair& p) { return receive_text(r, tag(who, p) + " opened") == "1"; }
+
+// One pair in the producer: export, then check what far and near wrote; write for far. The
+// "exported" barrier comes before far and near wait for the handle: an export that fails ends
+// the producer, which breaks it, instead of leaving the two waiting for a handle that never comes.
 void producer_pair(Role& r, Kind kind, const Pair& p) {
   const char* clause = clause_of(kind);
   Buffer buf = export_buffer(r, kind, p);
+  r.barrier(tag("exported", p));
   r.barrier(tag("opened", p));
+  const bool far_opened = peer_opened(r, "far", p);
+  peer_opened(r, "near", p);
   r.barrier(tag("far wrote", p));
-  r.check(holds(r, buf.ptr, half(buf), kFar), clause,
-          "pair " + p.name() + ": the exporter on device " + std::to_string(p.a) +
-              " sees the write made through device " + std::to_string(p.b) + "'s mapping");
+  if (buf.shared && far_opened)
+    r.check(holds(r, buf.ptr, half(buf), kFar), clause,
+            "pair " + p.name() + ": the exporter on device " + std::to_string(p.a) +
+                " sees the write made through device " + std::to_string(p.b) + "'s mapping");
   r.barrier(tag("near wrote", p));
-  fill(r, buf.ptr, half(buf), kExporterAgain, clause, "the exporter's second write");
+  if (buf.shared) fill(r, buf.ptr, half(buf), kExporterAgain, clause, "the exporter's second write");
   r.barrier(tag("exporter wrote", p));
   r.barrier(tag("done", p));
 }
@@ -174,15 +208,18 @@ void producer_pair(Role& r, Kind kind, const Pair& p) {
 void far_pair(Role& r, Kind kind, const Pair& p) {
   const char* clause = clause_of(kind);
   Buffer buf;
+  r.barrier(tag("exported", p));
   const bool shared = open_buffer(r, kind, p, p.b, buf);
   if (shared)
     r.check(holds(r, buf.ptr, buf.bytes, kExported), clause,
             "pair " + p.name() + ": the mapping on device " + std::to_string(p.b) + " holds the exported bytes");
+  tell_opened(r, "far", p, shared);
   r.barrier(tag("opened", p));
+  const bool near_opened = peer_opened(r, "near", p);
   if (shared) fill(r, buf.ptr, half(buf), kFar, clause, "a write through device " + std::to_string(p.b) + "'s mapping");
   r.barrier(tag("far wrote", p));
   r.barrier(tag("near wrote", p));
-  if (shared)
+  if (shared && near_opened)
     r.check(holds(r, buf.ptr + half(buf), buf.bytes - half(buf), kNear), clause,
             "pair " + p.name() + ": device " + std::to_string(p.b) +
                 "'s mapping sees a write by a third process on the exporter's device");
@@ -196,13 +233,17 @@ void far_pair(Role& r, Kind kind, const Pair& p) {
 void near_pair(Role& r, Kind kind, const Pair& p) {
   const char* clause = clause_of(kind);
   Buffer buf;
+  r.barrier(tag("exported", p));
   const bool opened = open_buffer(r, kind, p, p.a, buf);
+  tell_opened(r, "near", p, opened);
   r.barrier(tag("opened", p));
+  const bool far_opened = peer_opened(r, "far", p);
   r.barrier(tag("far wrote", p));
   if (opened) {
-    r.check(holds(r, buf.ptr, half(buf), kFar), clause,
-            "pair " + p.name() + ": a third process on device " + std::to_string(p.a) +
-                " sees the write made through device " + std::to_string(p.b) + "'s mapping");
+    if (far_opened)
+      r.check(holds(r, buf.ptr, half(buf), kFar), clause,
+              "pair " + p.name() + ": a third process on device " + std::to_string(p.a) +
+                  " sees the write made through device " + std::to_string(p.b) + "'s mapping");
     fill(r, buf.ptr + half(buf), buf.bytes - half(buf), kNear, clause, "the third process's write");
   }
   r.barrier(tag("near wrote", p));

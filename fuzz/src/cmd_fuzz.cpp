@@ -77,8 +77,9 @@ cli::Options fuzz_command_options() {
                  "exported allocation whose canary reads back in full. Crashes, hangs, leaks and\n"
                  "mappings of anything else are findings, saved minimised with a reproducer that\n"
                  "--replay reruns. Writes DIR/results.json (section \"fuzz\") and DIR/findings/.\n"
-                 "--export-c writes one CUDA finding as a standalone C program (libcuda by dlopen,\n"
-                 "its own producer and consumer processes) that exits 1 when the finding reproduces.\n"
+                 "--export-c writes one cuda or ur finding as a standalone C program (libcuda or\n"
+                 "Unified Runtime's loader by dlopen, its own producer and consumer processes) that\n"
+                 "exits 1 when the finding reproduces.\n"
                  "Exit status: 0 no finding, 1 findings (or the campaign could not run), 2 usage.");
   cli::add_adapter_options(o, "adapter to fuzz");
   o.value("--target", "memory|physical|event", "which handles to fuzz: memory (mem_get/mem_open), physical "
@@ -100,8 +101,8 @@ cli::Options fuzz_command_options() {
       .value("--minimise-time", "S", "seconds for minimising all findings", "30")
       .multi("--stop-on", "KIND", "end the campaign at the first finding of KIND (confused_deputy, crash, ...)")
       .value("--replay", "FILE", "rerun one finding's reproducer (findings/<id>.repro)")
-      .value("--export-c", "FINDING", "write a cuda finding (a findings/<id>.repro or <id>.json, or an id that --results "
-                                      "or --out names) as a standalone C program")
+      .value("--export-c", "FINDING", "write a cuda or ur finding (a findings/<id>.repro or <id>.json, or an id that "
+                                      "--results or --out names) as a standalone C program")
       .value("-o", "FILE", "the C file --export-c writes")
       .flag("--quiet", "no live progress")
       .value("--skip-exit-code", "N", "exit with N when the adapter is not available here (for CTest)");

@@ -1,17 +1,19 @@
-// `ipcheck fuzz --export-c`: a CUDA fuzz finding as a standalone C program. The program
-// repeats the campaign's set-up (ipcheck.fuzz-setup/1: the same allocations in the same
-// order, each filled with its own pattern, the same exports, after the same warm-up calls),
+// `ipcheck fuzz --export-c`: a fuzz finding of the cuda adapter (CUDA's driver API) or of the
+// ur adapter (Unified Runtime's memory IPC, on its Level Zero or CUDA backend) as a
+// standalone C program. The program repeats the campaign's set-up (ipcheck.fuzz-setup/1: the
+// same allocations in the same order, each filled with its own pattern, the same exports),
 // takes a fresh handle of the export the finding derived from, applies the finding's
 // changes (literals, or values of the new run: another export's bytes, a pid), opens it in
 // a separate consumer process and judges the mapping as ipcheck's oracle does. This file
 // writes the program's opening (the finding as data); the rest, the same for every finding,
-// is plain C in fuzz/src/repro/.
+// is plain C in fuzz/src/repro/ (one program per runtime).
 #include "export_c.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -40,6 +42,7 @@ struct Finding {
   std::string driver;    // driver version it was found on
   std::string layout;    // handle layout the campaign used
   std::string target = "memory";  // which handles the campaign fuzzed (--target)
+  std::map<std::string, std::string> adapter_options;  // the run's --adapter-opt (ur: backend, l0)
   std::string from;      // where it was read
   Symbolic input;
   bool has_input = false;
@@ -101,6 +104,15 @@ Symbolic parse_mutation(const std::string& text, const HandleLayout& layout) {
   return s;
 }
 
+// A document's "adapter_options" ({"l0": "v2"}), strings only.
+std::map<std::string, std::string> options_of(const json& doc) {
+  std::map<std::string, std::string> out;
+  if (auto it = doc.find("adapter_options"); it != doc.end() && it->is_object())
+    for (const auto& [k, v] : it->items())
+      if (v.is_string()) out[k] = v.get<std::string>();
+  return out;
+}
+
 Finding from_repro(const json& doc, const std::string& path) {
   Finding f;
   f.from = path;
@@ -110,6 +122,7 @@ Finding from_repro(const json& doc, const std::string& path) {
   f.layout = doc.value("handle_layout", "");
   f.target = doc.value("target", "memory");
   f.outcome = doc.value("expect", "");
+  f.adapter_options = options_of(doc);
   if (doc.value("setup", "") != detail::kSetup)
     throw std::invalid_argument("'" + path + "' was made with set-up \"" + doc.value("setup", "") + "\"; this ipcheck writes \"" +
                                 detail::kSetup + "\": export it with the ipcheck that found it");
@@ -193,6 +206,8 @@ Finding from_results(const std::string& id, const std::string& results) {
     f.adapter = fz.value("adapter", "");
     f.driver = fz.contains("driver") ? fz["driver"].value("version", "") : "";
     f.layout = fz.contains("handle_layout") ? fz["handle_layout"].value("name", "") : "";
+    if (doc.contains("run") && doc["run"].is_object() && doc["run"].contains("options") && doc["run"]["options"].is_object())
+      f.adapter_options = options_of(doc["run"]["options"]);
     // The section's title names the target: "memory handles (cuda)", "event handles (cuda)".
     const std::string title = fz.value("target", "memory handles");
     f.target = title.rfind("physical", 0) == 0 ? "physical" : title.rfind("event", 0) == 0 ? "event" : "memory";
@@ -255,24 +270,31 @@ const char* kind_code(MemKind k) {
   return "KIND_DEVICE";
 }
 
-std::string alloc_table(const std::vector<detail::AllocSpec>& specs, const std::string& who) {
+// The runtimes --export-c writes programs for.
+enum class Runtime { cuda, ur };
+
+std::string alloc_table(const std::vector<detail::AllocSpec>& specs, const std::string& who, Runtime rt) {
   std::string out;
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const auto& s = specs[i];
-    // CUDA has no put: the campaign's "revoked" export stays live, one more export.
+    // CUDA has no put: the campaign's "revoked" export stays live, one more export. UR puts it.
+    const bool put = s.revoked && rt == Runtime::ur;
     std::vector<std::uint64_t> offsets = s.revoked ? std::vector<std::uint64_t>{0} : s.exports;
     std::string offs;
     for (std::size_t e = 0; e < 4; ++e) offs += (e ? ", " : "") + std::to_string(e < offsets.size() ? offsets[e] : 0);
     out += "    {" + c_string(who + ".alloc[" + std::to_string(i) + "]") + ", " + std::to_string(s.bytes) + ", " +
            kind_code(s.kind) + ", " + std::to_string(s.device) + ", " + (s.decoy ? "1" : "0") + ", " +
-           std::to_string(offsets.size()) + ", {" + offs + "}},\n";
+           std::to_string(offsets.size()) + ", {" + offs + "}, " + (put ? "1" : "0") + "},\n";
   }
   return out;
 }
 
-// "producer.export[3]" -> (0, 3); "worker.export[0]" -> (1, 0); anything else -> (-1, -1).
+// "producer.export[3]" -> (0, 3); "worker.export[0]" -> (1, 0); "producer.revoked[0]" (an
+// export put before the campaign) -> (2, 0); "worker.revoked[0]" -> (3, 0); anything else ->
+// (-1, -1).
 std::pair<int, int> export_name(const std::string& name) {
-  for (const auto& [prefix, side] : {std::pair<std::string, int>{"producer.export[", 0}, {"worker.export[", 1}})
+  for (const auto& [prefix, side] : {std::pair<std::string, int>{"producer.export[", 0}, {"worker.export[", 1},
+                                     {"producer.revoked[", 2}, {"worker.revoked[", 3}})
     if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + 1 && name.back() == ']') {
       const std::string n = name.substr(prefix.size(), name.size() - prefix.size() - 1);
       if (n.find_first_not_of("0123456789") == std::string::npos) return {side, std::stoi(n)};
@@ -310,13 +332,15 @@ std::string event_program_text(const std::string& base) {
 }
 
 // The set-up tables of the program, as C.
-std::string alloc_tables() {
+std::string alloc_tables(Runtime rt) {
   std::ostringstream c;
   c << "struct alloc_spec {\n  const char *name;\n  size_t bytes;\n  int kind;\n  int device;  /* the last device when fewer exist */\n"
-    << "  int decoy;   /* never exported */\n  int n_exports;\n  uint64_t offsets[4];  /* exported at these offsets */\n};\n"
-    << "/* The campaign's set-up, in its order (CUDA has no put: every export stays live). */\n"
-    << "static const struct alloc_spec producer_allocs[] = {\n" << alloc_table(detail::producer_setup(), "producer") << "};\n"
-    << "static const struct alloc_spec worker_allocs[] = {\n" << alloc_table(detail::consumer_setup(), "worker") << "};\n"
+    << "  int decoy;   /* never exported */\n  int n_exports;\n  uint64_t offsets[4];  /* exported at these offsets */\n"
+    << "  int revoked; /* its one export is put before the open */\n};\n"
+    << (rt == Runtime::cuda ? "/* The campaign's set-up, in its order (CUDA has no put: every export stays live). */\n"
+                            : "/* The campaign's set-up, in its order. */\n")
+    << "static const struct alloc_spec producer_allocs[] = {\n" << alloc_table(detail::producer_setup(), "producer", rt) << "};\n"
+    << "static const struct alloc_spec worker_allocs[] = {\n" << alloc_table(detail::consumer_setup(), "worker", rt) << "};\n"
     << "#define N_PRODUCER_ALLOCS " << detail::producer_setup().size() << "\n"
     << "#define N_WORKER_ALLOCS " << detail::consumer_setup().size() << "\n";
   return c.str();
@@ -342,10 +366,13 @@ std::string event_tables() {
   return c.str();
 }
 
-// The rest of the program, the same for every finding: fuzz/src/repro/*.c, embedded at build
-// time (fuzz/CMakeLists.txt, embed.cmake).
-const char* const kReproBody =
-#include "repro_program.inc"
+// The rest of the program, the same for every finding of a runtime: fuzz/src/repro/*.c,
+// embedded at build time (fuzz/CMakeLists.txt, embed.cmake).
+const char* const kCudaBody =
+#include "repro_cuda_program.inc"
+    ;
+const char* const kUrBody =
+#include "repro_ur_program.inc"
     ;
 
 // Where --export-c finds the finding: a file, an id of --results, or the id's reproducer in
@@ -364,10 +391,15 @@ Finding find_export_finding(const ExportCOptions& o) {
 // Refuses, with the reason, a finding no C program reproduces: another adapter's or
 // target's, one without an input, or one whose outcome is no finding kind.
 void check_exportable(const Finding& f) {
-  if (f.adapter != "cuda")
+  if (f.adapter != "cuda" && f.adapter != "ur")
     throw std::invalid_argument("finding '" + f.id + "' is from adapter '" + f.adapter +
                                 "': --export-c supports cuda findings (CUDA memory handles, cuIpcOpenMemHandle; event "
-                                "handles, cuIpcOpenEventHandle); rerun a finding of another adapter with 'ipcheck fuzz --replay'");
+                                "handles, cuIpcOpenEventHandle) and ur findings (Unified Runtime memory handles, "
+                                "urIPCOpenMemHandleExp); rerun a finding of another adapter with 'ipcheck fuzz --replay'");
+  if (f.adapter == "ur" && f.target != "memory")
+    throw std::invalid_argument("finding '" + f.id + "' is from a --target " + f.target +
+                                " campaign on ur: --export-c writes Unified Runtime programs for memory-handle findings; "
+                                "rerun it with 'ipcheck fuzz --replay'");
   if (f.target != "memory" && f.target != "event")
     throw std::invalid_argument("finding '" + f.id + "' is from a --target " + f.target +
                                 " campaign: --export-c writes programs for memory- and event-handle findings; rerun it "
@@ -392,6 +424,35 @@ void check_cuda_input(const Finding& f, const HandleLayout& layout, bool events)
     throw std::invalid_argument("finding '" + f.id + "' uses layout " + f.layout + ", which has a checksum; no CUDA handle has one");
 }
 
+// What a ur finding's handle layout says the run was on: UR's backend and Level Zero adapter.
+struct UrTarget {
+  std::string backend, l0;
+};
+
+UrTarget ur_target(const Finding& f) {
+  if (f.layout == "ur-umf-l0-v1/1") return {"level_zero", "v1"};
+  if (f.layout == "ur-umf-l0-v2/1") return {"level_zero", "v2"};
+  if (f.layout == "ur-umf-cuda/1") return {"cuda", ""};
+  throw std::invalid_argument("finding '" + f.id + "' uses handle layout '" + f.layout +
+                              "'; a Unified Runtime program knows ur-umf-l0-v1/1, ur-umf-l0-v2/1 and ur-umf-cuda/1 "
+                              "(UMF's header and a provider's bytes)");
+}
+
+// Refuses an input no program can rebuild: another length than the layout's, bytes past it,
+// a descriptor passed beside the bytes (UR's handles are bytes only).
+void check_ur_input(const Finding& f, const HandleLayout& layout) {
+  const Symbolic& s = f.input;
+  if (s.length != layout.size || !s.tail.empty())
+    throw std::invalid_argument("finding '" + f.id + "' opens " + std::to_string(s.length + s.tail.size()) +
+                                " bytes; its layout " + layout.name + " has " + std::to_string(layout.size) +
+                                " (a Unified Runtime program opens handles of the runtime's own length)");
+  if (!s.descriptor.empty())
+    throw std::invalid_argument("finding '" + f.id + "' passes the descriptor of " + s.descriptor +
+                                " beside the bytes; UR's handles are bytes only");
+  if (s.resealed && layout.has_checksum())
+    throw std::invalid_argument("finding '" + f.id + "' reseals a checksum; UMF's handles have none");
+}
+
 // The program's table of the finding's changes, one row each.
 struct PatchRows {
   std::string rows;
@@ -412,11 +473,15 @@ std::string patch_row(const Finding& f, const HandleLayout& layout, const FieldC
   std::string source = "SRC_LITERAL", what;
   int src_index = 0;
   std::size_t src_offset = 0, src_width = 0;
-  const auto dot = c.source.rfind('.');
+  // "producer.export[2].offset", "producer.export[0].umf.offset": the export, then its field
+  // (whose name may hold dots).
+  const auto close = c.source.find("].");
+  const auto dot = close == std::string::npos ? std::string::npos : close + 1;
   const auto [side, index] = dot == std::string::npos ? std::pair<int, int>{-1, -1} : export_name(c.source.substr(0, dot));
   const int sf = side >= 0 ? layout.find(c.source.substr(dot + 1)) : -1;
   if (side >= 0 && sf >= 0) {
-    source = side == 0 ? "SRC_PRODUCER_EXPORT" : "SRC_WORKER_EXPORT";
+    source = side == 0 ? "SRC_PRODUCER_EXPORT" : side == 1 ? "SRC_WORKER_EXPORT" : side == 2 ? "SRC_PRODUCER_REVOKED"
+                                                                                            : "SRC_WORKER_REVOKED";
     src_index = index;
     src_offset = layout.fields[static_cast<std::size_t>(sf)].offset;
     src_width = layout.fields[static_cast<std::size_t>(sf)].width;
@@ -450,16 +515,66 @@ PatchRows patch_rows(const Finding& f, const HandleLayout& layout) {
 struct ReproProgram {
   const Finding& f;
   const HandleLayout& layout;
+  Runtime runtime;
+  UrTarget ur;  // Runtime::ur: the backend and Level Zero adapter of the finding's run
   bool events;
   int base_side, base_index;
   PatchRows patches;
   std::string mutation;  // the input, in words
 };
 
+std::string ur_program_text(const ReproProgram& p) {
+  return "What it does: a producer process (fork, no exec) loads Unified Runtime (libur_loader.so.0, with dlopen), "
+         "takes the first " + p.ur.backend + " platform with devices" +
+         (p.ur.l0.empty() ? std::string() : " (UR's Level Zero " + p.ur.l0 + " adapter: UR_LOADER_USE_LEVEL_ZERO_V2=" +
+                                                (p.ur.l0 == "v2" ? "1" : "0") + ")") +
+         " and a context of all its devices, as ipcheck's ur adapter does, makes the allocations of the campaign's "
+         "set-up (ipcheck.fuzz-setup/1) with urUSMDeviceAlloc (urUSMSharedAlloc, urUSMHostAlloc), in the same order, "
+         "fills each with its own pattern (the 8-byte word at offset o is salt + o) and exports some with "
+         "urIPCGetMemHandleExp; one export is put (urIPCPutMemHandleExp) at once, as the campaign's stale handle; the "
+         "others are decoys that are never exported. It passes the handles' bytes to the parent through a pipe. A "
+         "consumer process makes its own allocations and exports, opens each unchanged producer handle once (as the "
+         "campaign's workers do), then takes the handle of " + p.f.input.base +
+         ", applies the finding's changes (below, as data: the handle embeds pids, addresses and ids, so values taken "
+         "from the campaign's live processes are taken from this run's), opens it on device 0 with "
+         "urIPCOpenMemHandleExp and judges it: the open must fail, or map an export whose pattern reads back in full "
+         "(urEnqueueUSMMemcpy) for the size the handle claims; then urIPCCloseMemHandleExp must unmap it, and a read "
+         "of the consumer's own allocation must still work. A crash (inside the open, or while reading what it "
+         "gave) and an open that does not return are findings too.";
+}
+
 // The opening comment: the finding, where it was found, what the program does, how to run it.
 std::string opening_comment(const ReproProgram& p) {
   const Finding& f = p.f;
   std::ostringstream c;
+  if (p.runtime == Runtime::ur) {
+    std::string options;
+    for (const auto& [k, v] : f.adapter_options) options += (options.empty() ? "" : ", ") + k + "=" + v;
+    c << "/* Standalone reproducer of ipcheck fuzz finding " << comment_text(f.id) << " (Unified Runtime IPC memory handle).\n"
+      << " *\n"
+      << wrap("Found on: Unified Runtime " + comment_text(f.driver.empty() ? std::string("(not recorded)") : f.driver) +
+                  ", adapter ur" + (options.empty() ? "" : " (" + comment_text(options) + ")") + ", handle layout " +
+                  comment_text(f.layout) + ".", " * ")
+      << wrap("Written by: ipcheck " + comment_text(IPCHECK_VERSION) + " (ipcheck fuzz --export-c), from " +
+                  comment_text(f.from) + ".", " * ")
+      << wrap("Finding: " + comment_text(f.outcome) + (f.detail.empty() ? "" : ": " + comment_text(f.detail)), " * ")
+      << wrap("Input: " + comment_text(p.mutation) + ".", " * ")
+      << " *\n"
+      << wrap(comment_text(ur_program_text(p)), " * ")
+      << " *\n"
+      << " * Build: cc -std=c11 -Wall -Wextra -Werror -o repro repro.c -ldl\n"
+      << " * Run:   ./repro [--backend level_zero|cuda] [--l0 v1|v2] [path/to/libur_loader.so.0]\n"
+      << wrap("The finding's backend is the default (--backend " + p.ur.backend +
+                  (p.ur.l0.empty() ? std::string() : " --l0 " + p.ur.l0) +
+                  "); another is allowed when the finding changes only UMF's 40-byte header, which every provider "
+                  "shares. The loader: the argument, REPRO_UR_LOADER, or libur_loader.so.0 on the library path; "
+                  "Level Zero drivers as the loader finds them (ZE_ENABLE_ALT_DRIVERS names one).",
+              " *        ")
+      << " * Exit:  1 the finding reproduced; 0 the open was handled cleanly (refused, or a correct mapping);\n"
+      << " *        3 a different finding; 2 set-up error (no runtime, no device, a set-up call failed).\n"
+      << " */\n";
+    return c.str();
+  }
   c << "/* Standalone reproducer of ipcheck fuzz finding " << comment_text(f.id) << " (CUDA IPC "
     << (p.events ? "event" : "memory") << " handle).\n"
     << " *\n"
@@ -493,11 +608,14 @@ std::string finding_data(const ReproProgram& p) {
   std::ostringstream c;
   c << "/* ---- the finding, as data ---------------------------------------------------------- */\n"
     << "#define FINDING_ID " << c_string(f.id) << "\n"
-    << "#define DESCRIPTION " << c_string("reproducer of ipcheck fuzz finding " + f.id + " (found on NVIDIA driver " +
-                                           (f.driver.empty() ? std::string("?") : f.driver) + ", written by ipcheck " +
-                                           IPCHECK_VERSION + ")") << "\n"
+    << "#define DESCRIPTION "
+    << c_string("reproducer of ipcheck fuzz finding " + f.id + " (found on " +
+                (p.runtime == Runtime::ur ? "Unified Runtime " : "NVIDIA driver ") +
+                (f.driver.empty() ? std::string("?") : f.driver) + ", written by ipcheck " + IPCHECK_VERSION + ")")
+    << "\n"
     << "#define EXPECTED_VERDICT V_" << upper_case(f.outcome) << "\n"
-    << "#define BASE_SIDE " << p.base_side << "  /* 0: a producer export, 1: the consumer's own */\n"
+    << "#define BASE_SIDE " << p.base_side
+    << "  /* 0: a producer export, 1: the consumer's own; 2, 3: the same, put before the open */\n"
     << "#define BASE_INDEX " << p.base_index << "\n"
     << "#define BASE_NAME " << c_string(f.input.base) << "\n"
     << "#define SIZE_FIELD_OFFSET " << (size_field >= 0 ? std::to_string(layout.fields[static_cast<std::size_t>(size_field)].offset) : "-1")
@@ -505,11 +623,22 @@ std::string finding_data(const ReproProgram& p) {
     << "#define SIZE_FIELD_WIDTH " << (size_field >= 0 ? layout.fields[static_cast<std::size_t>(size_field)].width : 8) << "\n"
     << "#define NEEDS_DEAD_PID " << (p.patches.needs_dead_pid ? 1 : 0) << "\n"
     << "#define TARGET_EVENT " << (p.events ? 1 : 0) << "  /* 1: an event handle (cuIpcOpenEventHandle) */\n"
-    << "#define OPEN_CALL " << (p.events ? "\"cuIpcOpenEventHandle\"" : "\"cuIpcOpenMemHandle\"") << "\n"
-    << "#define HANG_SECONDS 10\n"
+    << "#define OPEN_CALL "
+    << (p.runtime == Runtime::ur ? "\"urIPCOpenMemHandleExp\""
+        : p.events               ? "\"cuIpcOpenEventHandle\""
+                                 : "\"cuIpcOpenMemHandle\"")
+    << "\n"
+    << "#define HANDLE_BYTES " << layout.size << "  /* the handle's length in layout " << comment_text(layout.name) << " */\n"
+    << "#define HANDLE_LAYOUT " << c_string(layout.name) << "\n"
+    << "#define MAX_HANDLE_BYTES " << (p.runtime == Runtime::ur ? 256 : 64) << "\n";
+  if (p.runtime == Runtime::ur)
+    c << "#define FINDING_BACKEND " << c_string(p.ur.backend) << "  /* UR's backend in the finding's run */\n"
+      << "#define FINDING_L0 " << c_string(p.ur.l0) << "  /* UR's Level Zero adapter in it (\"\" on cuda) */\n";
+  c << "#define HANG_SECONDS 10\n"
     << "enum { KIND_DEVICE, KIND_HOST, KIND_SHARED };\n"
-    << "enum { SRC_LITERAL, SRC_PRODUCER_EXPORT, SRC_WORKER_EXPORT, SRC_PRODUCER_PID, SRC_WORKER_PID, SRC_DEAD_PID };\n"
-    << (p.events ? event_tables() : alloc_tables())
+    << "enum { SRC_LITERAL, SRC_PRODUCER_EXPORT, SRC_WORKER_EXPORT, SRC_PRODUCER_REVOKED, SRC_WORKER_REVOKED,\n"
+    << "       SRC_PRODUCER_PID, SRC_WORKER_PID, SRC_DEAD_PID };\n"
+    << (p.events ? event_tables() : alloc_tables(p.runtime))
     << "/* The finding's changes to the fresh handle of BASE_NAME: bytes [offset, offset + width)\n"
     << "   (little-endian) take the literal, or a value of this run (another export's bytes, a pid). */\n"
     << "struct patch {\n  int offset, width;\n  int source, source_index, source_offset, source_width;\n"
@@ -523,10 +652,11 @@ std::string finding_data(const ReproProgram& p) {
 std::string program_text(const ReproProgram& p) {
   return opening_comment(p) +
          "#define _GNU_SOURCE\n"
-         "#include <dlfcn.h>\n#include <errno.h>\n#include <fcntl.h>\n#include <signal.h>\n#include <stdint.h>\n"
+         "#include <dlfcn.h>\n#include <errno.h>\n#include <fcntl.h>\n#include <signal.h>\n#include <stdbool.h>\n"
+         "#include <stdint.h>\n"
          "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <sys/mman.h>\n#include <sys/types.h>\n"
          "#include <sys/wait.h>\n#include <time.h>\n#include <unistd.h>\n\n" +
-         finding_data(p) + kReproBody;
+         finding_data(p) + (p.runtime == Runtime::ur ? kUrBody : kCudaBody);
 }
 
 // Through the one atomic writer (reports/src/files.cpp): a planted link or FIFO at `path`
@@ -539,13 +669,22 @@ std::string export_c(const ExportCOptions& o) {
   const Finding f = find_export_finding(o);
   check_exportable(f);
   const bool events = f.target == "event";
-  const HandleLayout& layout = layout_for(f.layout, 64);
-  check_cuda_input(f, layout, events);
+  const Runtime runtime = f.adapter == "ur" ? Runtime::ur : Runtime::cuda;
+  UrTarget ur;
+  if (runtime == Runtime::ur) ur = ur_target(f);
+  const HandleLayout& layout = layout_for(f.layout, runtime == Runtime::ur ? f.input.length : 64);
+  if (runtime == Runtime::ur)
+    check_ur_input(f, layout);
+  else
+    check_cuda_input(f, layout, events);
   const auto [base_side, base_index] = export_name(f.input.base);
-  if (base_side < 0)
-    throw std::invalid_argument("finding '" + f.id + "' derives from '" + f.input.base +
-                                "'; a CUDA program can rebuild producer.export[N] and worker.export[N]");
-  const ReproProgram p{f, layout, events, base_side, base_index, patch_rows(f, layout), describe(f.input, layout)};
+  if (base_side < 0 || (runtime == Runtime::cuda && base_side > 1))
+    throw std::invalid_argument("finding '" + f.id + "' derives from '" + f.input.base + "'; " +
+                                (runtime == Runtime::ur ? "a Unified Runtime program can rebuild producer.export[N], "
+                                                          "worker.export[N] and producer.revoked[N]"
+                                                        : "a CUDA program can rebuild producer.export[N] and worker.export[N]"));
+  const ReproProgram p{f,         layout,     runtime, ur, events, base_side, base_index, patch_rows(f, layout),
+                       describe(f.input, layout)};
   write_program(o.output, program_text(p));
   return "wrote " + o.output + ": finding " + f.id + " (" + f.outcome + ", " + p.mutation + ")";
 }

@@ -1,6 +1,6 @@
-// `ipcheck fuzz --export-c FINDING -o repro.c`: one CUDA fuzz finding as a standalone C
-// program (libc and libcuda through dlopen, its own producer and consumer processes, no
-// ipcheck), for a driver team to build and run.
+// `ipcheck fuzz --export-c FINDING -o repro.c`: one cuda or ur fuzz finding as a standalone
+// C program (libc, and libcuda or Unified Runtime's loader through dlopen, its own producer
+// and consumer processes, no ipcheck), for a driver or runtime team to build and run.
 #pragma once
 
 #include <string>
@@ -15,8 +15,8 @@ struct ExportCOptions {
 };
 
 // Writes the program; returns a line saying what was written. Throws std::invalid_argument
-// (a usage error: the finding cannot be found, is not a CUDA memory-handle finding, has no
-// input) or std::runtime_error (the file cannot be written).
+// (a usage error: the finding cannot be found, is not a cuda memory- or event-handle finding
+// or a ur memory-handle finding, has no input) or std::runtime_error (the file cannot be written).
 std::string export_c(const ExportCOptions& o);
 
 }  // namespace ipcheck::fuzz

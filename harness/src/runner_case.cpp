@@ -114,10 +114,18 @@ void CaseRun::release_barriers() {
     if (name) break;
   }
   if (!name) return;
+  // Broken by a role that ended without finishing its body: one that died, and one that
+  // stopped on a failed requirement (RoleAbort) before this barrier. The waiting roles may be
+  // waiting for what it would have sent next; released as if whole they would wait for it
+  // until the case times out (three roles: each of the two left still has a live peer).
   std::string broken;
-  for (const auto& r : roles_)
-    if (r.exit && !r.done && !r.expected_death)
+  for (const auto& r : roles_) {
+    if (r.expected_death) continue;
+    if (r.exit && !r.done)
       broken += (broken.empty() ? "" : ", ") + r.name + " ended (" + r.exit->describe() + ") before reaching it";
+    else if (r.done && r.aborted)
+      broken += (broken.empty() ? "" : ", ") + r.name + " stopped (" + r.done_message + ") before reaching it";
+  }
   for (auto& r : roles_)
     if (r.at_barrier && *r.at_barrier == *name && !r.exit) {
       r.post(msg::Release{*name, broken});

@@ -250,6 +250,17 @@ TEST_F(RunnerTest, ReceiveGivesUpWhenEveryPeerHasEnded) {
   EXPECT_LT(r.duration_s, 5.0) << "a lone waiter must not wait for the inactivity timeout";
 }
 
+TEST_F(RunnerTest, ARoleThatStoppedBreaksTheBarriersItNeverReached) {
+  auto r = run("selftest.abort_breaks_barrier", 8);
+  EXPECT_NE(r.status, Status::timeout) << r.reason;
+  EXPECT_LT(r.duration_s, 5.0) << "the two waiters must be released, not left to the inactivity timeout";
+  ASSERT_EQ(r.roles.size(), 3u);
+  for (std::size_t i = 1; i < 3; ++i)
+    EXPECT_NE(r.roles[i].output_tail.find("barrier 'exported' broken: producer stopped (deliberate stop) before reaching it"),
+              std::string::npos)
+        << r.roles[i].name << ": " << r.roles[i].output_tail;
+}
+
 TEST_F(RunnerTest, InjectionKillsAtTheNamedStep) {
   const InjectPoint at{"producer", "second"};
   auto r = run("selftest.inject", 10, &at);

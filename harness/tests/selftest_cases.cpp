@@ -222,6 +222,22 @@ IPCHECK_CASE(Case("selftest.receive_alone", "The consumer waits for a message it
                  .role("producer", [](Role& r) { r.check(true, "harness.selftest.must", "ends without sending"); })
                  .role("consumer", [](Role& r) { r.receive("never sent"); }));
 
+// Three roles: the producer stops on a failed requirement before the barrier the other two
+// wait at, before sending what they wait for after it. The barrier must break (each of the two
+// still has a live peer, so a receive alone would wait until the case times out).
+IPCHECK_CASE(Case("selftest.abort_breaks_barrier", "The producer stops before a barrier; the two others wait at it")
+                 .hidden()
+                 .role("producer", [](Role&) { throw RoleAbort{"deliberate stop"}; })
+                 .role("far",
+                       [](Role& r) {
+                         r.barrier("exported");
+                         r.receive("handle");
+                       })
+                 .role("near", [](Role& r) {
+                   r.barrier("exported");
+                   r.receive("handle");
+                 }));
+
 IPCHECK_CASE(Case("selftest.inject", "A role announces steps; --inject kills it at one")
                  .hidden()
                  .steps("producer", {"first", "second"})

@@ -1,225 +1,9 @@
-// Part 3 of 4 of the C program 'ipcheck fuzz --export-c' writes (see cuda.c): the consumer
-// process, which opens the finding's handle and judges it as ipcheck's oracle does.
+// Part 4 of 5 of the CUDA program 'ipcheck fuzz --export-c' writes (see cuda.c): the consumer
+// process, which opens the finding's handle and judges it as ipcheck's oracle does (the
+// oracle itself is common.c's).
 // Leading lines that start with // (these notes) are not copied.
 /* ---- the consumer: the open and the oracle ---------------------------------------- */
-enum verdict { V_REJECTED, V_MAPPED, V_CRASH, V_HANG, V_FD_LEAK, V_MAPPING_LEAK, V_CONFUSED_DEPUTY, V_STALE_EXPORT,
-               V_WRONG_OFFSET, V_WRONG_SIZE, V_UNKNOWN_MAPPING, V_CORRUPT_MAPPING, V_UNREADABLE_MAPPING,
-               V_CLOSE_FAILED, V_CONTEXT_LOST, V_SETUP_ERROR };
-static const char *verdict_names[] = {"rejected", "mapped", "crash", "hang", "fd_leak", "mapping_leak",
-                                      "confused_deputy", "stale_export", "wrong_offset", "wrong_size",
-                                      "unknown_mapping", "corrupt_mapping", "unreadable_mapping", "close_failed",
-                                      "context_lost", "setup error"};
-
-static struct producer_report from_producer;
-static struct shared_page *page;
-static pid_t dead_pid;
 #if !TARGET_EVENT
-static struct alloc_state table[2 * MAX_ALLOCS];
-static int table_size;
-#endif
-
-static int lowest_free_fd(void) {
-  int fd = fcntl(0, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) close(fd);
-  return fd;
-}
-
-#if !TARGET_EVENT
-/* Which allocation, from which offset, holds the 32 bytes read at `address`. */
-static int identify(CUdeviceptr address, const unsigned char *head, uint64_t *offset) {
-  int k = (int)((8 - (address & 7)) & 7);
-  uint64_t w0 = load64(head + k, 8), w1 = load64(head + k + 8, 8);
-  for (int i = 0; i < table_size; ++i) {
-    uint64_t o = w0 - table[i].salt;
-    if (o < table[i].size && o % 8 == 0 && w1 == w0 + 8 && o >= (uint64_t)k) {
-      *offset = o - (uint64_t)k;
-      return i;
-    }
-  }
-  return -1;
-}
-
-static int judge(CUdeviceptr address, const unsigned char *handle, char *detail, size_t n) {
-  unsigned char head[32];
-  CUresult r = cu.cuMemcpyDtoH_v2(head, address, sizeof head);
-  if (r != 0) {
-    snprintf(detail, n, "cuIpcOpenMemHandle succeeded and returned %#llx, but cuMemcpyDtoH of its first 32 bytes answered %s",
-             (unsigned long long)address, err_name(r));
-    return V_UNREADABLE_MAPPING;
-  }
-  uint64_t offset = 0;
-  int a = identify(address, head, &offset);
-  if (a < 0) {
-    snprintf(detail, n, "the mapping at %#llx holds no allocation's pattern (first 8 bytes %#llx)",
-             (unsigned long long)address, (unsigned long long)load64(head, 8));
-    return V_UNKNOWN_MAPPING;
-  }
-  if (table[a].decoy) {
-    snprintf(detail, n, "the mapping holds %s from offset %llu: an allocation the producer never exported",
-             table[a].name, (unsigned long long)offset);
-    return V_CONFUSED_DEPUTY;
-  }
-  const struct range *e = NULL;
-  for (int i = 0; i < table[a].n_live; ++i)
-    if (table[a].live[i].offset == offset) e = &table[a].live[i];
-  if (!e) {
-    snprintf(detail, n, "the mapping holds %s from offset %llu, where no export starts", table[a].name,
-             (unsigned long long)offset);
-    return V_WRONG_OFFSET;
-  }
-  if (SIZE_FIELD_OFFSET >= 0) {
-    uint64_t claimed = load64(handle + SIZE_FIELD_OFFSET, SIZE_FIELD_WIDTH);
-    if (claimed != e->size) {
-      snprintf(detail, n, "the mapping holds %s from offset %llu (an export of %llu bytes) for a handle claiming %llu bytes",
-               table[a].name, (unsigned long long)offset, (unsigned long long)e->size, (unsigned long long)claimed);
-      return V_WRONG_SIZE;
-    }
-  }
-  unsigned char *got = malloc(e->size), *want = malloc(e->size + offset);
-  if (!got || !want) {
-    free(got);
-    free(want);
-    snprintf(detail, n, "out of host memory");
-    return V_SETUP_ERROR;
-  }
-  int v = V_MAPPED;
-  r = cu.cuMemcpyDtoH_v2(got, address, e->size);
-  if (r != 0) {
-    snprintf(detail, n, "the mapping holds %s from offset %llu, but cuMemcpyDtoH of the export's %llu bytes answered %s",
-             table[a].name, (unsigned long long)offset, (unsigned long long)e->size, err_name(r));
-    v = V_WRONG_SIZE;
-  } else {
-    fill_canary(table[a].salt, want, e->size + offset);
-    for (uint64_t b = 0; b < e->size; ++b)
-      if (got[b] != want[offset + b]) {
-        snprintf(detail, n, "the mapping holds %s from offset %llu, but byte %llu of %llu differs from its pattern",
-                 table[a].name, (unsigned long long)offset, (unsigned long long)b, (unsigned long long)e->size);
-        v = V_CORRUPT_MAPPING;
-        break;
-      }
-    if (v == V_MAPPED)
-      snprintf(detail, n, "the mapping holds %s from offset %llu, all %llu bytes of the export", table[a].name,
-               (unsigned long long)offset, (unsigned long long)e->size);
-  }
-  free(got);
-  free(want);
-  return v;
-}
-
-#endif
-
-static void print_handle(const char *label, const unsigned char *h) {
-  printf("[consumer] %-8s", label);
-  for (int i = 0; i < 64; ++i) printf("%s%02x", i % 8 ? "" : " ", h[i]);
-  printf("\n");
-}
-
-/* The input: a fresh handle of BASE_NAME with the finding's changes; 0 (and the page says
-   why) when the set-up lacks an export a change takes its value from. */
-static int apply_patches(const struct producer_report *own, const unsigned char *base, unsigned char *input) {
-  memcpy(input, base, 64);
-  for (const struct patch *c = patches; c->offset >= 0; ++c) {
-    uint64_t v = c->literal;
-    if (c->source == SRC_PRODUCER_EXPORT || c->source == SRC_WORKER_EXPORT) {
-      const int count = c->source == SRC_PRODUCER_EXPORT ? from_producer.n_exports : own->n_exports;
-      if (c->source_index >= count) {
-        snprintf(page->detail, sizeof page->detail, "consumer: the set-up made no export #%d for %s", c->source_index, c->what);
-        page->verdict = V_SETUP_ERROR;
-        return 0;
-      }
-      const unsigned char *src = c->source == SRC_PRODUCER_EXPORT ? from_producer.handles[c->source_index]
-                                                                  : own->handles[c->source_index];
-      v = load64(src + c->source_offset, c->source_width);
-    } else if (c->source == SRC_PRODUCER_PID) {
-      v = (uint64_t)from_producer.pid;
-    } else if (c->source == SRC_WORKER_PID) {
-      v = (uint64_t)getpid();
-    } else if (c->source == SRC_DEAD_PID) {
-      v = (uint64_t)dead_pid;
-    }
-    store64(input + c->offset, c->width, v);
-    printf("[consumer] %s\n", c->what);
-  }
-  return 1;
-}
-
-/* The page says the set-up failed, and why; the consumer's exit status. */
-static int setup_failed(const char *why) {
-  snprintf(page->detail, sizeof page->detail, "%s", why);
-  page->verdict = V_SETUP_ERROR;
-  return 2;
-}
-
-/* The input: the handle BASE_NAME names with the finding's changes, shown beside it; 0 (and
-   the page says why) when the set-up lacks what it is made from. */
-static int make_input(const struct producer_report *own, unsigned char *input) {
-  if ((BASE_SIDE == 0 ? from_producer.n_exports : own->n_exports) <= BASE_INDEX) {
-    snprintf(page->detail, sizeof page->detail, "consumer: the set-up made no %s", BASE_NAME);
-    page->verdict = V_SETUP_ERROR;
-    return 0;
-  }
-  const unsigned char *base = BASE_SIDE == 0 ? from_producer.handles[BASE_INDEX] : own->handles[BASE_INDEX];
-  if (!apply_patches(own, base, input)) return 0;
-  print_handle(BASE_NAME, base);
-  print_handle("input", input);
-  printf("[consumer] bytes changed:");
-  for (int i = 0; i < 64; ++i)
-    if (input[i] != base[i]) printf(" %d:%02x->%02x", i, base[i], input[i]);
-  printf("\n");
-  fflush(stdout);
-  return 1;
-}
-
-/* The consumer's context no longer answers (`probe` says how it was asked): the verdict
-   becomes context_lost, and its detail keeps what the open was judged before. */
-static int context_lost(int v, char *detail, size_t n, const char *probe, CUresult health) {
-  char before[1024];
-  snprintf(before, sizeof before, "%s", detail);
-  snprintf(detail, n, "after this open (%s: %.512s), %s answered %s: its context is lost", verdict_names[v], before,
-           probe, err_name(health));
-  return V_CONTEXT_LOST;
-}
-
-/* A clean verdict (rejected or mapped) becomes fd_leak when the lowest free descriptor is
-   above `fd_floor`, the lowest before the open: the open (and `undo`, when it opened) left
-   one behind. */
-static int check_fd_leak(int v, int fd_floor, const char *undo, char *detail, size_t n) {
-  if (v != V_REJECTED && v != V_MAPPED) return v;
-  int floor = lowest_free_fd();
-  if (floor <= fd_floor) return v;
-  snprintf(detail, n, "descriptor %d was left open by the open%s", fd_floor, undo);
-  return V_FD_LEAK;
-}
-
-/* The verdict and its detail, on the page for the parent; the consumer's exit status. */
-static int report_verdict(int v, const char *detail) {
-  snprintf(page->detail, sizeof page->detail, "%s", detail);
-  page->verdict = v;
-  page->stage = 3;
-  return 0;
-}
-
-#if !TARGET_EVENT
-/* What the producer's allocations hold and which are exported (the consumer knows the
-   set-up, as the campaign's workers do). */
-static void describe_producer_allocs(void) {
-  for (int i = 0; i < N_PRODUCER_ALLOCS; ++i) {
-    table[i].name = producer_allocs[i].name;
-    table[i].salt = salt_of(0, i);
-    table[i].size = producer_allocs[i].bytes;
-    table[i].decoy = producer_allocs[i].decoy || !from_producer.exported[i];
-    table[i].n_live = 0;
-  }
-  for (int k = 0; k < from_producer.n_exports; ++k) {
-    struct alloc_state *a = &table[from_producer.export_alloc[k]];
-    a->live[a->n_live].offset = from_producer.export_offset[k];
-    a->live[a->n_live++].size = SIZE_FIELD_OFFSET >= 0 ? load64(from_producer.handles[k] + SIZE_FIELD_OFFSET, SIZE_FIELD_WIDTH)
-                                                      : table[from_producer.export_alloc[k]].size - from_producer.export_offset[k];
-  }
-  table_size = N_PRODUCER_ALLOCS + N_WORKER_ALLOCS;
-}
-
 /* Calibration, as the campaign's workers do: each unchanged producer handle opened once;
    where CUDA maps it (an interior export maps its allocation's base) counts as the export. */
 static void calibrate(const struct producer_report *own) {
@@ -365,14 +149,14 @@ static int consumer_main(void) {
   static struct producer_report own;
   memset(&own, 0, sizeof own);
   if (!set_up_consumer(&own)) return setup_failed(error_text);
-  unsigned char input[64];
+  unsigned char input[MAX_HANDLE_BYTES];
   if (!make_input(&own, input)) return 2;
   int fd_floor = lowest_free_fd();
   int v;
   char detail[1024];
   CUresult r = open_and_judge(input, &v, detail, sizeof detail);
   CUresult health = context_health();
-  if (health != 0) v = context_lost(v, detail, sizeof detail, HEALTH_PROBE, health);
+  if (health != 0) v = context_lost(v, detail, sizeof detail, HEALTH_PROBE, err_name(health));
   v = check_fd_leak(v, fd_floor, r == 0 ? UNDO_WORD : "", detail, sizeof detail);
   return report_verdict(v, detail);
 }

@@ -1,9 +1,11 @@
-// Part 1 of 4 of the C program 'ipcheck fuzz --export-c' writes: the CUDA driver API,
-// declared here (no CUDA headers needed) and loaded with dlopen, and the error helpers.
-// fuzz/src/export_c.cpp writes the program's opening (what the finding is, the headers, the
-// finding as data: FINDING_ID, TARGET_EVENT, the set-up tables, patches[]); these parts follow
-// it, byte for byte, in the order fuzz/CMakeLists.txt lists them (embed.cmake). Leading lines
-// that start with // (these notes) are not copied.
+// Part 1 of 5 of the CUDA program 'ipcheck fuzz --export-c' writes: the CUDA driver API,
+// declared here (no CUDA headers needed) and loaded with dlopen, the error helpers and the
+// device read the oracle uses. fuzz/src/export_c.cpp writes the program's opening (what the
+// finding is, the headers, the finding as data: FINDING_ID, TARGET_EVENT, the set-up tables,
+// patches[]); these parts follow it, byte for byte, in the order fuzz/CMakeLists.txt lists them
+// (embed.cmake): cuda.c, common.c, producer.c, consumer.c, parent.c. (Unified Runtime's
+// program: ur.c, common.c, ur_roles.c, parent.c.) Leading lines that start with // (these
+// notes) are not copied.
 /* ---- CUDA driver API, declared here (no CUDA headers needed) ---------------------- */
 typedef int CUresult;
 typedef int CUdevice;
@@ -102,3 +104,21 @@ static int load_cuda(void) {
   return 1;
 }
 
+
+#if !TARGET_EVENT
+/* The oracle's device read (common.c): NULL, or what the driver answered. */
+static const char *dev_read(uint64_t address, void *out, size_t n) {
+  static char why[160];
+  CUresult r = cu.cuMemcpyDtoH_v2(out, (CUdeviceptr)address, n);
+  if (r == 0) return NULL;
+  snprintf(why, sizeof why, "cuMemcpyDtoH answered %s", err_name(r));
+  return why;
+}
+#endif
+
+/* The command line: none (REPRO_LIBCUDA names another driver library). */
+static int parse_args(int argc, char **argv) {
+  if (argc <= 1) return 1;
+  printf("usage: %s   (no arguments; REPRO_LIBCUDA=/path/to/libcuda.so.1 names another driver library)\n", argv[0]);
+  return 0;
+}

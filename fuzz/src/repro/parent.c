@@ -1,8 +1,8 @@
-// Part 4 of 4 of the C program 'ipcheck fuzz --export-c' writes (see cuda.c): the parent,
-// which never loads CUDA: it forks the producer and the consumer, watches the open and says
-// what it found (the exit status).
+// The last part of the C program 'ipcheck fuzz --export-c' writes, for every runtime (see
+// cuda.c): the parent, which never loads the runtime: it forks the producer and the consumer,
+// watches the open and says what it found (the exit status).
 // Leading lines that start with // (these notes) are not copied.
-/* ---- the parent: never loads CUDA; forks the producer and the consumer -------------- */
+/* ---- the parent: never loads the runtime; forks the producer and the consumer ------- */
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -89,9 +89,10 @@ static int judge_consumer_end(int hung, int status) {
   return finish(page->verdict, page->detail);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   signal(SIGPIPE, SIG_IGN);
+  if (!parse_args(argc, argv)) return 2;
   printf("%s\n", DESCRIPTION);
   if (NEEDS_DEAD_PID) {  /* a pid that named a process which has exited */
     dead_pid = fork();
@@ -124,7 +125,7 @@ int main(void) {
     close(stop[1]);
     int code = consumer_main();
     fflush(stdout);
-    _exit(code);  /* no CUDA teardown: after a lost context NVIDIA says to terminate the process */
+    _exit(code);  /* no runtime teardown: after a lost context NVIDIA says to terminate the process */
   }
   int status = 0;
   int hung = wait_for_consumer(consumer, &status);

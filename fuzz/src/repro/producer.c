@@ -1,53 +1,6 @@
-// Part 2 of 4 of the C program 'ipcheck fuzz --export-c' writes (see cuda.c): canaries, the
+// Part 3 of 5 of the CUDA program 'ipcheck fuzz --export-c' writes (see cuda.c): the
 // campaign's set-up (allocations, or events under TARGET_EVENT) and the producer process.
 // Leading lines that start with // (these notes) are not copied.
-/* ---- canaries: the 8-byte word at allocation offset o is salt + o (little-endian) --- */
-static uint64_t load64(const unsigned char *p, int width) {
-  uint64_t v = 0;
-  for (int i = width - 1; i >= 0; --i) v = v << 8 | p[i];
-  return v;
-}
-static void store64(unsigned char *p, int width, uint64_t v) {
-  for (int i = 0; i < width; ++i) p[i] = (unsigned char)(v >> (8 * i));
-}
-#if !TARGET_EVENT
-static uint64_t salt_of(int side, int index) {
-  return (0x5ca1ab1e00000000ull ^ ((uint64_t)(side * 16 + index + 1) << 40)) & ~7ull;
-}
-static void fill_canary(uint64_t salt, unsigned char *out, size_t bytes) {
-  for (size_t b = 0; b < bytes; ++b) out[b] = (unsigned char)((salt + (b & ~(size_t)7)) >> (8 * (b & 7)));
-}
-#endif
-
-/* ---- the allocations of both roles, as the campaign makes them ---------------------- */
-#define MAX_ALLOCS 16
-#define MAX_EXPORTS 16
-#if !TARGET_EVENT
-struct range { uint64_t offset, size; };
-struct alloc_state {
-  const char *name;
-  uint64_t salt, size;
-  int decoy;
-  int n_live;
-  struct range live[8];
-};
-#endif
-struct producer_report {  /* producer -> parent, one write */
-  int ok;
-  int pid;
-  int n_exports;
-  int export_alloc[MAX_EXPORTS];
-  uint64_t export_offset[MAX_EXPORTS];
-  unsigned char handles[MAX_EXPORTS][64];
-  int exported[MAX_ALLOCS];  /* 1: the allocation has a live export */
-  char error[512];
-};
-struct shared_page {  /* consumer -> parent */
-  volatile int stage;  /* 0 set-up, 1 in the open (OPEN_CALL), 2 judging, 3 done */
-  volatile int verdict;
-  char detail[1024];
-};
-
 static CUcontext contexts[8];
 static int device_count;
 
@@ -138,6 +91,7 @@ static int build_setup(const struct alloc_spec *specs, int n, int side, CUdevice
       exports->export_alloc[k] = i;
       exports->export_offset[k] = s->offsets[e];
       memcpy(exports->handles[k], h.reserved, 64);
+      exports->handle_len = 64;
       exports->exported[i] = 1;
       uint64_t size = s->bytes - s->offsets[e];
       if (SIZE_FIELD_OFFSET >= 0) size = load64(h.reserved + SIZE_FIELD_OFFSET, SIZE_FIELD_WIDTH);
@@ -201,6 +155,7 @@ static int build_events(const struct event_spec *specs, int n, int complete_live
       exports->export_alloc[k] = i;
       exports->export_offset[k] = 0;
       memcpy(exports->handles[k], h.reserved, 64);
+      exports->handle_len = 64;
       exports->exported[i] = 1;
     }
     if (complete_live && !specs[i].decoy) {

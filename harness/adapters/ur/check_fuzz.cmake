@@ -9,7 +9,8 @@
 #   - a finding is outside the classes triaged in reports/findings/ur-578c2a84/: UMF trusts the
 #     handle's base, offset and size and maps the exporter's whole pool slab (wrong_size,
 #     wrong_offset, confused_deputy, unknown_mapping, unreadable_mapping, corrupt_mapping:
-#     open-trusts-header.md); close keeps the mapping (mapping_leak, close_failed on a second
+#     open-trusts-header.md; on v1 most unreadable mappings are an open that answered success
+#     with no pointer: v1-error-as-success.md); close keeps the mapping (mapping_leak, close_failed on a second
 #     close: close-keeps-mapping.md); handles open after put (stale_export:
 #     stale-memory-handles.md). A crash or hang inside an open, a descriptor leak or a lost
 #     context is new: triage it (a defect of libze_ipcheck is fixed, UR's or UMF's gets a note).
