@@ -13,8 +13,9 @@ install(TARGETS ipcheck RUNTIME DESTINATION ${IPCHECK_INSTALL_BINDIR})
 if(TARGET ipcheck-bench-cuda-floor)
   install(TARGETS ipcheck-bench-cuda-floor RUNTIME DESTINATION ${IPCHECK_INSTALL_BINDIR})
 endif()
-# What `ipcheck bench` starts (found beside ipcheck, or in lib/ipcheck: install_layout.cpp).
-foreach(_t ipcheck-bench-ipc ipcheck-bench-harness ipcheck-bench-peer)
+# What ipcheck execs for its roles, and what `ipcheck bench` starts (found beside ipcheck, or
+# in lib/ipcheck: install_layout.cpp).
+foreach(_t ipcheck-role ipcheck-bench-ipc ipcheck-bench-harness ipcheck-bench-peer)
   if(TARGET ${_t})
     install(TARGETS ${_t} RUNTIME DESTINATION ${IPCHECK_INSTALL_PKGLIBDIR})
   endif()

@@ -1,7 +1,8 @@
 // ipcheck-bench-harness: what the harness itself costs, with Google Benchmark.
 //
 //   harness/two_role_case          the runner runs the hidden case bench.two_roles: two role
-//                                  processes (fork + exec of ipcheck), hello and start, a
+//                                  processes (fork + exec of ipcheck's role program,
+//                                  ipcheck-role, as a run execs them), hello and start, a
 //                                  message relayed, a check, a barrier, the audit, the verdict
 //   harness/floor/two_role_case    fork + exec of a trivial C program twice, with the same
 //                                  shape of handshake over one socket each (trivial_peer.c)

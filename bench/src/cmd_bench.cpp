@@ -291,7 +291,8 @@ void run_harness(const Settings& s, Gathered& g) {
   }
   const std::string raw = work_file(s, "harness.json");
   const std::string log = work_file(s, "harness.log");
-  std::vector<std::string> args{"--ipcheck", self_executable(), "--peer", peer};
+  // The roles are what a run execs: ipcheck's role program (spawn.hpp: role_executable).
+  std::vector<std::string> args{"--ipcheck", role_executable(), "--peer", peer};
   for (auto& f : google_benchmark_flags(s, raw, s.brief ? s.min_time : std::max(s.min_time, 0.2))) args.push_back(f);
   std::printf("harness: a two-role case against fork + exec + handshake, %d repetitions (log: %s)\n", s.repetitions,
               out_file(s, "harness.log").c_str());

@@ -73,7 +73,18 @@ int main(int argc, char** argv) {
                      "bad bytes as \\xNN\n",
                      reports::escape_invalid_utf8(entry.substr(0, entry.find('='))).c_str());
       }
-  return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
+  const int status = it->second.run(std::vector<std::string>(args.begin() + 1, args.end()));
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // A role has said everything on its channel and closed what it opened: it ends without
+  // running the static destructors (the catalog's ~170 case definitions, the registries),
+  // a fifth of a role process's own time. Sanitizer builds exit normally: their leak checks
+  // run at exit.
+  if (role) {
+    std::fflush(nullptr);
+    ::_exit(status);
+  }
+#endif
+  return status;
 }
 
 int run_command(const std::string& name, const std::function<int()>& body) {

@@ -43,7 +43,7 @@ struct RunOptions {
   std::map<std::string, std::string> adapter_options;
   std::map<std::string, std::string> params;
   std::string expectations_path;     // empty: none
-  std::string role_executable;       // default: /proc/self/exe
+  std::string role_executable;       // default: role_executable() (spawn.hpp)
   bool include_hidden = false;
   std::vector<InjectPoint> inject;   // each case runs once per applicable point
   std::string audit = "proc";        // bpf | proc | off

@@ -140,6 +140,13 @@ std::optional<pid_t> reaped_pid();
 
 // This executable's path (/proc/self/exe): what roles are exec'd from by default.
 std::string self_executable();
+// The program a run execs for its roles (and a fuzz campaign for its processes): the one
+// set_role_program names, found where ipcheck's helper programs are (install_layout.hpp),
+// else this executable. `ipcheck` names `ipcheck-role`: the same roles without the report
+// and store code and the libraries only those need (SQLite, zlib, libpq), so each role
+// process starts for less; test programs name none and run their own roles.
+void set_role_program(std::string name);
+std::string role_executable();
 // The last line of `text` that holds more than spaces, without its trailing spaces ("" if
 // none): what a person is shown of a process's output tail.
 std::string last_line(const std::string& text);
