@@ -207,7 +207,7 @@ struct FindingGroup {
 class Campaign {
  public:
   explicit Campaign(const CampaignOptions& o) : o_(o) {
-    exe_ = o.executable.empty() ? self_executable() : o.executable;
+    exe_ = o.executable.empty() ? role_executable() : o.executable;
     become_subreaper();
   }
   ~Campaign() {
