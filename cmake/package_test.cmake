@@ -90,7 +90,7 @@ if(STEP STREQUAL "deb")
 
   # The file list: what ipcheck needs at run time, and nothing of the tests or the defect twins.
   run(list 0 "${DPKG_DEB}" --contents "${debs}")
-  set(want ./usr/bin/ipcheck ./usr/bin/ipcheck-bench-cuda-floor ./usr/lib/ipcheck/ipcheck-bench-ipc
+  set(want ./usr/bin/ipcheck ./usr/bin/ipcheck-bench-cuda-floor ./usr/lib/ipcheck/ipcheck-role ./usr/lib/ipcheck/ipcheck-bench-ipc
            ./usr/lib/ipcheck/ipcheck-bench-harness ./usr/lib/ipcheck/ipcheck-bench-peer
            ./usr/share/ipcheck/expectations/ref.txt ./usr/share/ipcheck/expectations/vk.txt
            ./usr/share/ipcheck/baselines/ref-${VERSION}.json ./usr/share/doc/ipcheck/README.md
@@ -158,6 +158,11 @@ string(JSON n LENGTH "${json}" cases)
 list(LENGTH cases want_n)
 if(NOT n EQUAL want_n)
   message(FATAL_ERROR "the run has ${n} cases, expected ${want_n} (${cases}):\n${out}")
+endif()
+# The roles ran as the installed role program (lib/ipcheck/ipcheck-role), not as ipcheck.
+string(JSON role_program GET "${json}" run runner role_program)
+if(NOT role_program STREQUAL "ipcheck-role")
+  message(FATAL_ERROR "the run's roles ran as '${role_program}', expected the installed ipcheck-role:\n${out}")
 endif()
 math(EXPR last "${n} - 1")
 foreach(i RANGE ${last})

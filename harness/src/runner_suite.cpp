@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <system_error>
@@ -295,7 +296,10 @@ reports::Results run_suite(const RunOptions& options) {
   const bool held = static_cast<bool>(probe.hold);
   probe.hold.reset();  // before the orphans are reaped and the descriptors counted
   const std::vector<std::string> orphans = reap_orphans();
-  results.run.runner = {{"fds_at_start", fds_at_start}, {"fds_at_end", count_open_fds()}, {"orphans_reaped", orphans}};
+  results.run.runner = {{"fds_at_start", fds_at_start}, {"fds_at_end", count_open_fds()}, {"orphans_reaped", orphans},
+                        // The program the roles ran (its name: the path is the machine's).
+                        {"role_program", std::filesystem::path(o.role_executable.empty() ? role_executable()
+                                                                                        : o.role_executable).filename().string()}};
   const Admission::StartStats st = admission.start_stats();
   results.run.runner["scheduling"] = {{"jobs", o.jobs},
                                       {"jobs_from", jobs_from},

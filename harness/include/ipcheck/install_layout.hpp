@@ -1,7 +1,7 @@
 // Where ipcheck finds what travels with it: relative to its own executable (/proc/self/exe),
 // so the same lookups serve the build folder and an installed prefix (cmake/IpcheckLayout.cmake):
 //   <prefix>/bin/ipcheck
-//   <prefix>/lib/ipcheck/    programs ipcheck execs (the bench programs), libze_ipcheck.so.1
+//   <prefix>/lib/ipcheck/    programs ipcheck execs (ipcheck-role, the bench programs), libze_ipcheck.so.1
 //   <prefix>/share/ipcheck/  expectations/, baselines/
 // In the build folder every program is beside ipcheck in <build>/bin, and the expectations
 // are in <build>/share/ipcheck/expectations.
