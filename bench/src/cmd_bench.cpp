@@ -305,6 +305,12 @@ void run_harness(const Settings& s, Gathered& g) {
                        ": " + last_line_of_file(log));
     if (!st) return;
   }
+  // A --filter that names none of the harness's benchmarks leaves it nothing to run: said
+  // as skipped, not read as a broken results file.
+  if (last_line_of_file(log).rfind("Failed to match any benchmarks", 0) == 0) {
+    g.skipped.push_back({{"name", "harness/*"}, {"reason", "--filter matches none of the harness's benchmarks"}});
+    return;
+  }
   if (!take_google_benchmark(g, "ipcheck-bench-harness", raw)) return;
   // The overhead itself: the case less its floor (medians), noise of both.
   const Series *run = nullptr, *floor = nullptr;
