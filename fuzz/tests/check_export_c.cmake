@@ -9,27 +9,7 @@ file(MAKE_DIRECTORY "${OUT}")
 set(baseline "${SRC}/reports/findings/cuda-580.159.04/campaign-2026-11-23.json")
 set(fixtures "${SRC}/fuzz/tests/fixtures")
 
-function(export_ok name finding)
-  execute_process(COMMAND "${IPCHECK}" fuzz --export-c "${finding}" -o "${OUT}/${name}.c" ${ARGN}
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "export of ${finding} failed (exit ${rc}): ${out}${err}")
-  endif()
-  execute_process(COMMAND "${CC}" -std=c11 -Wall -Wextra -Werror -o "${OUT}/${name}" "${OUT}/${name}.c" -ldl
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${OUT}/${name}.c does not compile:\n${out}${err}")
-  endif()
-  file(READ "${OUT}/${name}.c" text)
-  set(text "${text}" PARENT_SCOPE)
-endfunction()
-
-function(expect_in text what)
-  string(FIND "${text}" "${what}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "the exported program lacks '${what}'")
-  endif()
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/export_c_helpers.cmake")
 
 function(export_refused finding reason)
   execute_process(COMMAND "${IPCHECK}" fuzz --export-c "${finding}" -o "${OUT}/refused.c" ${ARGN}
