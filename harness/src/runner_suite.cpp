@@ -109,6 +109,7 @@ class SuiteWorkers {
   std::optional<verdict::ExpectationUse>& expected_;
   std::vector<CaseResult>& cases_;
   Admission& admission_;
+  std::vector<std::size_t> order_;  // start_order of jobs_
   std::mutex lock_;
   std::size_t next_ = 0, finished_ = 0;
 };
@@ -195,7 +196,7 @@ void SuiteWorkers::work() {
     {
       std::lock_guard g(lock_);
       if (next_ >= jobs_.size()) return;
-      i = next_++;
+      i = order_[next_++];
     }
     const SuiteJob& job = jobs_[i];
     CaseResult res;
@@ -223,6 +224,9 @@ void SuiteWorkers::work() {
 }
 
 std::string SuiteWorkers::run(int n) {
+  std::vector<const CaseDef*> defs;
+  for (const auto& j : jobs_) defs.push_back(j.def);
+  order_ = start_order(defs, n);
   std::vector<std::thread> threads;
   std::string fewer_workers;
   for (int t = 1; t < n; ++t) {
@@ -254,6 +258,15 @@ void note_expectations(reports::Results& results, const Expectations& expectatio
 
 }  // namespace
 }  // namespace runner_detail
+
+std::vector<std::size_t> start_order(const std::vector<const CaseDef*>& cases, int jobs) {
+  std::vector<std::size_t> order(cases.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (jobs > 1)
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return cases[a]->timeout_s > cases[b]->timeout_s; });
+  return order;
+}
 
 reports::Results run_suite(const RunOptions& options) {
   using namespace runner_detail;

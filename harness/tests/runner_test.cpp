@@ -502,6 +502,22 @@ TEST_F(RunnerTest, HeldRuntimeLivesThroughTheRunAndEndsWithIt) {
   }
 }
 
+// Start order: with several workers, cases that declare a longer limit start first (the
+// catalog's order among equals); with one, the catalog's order.
+TEST(StartOrder, LongCasesFirstWithSeveralWorkers) {
+  CaseDef quick1, heavy, quick2, heavier;
+  quick1.id = "a";
+  heavy.id = "b";
+  heavy.timeout_s = 300;
+  quick2.id = "c";
+  heavier.id = "d";
+  heavier.timeout_s = 600;
+  const std::vector<const CaseDef*> cases{&quick1, &heavy, &quick2, &heavier};
+  EXPECT_EQ(start_order(cases, 2), (std::vector<std::size_t>{3, 1, 0, 2}));
+  EXPECT_EQ(start_order(cases, 1), (std::vector<std::size_t>{0, 1, 2, 3}));
+  EXPECT_TRUE(start_order({}, 4).empty());
+}
+
 // Workers share the expectations' tallies: a -j 4 run applies them the same as -j 1 (and
 // the tsan preset's run of this test finds no data race between the workers).
 TEST_F(RunnerTest, ParallelWorkersApplyExpectationsUnderTheLock) {
