@@ -11,17 +11,6 @@ set(fixtures "${SRC}/fuzz/tests/fixtures")
 
 include("${CMAKE_CURRENT_LIST_DIR}/export_c_helpers.cmake")
 
-function(export_refused finding reason)
-  execute_process(COMMAND "${IPCHECK}" fuzz --export-c "${finding}" -o "${OUT}/refused.c" ${ARGN}
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 2 OR NOT "${out}${err}" MATCHES "${reason}")
-    message(FATAL_ERROR "export of ${finding} should be refused (exit 2, '${reason}'); got exit ${rc}: ${out}${err}")
-  endif()
-  if(EXISTS "${OUT}/refused.c")
-    message(FATAL_ERROR "a refused export wrote ${OUT}/refused.c")
-  endif()
-endfunction()
-
 # A finding of the committed H100 baseline, by id (its reproducer files were not kept: the
 # input comes from the section's mutation text).
 export_ok(deputy confused_deputy-bytes_24 --results "${baseline}")

@@ -188,14 +188,25 @@ unsigned long long role_capabilities() {
 
 namespace {
 
-// The child between fork and exec: async-signal-safe calls only (the runner has other
-// threads). Its own group, death with the parent, default signals, descriptors 0 to 4 as
-// docs/ARCHITECTURE.md says, the rest closed; a failed exec writes its errno to 4.
-[[noreturn]] void exec_child(pid_t parent, int devnull, int out_w, int channel, int st_w, char* const* argv,
-                             char* const* envp, const Privileges& privileges) noexcept {
+// What the child needs, all made before it starts.
+struct ChildArgs {
+  pid_t parent;
+  int devnull, out_w, channel, st_w;
+  char* const* argv;
+  char* const* envp;
+  const Privileges* privileges;
+};
+
+// The child between its start and exec (its entry: start_child): async-signal-safe calls
+// only (the runner has other threads). Its own group, death with the parent, default
+// signals, descriptors 0 to 4 as docs/ARCHITECTURE.md says, the rest closed; a failed exec
+// writes its errno to 4.
+[[noreturn]] int exec_child(void* arg) noexcept {
+  const ChildArgs& a = *static_cast<const ChildArgs*>(arg);
+  const int devnull = a.devnull, out_w = a.out_w, channel = a.channel, st_w = a.st_w;
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);  // the runner died before prctl took effect
+  if (::getppid() != a.parent) ::_exit(127);  // the runner died before prctl took effect
   // Every disposition back to its default: exec keeps an ignored signal ignored, and a role
   // that inherited SIGXFSZ ignored would see EFBIG from a driver instead of being stopped by
   // the file size limit the runner then names. Then, and only then, no signal blocked: a
@@ -205,7 +216,7 @@ namespace {
   sigset_t none;
   ::sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  drop_privileges(privileges);
+  drop_privileges(*a.privileges);
   // Move every source above the target numbers first, so no dup2 clobbers another.
   const int hi_null = ::fcntl(devnull, F_DUPFD, 10);
   const int hi_out = ::fcntl(out_w, F_DUPFD, 10);
@@ -220,23 +231,10 @@ namespace {
     ::close(3);
   ::dup3(hi_st, 4, O_CLOEXEC);  // closes on a successful exec: EOF tells the runner it worked
   ::close_range(5, ~0U, 0);
-  ::execve(argv[0], argv, envp);
+  ::execve(a.argv[0], a.argv, a.envp);
   const int err = errno;
   (void)!::write(4, &err, sizeof err);
   ::_exit(127);
-}
-
-struct ChildArgs {
-  pid_t parent;
-  int devnull, out_w, channel, st_w;
-  char* const* argv;
-  char* const* envp;
-  const Privileges* privileges;
-};
-
-int child_entry(void* arg) {
-  const ChildArgs& a = *static_cast<const ChildArgs*>(arg);
-  exec_child(a.parent, a.devnull, a.out_w, a.channel, a.st_w, a.argv, a.envp, *a.privileges);
 }
 
 // Starts the child as posix_spawn does: it shares the runner's memory on a stack of its own
@@ -248,7 +246,7 @@ int child_entry(void* arg) {
 pid_t start_child(ChildArgs& args) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   const pid_t pid = ::fork();
-  if (pid == 0) child_entry(&args);
+  if (pid == 0) exec_child(&args);
   return pid;
 #else
   constexpr std::size_t kStack = 64 * 1024;
@@ -257,7 +255,7 @@ pid_t start_child(ChildArgs& args) {
   sigset_t all, old;
   ::sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  const pid_t pid = ::clone(child_entry, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  const pid_t pid = ::clone(exec_child, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   const int err = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   ::munmap(stack, kStack);

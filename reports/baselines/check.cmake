@@ -24,16 +24,7 @@ if(DEFINED ADAPTER_OPTS AND NOT ADAPTER_OPTS STREQUAL "")
   endforeach()
 endif()
 # ENV: "KEY=VALUE@@KEY=VALUE" for the run (a driver to load, a layer to switch on).
-if(DEFINED ENV_VARS AND NOT ENV_VARS STREQUAL "")
-  string(REPLACE "@@" ";" _env "${ENV_VARS}")
-  foreach(kv ${_env})
-    string(FIND "${kv}" "=" eq)
-    string(SUBSTRING "${kv}" 0 ${eq} k)
-    math(EXPR eq "${eq} + 1")
-    string(SUBSTRING "${kv}" ${eq} -1 v)
-    set(ENV{${k}} "${v}")
-  endforeach()
-endif()
+include("${CMAKE_CURRENT_LIST_DIR}/../../cmake/IpcheckScriptEnv.cmake")
 
 if(NOT EXISTS "${BASELINE}")
   message(FATAL_ERROR "no ${NAME} baseline at ${BASELINE}; create one with: "

@@ -20,6 +20,26 @@
 
 namespace ipcheck::cuda_adapter {
 
+namespace {
+
+// Asks `query` (cuEventQuery, cuStreamQuery) until it answers other than
+// CUDA_ERROR_NOT_READY or `deadline` passes, sleeping 50 us, doubling up to 2 ms, between
+// asks; its last answer.
+template <class Query>
+CUresult poll_until(Query query, std::chrono::steady_clock::time_point deadline) {
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    const CUresult r = query();
+    if (r != CUDA_ERROR_NOT_READY) return r;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return r;
+    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(pause, deadline - now));
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+}
+
+}  // namespace
+
 Result<ObjectId> CudaAdapter::event_create(int device, EventFlags flags) {
   if (auto o = use(device, "event_create"); !o.ok()) return {o};
   unsigned f = 0;
@@ -98,23 +118,17 @@ Outcome CudaAdapter::event_signal(ObjectId id) {
     // Polled, not cuStreamSynchronize: a record that does not run once its gate is open (seen
     // on 2x H200 for an event opened on the device it was not made on) fails the signal with
     // what the driver said instead of hanging the role.
-    const auto deadline = std::chrono::steady_clock::now() + kGatedRecordLimit;
-    auto pause = std::chrono::microseconds(20);
-    for (;;) {
-      const CUresult r = cu_->cuStreamQuery(e->stream);
-      if (r == CUDA_SUCCESS) return Outcome::runtime_success("cuStreamQuery");
-      if (r != CUDA_ERROR_NOT_READY) return fail(r, "cuStreamQuery(the event's gated stream, after its gate opened)");
-      if (std::chrono::steady_clock::now() >= deadline) {
-        Outcome o = fail(r, "cuStreamQuery(the event's gated stream, " +
-                                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kGatedRecordLimit).count()) +
-                                " s after its gate opened on device " + std::to_string(e->device) +
-                                "): the record behind the gate has not run");
-        o.code = Errc::timeout;
-        return o;
-      }
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(2000));
-    }
+    CUstream stream = e->stream;
+    const CUresult r = poll_until([&] { return cu_->cuStreamQuery(stream); },
+                                  std::chrono::steady_clock::now() + kGatedRecordLimit);
+    if (r == CUDA_SUCCESS) return Outcome::runtime_success("cuStreamQuery");
+    if (r != CUDA_ERROR_NOT_READY) return fail(r, "cuStreamQuery(the event's gated stream, after its gate opened)");
+    Outcome o = fail(r, "cuStreamQuery(the event's gated stream, " +
+                            std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kGatedRecordLimit).count()) +
+                            " s after its gate opened on device " + std::to_string(e->device) +
+                            "): the record behind the gate has not run");
+    o.code = Errc::timeout;
+    return o;
   }
   CUevent target = e->ev;
   if (fault_private_event_) {
@@ -160,18 +174,12 @@ Result<bool> CudaAdapter::event_query(ObjectId id) {
 Result<bool> CudaAdapter::event_wait(ObjectId id, std::chrono::nanoseconds timeout) {
   Event* e = find_event(id);
   if (!e) return {unknown("event", id)};
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = std::chrono::microseconds(50);
   ContextScope scope(*cu_, e->ctx);
-  for (;;) {
-    const CUresult r = cu_->cuEventQuery(e->ev);
-    if (r == CUDA_SUCCESS) return {Outcome::runtime_success("cuEventQuery"), true};
-    if (r != CUDA_ERROR_NOT_READY) return {fail(r, "cuEventQuery while waiting")};
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) return {Outcome::runtime_success("cuEventQuery"), false};  // still CUDA_ERROR_NOT_READY
-    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(pause, deadline - now));
-    pause = std::min(pause * 2, std::chrono::microseconds(2000));
-  }
+  CUevent ev = e->ev;
+  const CUresult r = poll_until([&] { return cu_->cuEventQuery(ev); }, std::chrono::steady_clock::now() + timeout);
+  if (r == CUDA_SUCCESS) return {Outcome::runtime_success("cuEventQuery"), true};
+  if (r != CUDA_ERROR_NOT_READY) return {fail(r, "cuEventQuery while waiting")};
+  return {Outcome::runtime_success("cuEventQuery"), false};  // still CUDA_ERROR_NOT_READY at the deadline
 }
 
 Outcome CudaAdapter::event_retain(ObjectId) {

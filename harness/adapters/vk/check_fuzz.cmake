@@ -8,16 +8,7 @@
 # handle type changed; a driver defect, reports/findings/vk-lavapipe-25.0.7/). Anything else
 # (a crash, a hang, a leak, a confused deputy, a stale export) fails the test.
 #   cmake -DIPCHECK=<ipcheck> -DSECONDS=<s> -DOUT=<dir> [-DENV_VARS=K=V@@K=V] -P check_fuzz.cmake
-if(DEFINED ENV_VARS AND NOT ENV_VARS STREQUAL "")
-  string(REPLACE "@@" ";" _env "${ENV_VARS}")
-  foreach(kv ${_env})
-    string(FIND "${kv}" "=" eq)
-    string(SUBSTRING "${kv}" 0 ${eq} k)
-    math(EXPR eq "${eq} + 1")
-    string(SUBSTRING "${kv}" ${eq} -1 v)
-    set(ENV{${k}} "${v}")
-  endforeach()
-endif()
+include("${CMAKE_CURRENT_LIST_DIR}/../../../cmake/IpcheckScriptEnv.cmake")
 file(REMOVE_RECURSE "${OUT}")
 execute_process(COMMAND "${IPCHECK}" fuzz --adapter vk --time ${SECONDS} -j 2 --quiet --out "${OUT}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
