@@ -93,37 +93,94 @@ void put_or_skip(Role& r, Owned& exported, std::string_view clause, const std::s
   r.require_ok(o, clause, what, w);
 }
 
-std::optional<int> device_with(Role& r, const std::string& aspect, int other_than) {
-  const auto devices = r.adapter().info().devices;
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    auto it = devices[i].aspects.find(aspect);
-    if (static_cast<int>(i) != other_than && it != devices[i].aspects.end() && it->second) return static_cast<int>(i);
+std::optional<int> device_with(const AdapterInfo& info, const std::string& aspect, int other_than) {
+  for (std::size_t i = 0; i < info.devices.size(); ++i) {
+    auto it = info.devices[i].aspects.find(aspect);
+    if (static_cast<int>(i) != other_than && it != info.devices[i].aspects.end() && it->second) return static_cast<int>(i);
   }
   return std::nullopt;
 }
 
-std::optional<int> device_without(Role& r, const std::string& aspect) {
-  const auto devices = r.adapter().info().devices;
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    auto it = devices[i].aspects.find(aspect);
-    if (it != devices[i].aspects.end() && !it->second) return static_cast<int>(i);
+std::optional<int> device_without(const AdapterInfo& info, const std::string& aspect) {
+  for (std::size_t i = 0; i < info.devices.size(); ++i) {
+    auto it = info.devices[i].aspects.find(aspect);
+    if (it != info.devices[i].aspects.end() && !it->second) return static_cast<int>(i);
   }
   return std::nullopt;
 }
+
+std::optional<int> device_with(Role& r, const std::string& aspect, int other_than) {
+  return device_with(r.adapter().info(), aspect, other_than);
+}
+
+std::optional<int> device_without(Role& r, const std::string& aspect) { return device_without(r.adapter().info(), aspect); }
+
+namespace {
+
+std::string no_device_without(const std::string& aspect) {
+  return "needs a device without aspect " + aspect +
+         " and every device here has it (with ref: IPCHECK_REF_DEVICES='ref0=all;ref1=none', as CTest's ref+noaspects "
+         "tests run)";
+}
+
+std::string no_device_with(const std::string& aspect, int other_than) {
+  return other_than < 0 ? "needs a device with aspect " + aspect + ", and none has it"
+                        : "needs a second device with aspect " + aspect + " besides device " +
+                              std::to_string(other_than) + ", and there is none";
+}
+
+}  // namespace
 
 int need_device_without(Role& r, const std::string& aspect) {
   if (auto d = device_without(r, aspect)) return *d;
-  r.skip("needs a device without aspect " + aspect + " and every device here has it (with ref: "
-         "IPCHECK_REF_DEVICES='ref0=all;ref1=none', as CTest's ref+noaspects tests run)");
+  r.skip(no_device_without(aspect));
   throw RoleAbort{"skipped"};  // not reached: skip ends the role
 }
 
 int need_device_with(Role& r, const std::string& aspect, int other_than) {
   if (auto d = device_with(r, aspect, other_than)) return *d;
-  r.skip(other_than < 0 ? "needs a device with aspect " + aspect + ", and none has it"
-                        : "needs a second device with aspect " + aspect + " besides device " +
-                              std::to_string(other_than) + ", and there is none");
+  r.skip(no_device_with(aspect, other_than));
   throw RoleAbort{"skipped"};  // not reached: skip ends the role
+}
+
+Precondition needs_device_with(std::string aspect, int other_than) {
+  return [aspect = std::move(aspect), other_than](const std::string&, const AdapterInfo& info) -> std::optional<std::string> {
+    if (device_with(info, aspect, other_than)) return std::nullopt;
+    return no_device_with(aspect, other_than);
+  };
+}
+
+Precondition needs_device_without(std::string aspect) {
+  return [aspect = std::move(aspect)](const std::string&, const AdapterInfo& info) -> std::optional<std::string> {
+    if (device_without(info, aspect)) return std::nullopt;
+    return no_device_without(aspect);
+  };
+}
+
+Precondition needs_two_devices_with(std::string aspect) {
+  return [aspect = std::move(aspect)](const std::string&, const AdapterInfo& info) -> std::optional<std::string> {
+    const auto first = device_with(info, aspect);
+    if (first && device_with(info, aspect, *first)) return std::nullopt;
+    return "needs two devices with aspect " + aspect + ", and " +
+           (first ? "only device " + std::to_string(*first) + " has it" : std::string("none has it"));
+  };
+}
+
+Precondition needs_adapter(std::string adapter, std::string why) {
+  return [adapter = std::move(adapter), why = std::move(why)](const std::string& name,
+                                                              const AdapterInfo&) -> std::optional<std::string> {
+    if (name == adapter) return std::nullopt;
+    return why;
+  };
+}
+
+Precondition needs_verb(std::string verb, std::string what) {
+  return [verb = std::move(verb), what = std::move(what)](const std::string& name,
+                                                          const AdapterInfo& info) -> std::optional<std::string> {
+    const auto it = info.unsupported_verbs.find(verb);
+    if (it == info.unsupported_verbs.end()) return std::nullopt;
+    return what + ": " + verb + " is not_implemented on adapter '" + name + "': " + it->second;
+  };
 }
 
 void send_text(Role& r, const std::string& to, const std::string& tag, const std::string& text) {

@@ -85,11 +85,26 @@ void put_or_skip(Role& r, Owned& exported, std::string_view clause, const std::s
 
 // Aspect names as adapters report them: "ipc_memory", "ipc_physical_memory", "ipc_event".
 // The first device with (or without) the aspect, if any.
+std::optional<int> device_with(const AdapterInfo& info, const std::string& aspect, int other_than = -1);
+std::optional<int> device_without(const AdapterInfo& info, const std::string& aspect);
 std::optional<int> device_with(Role& r, const std::string& aspect, int other_than = -1);
 std::optional<int> device_without(Role& r, const std::string& aspect);
 // Skips with a reason naming the aspect and how to get such a device with ref.
 int need_device_without(Role& r, const std::string& aspect);
 int need_device_with(Role& r, const std::string& aspect, int other_than = -1);
+
+// Preconditions (Case::needs), judged before any role starts and again in each role, with
+// the same reasons as the role helpers above:
+// a device with `aspect` (other than device `other_than`, where that is not -1);
+Precondition needs_device_with(std::string aspect, int other_than = -1);
+// a device without `aspect`;
+Precondition needs_device_without(std::string aspect);
+// two devices with `aspect` (multi-device cases);
+Precondition needs_two_devices_with(std::string aspect);
+// the adapter `adapter` (cases about one API's rules), `why` saying so;
+Precondition needs_adapter(std::string adapter, std::string why);
+// the verb `verb` (AdapterInfo::unsupported_verbs), `what` naming what the case does with it.
+Precondition needs_verb(std::string verb, std::string what);
 
 // Small text messages between roles (sizes, notices).
 void send_text(Role& r, const std::string& to, const std::string& tag, const std::string& text);

@@ -254,6 +254,7 @@ void put_consumer(Role& r) {
 
 IPCHECK_CASE(Case("event.put.producer_alive", "After put the producer's event still signals, waits and queries, and is still shared")
                  .clause(kPut)
+                 .needs(needs_verb("event_put", "event_put"))
                  .role("producer", put_producer)
                  .role("consumer", put_consumer));
 

@@ -54,11 +54,14 @@ void consumer(Role& r) {
 IPCHECK_CASE(Case("memory.get.aspect", "mem_get on a device without ipc_memory fails with feature_not_supported")
                  .clause("sycl.mem.get.aspect")
                  .all_devices()
+                 .needs(needs_device_without("ipc_memory"))
                  .role("producer", get_without_aspect));
 
 IPCHECK_CASE(Case("memory.open.aspect", "mem_open on a device without ipc_memory fails with feature_not_supported")
                  .clause("sycl.mem.open.aspect")
                  .all_devices()
+                 .needs(needs_device_with("ipc_memory"))
+                 .needs(needs_device_without("ipc_memory"))
                  .role("producer", producer)
                  .role("consumer", consumer));
 

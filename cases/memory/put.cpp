@@ -45,6 +45,7 @@ void keeps_open_consumer(Role& r) {
 
 IPCHECK_CASE(Case("memory.put.keeps_open", "Mappings opened in two consumers stay valid after put and still need their close")
                  .clause("sycl.mem.put.keeps_open")
+                 .needs(needs_verb("mem_put", "mem_put while 2 consumers hold mappings"))
                  .role("producer", keeps_open_producer)
                  .roles("consumer", kConsumers, keeps_open_consumer));
 
@@ -81,6 +82,7 @@ void then_open_prober(Role& r) {
 
 IPCHECK_CASE(Case("memory.put.then_open", "Observes what opening a handle's bytes after put does (undefined in SYCL)")
                  .clause("sycl.mem.put.then_open")
+                 .needs(needs_verb("mem_put", "mem_put before the prober opens"))
                  .expendable("prober")
                  .role("producer", then_open_producer)
                  .role("prober", then_open_prober));

@@ -265,6 +265,7 @@ void register_buffers() {
     c.clause(clause_of(kind));
     if (kind == Kind::memory) c.clause("cuda.mem.open.other_device.no_peer");
     register_case(c.all_devices()
+                      .needs(needs_two_devices_with(aspect_of(kind)))
                       .role("producer", each_pair(producer_pair))
                       .role("far", each_pair(far_pair))
                       .role("near", each_pair(near_pair))
@@ -351,6 +352,7 @@ IPCHECK_CASE(Case("multi_device.event.other_device",
                   "An event made on one device, opened on every other: signals, waits and queries cross both ways")
                  .clause(kEvent)
                  .all_devices()
+                 .needs(needs_two_devices_with("ipc_event"))
                  .role("producer", event_producer)
                  .role("far", event_far)
                  .role("near", event_near));

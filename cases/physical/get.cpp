@@ -47,6 +47,7 @@ void without_aspect(Role& r) {
 IPCHECK_CASE(Case("physical.get.aspect", "phys_get on a device without ipc_physical_memory fails with feature_not_supported")
                  .clause("sycl.phys.get.aspect")
                  .all_devices()
+                 .needs(needs_device_without("ipc_physical_memory"))
                  .role("producer", without_aspect));
 
 void enabled_producer(Role& r) {

@@ -194,6 +194,7 @@ void other_device_consumer(Role& r) {
 IPCHECK_CASE(Case("physical.open.other_device", "Observes opening a physical handle on a device other than the exporter's")
                  .clause("sycl.phys.open.other_device")
                  .all_devices()
+                 .needs(needs_device_with("ipc_physical_memory", 0))
                  .role("producer",
                        [](Role& r) {
                          need_device_with(r, "ipc_physical_memory", 0);

@@ -53,6 +53,7 @@ void register_cross_device() {
                        "A " + name + " handle exported on device 0 and opened on another device is refused or is the export")
                       .clause(kClause)
                       .all_devices()
+                      .needs(needs_device_with(aspect_of(kind), 0))
                       .role("producer", [kind](Role& r) { producer(r, kind); })
                       .role("consumer", [kind](Role& r) { consumer(r, kind); })
                       .def);

@@ -11,6 +11,15 @@ const char* kind_name(HandleKind k) {
   return "unknown";
 }
 
+const char* put_verb(HandleKind k) {
+  switch (k) {
+    case HandleKind::memory: return "mem_put";
+    case HandleKind::physical: return "phys_put";
+    case HandleKind::event: return "event_put";
+  }
+  return "unknown";
+}
+
 Target export_target(Role& r, HandleKind kind, std::uint64_t seed, std::string_view clause, std::size_t bytes) {
   SetupSteps setup(r);
   Target t;

@@ -9,6 +9,8 @@ namespace ipcheck::catalog {
 
 enum class HandleKind { memory, physical, event };
 const char* kind_name(HandleKind k);
+// The verb that puts an export of `k`: "mem_put", "phys_put", "event_put".
+const char* put_verb(HandleKind k);
 
 // The exporter's side: the object, its export and the handle to send.
 struct Target {

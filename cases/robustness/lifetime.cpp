@@ -168,6 +168,7 @@ void register_revokes() {
     register_case(Case("robustness.put.revokes." + name,
                        "The bytes of a put " + name + " handle no longer open; a new export of the object does")
                       .clause(kRevokes)
+                      .needs(needs_verb(put_verb(kind), "put"))
                       .role("producer", [kind](Role& r) { revokes_producer(r, kind); })
                       .role("consumer", [kind](Role& r) { revokes_consumer(r, kind); })
                       .def);

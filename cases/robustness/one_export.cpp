@@ -57,6 +57,7 @@ void register_one_export() {
     register_case(Case("robustness.put.one_export." + name,
                        "Two exports of one " + name + " object: after one is put, the other opens and is put")
                       .clause(kClause)
+                      .needs(needs_verb(put_verb(kind), "put of the first export"))
                       .role("producer", [kind](Role& r) { producer(r, kind); })
                       .role("consumer", [kind](Role& r) { consumer(r, kind); })
                       .def);

@@ -240,6 +240,7 @@ void register_tamper() {
                            " export's consumer writes back every page it was handed (mapping, descriptor) after put "
                            "and after free: the stale handle stays refused, and nothing beyond the object was in reach")
                       .clause(kTamper)
+                      .needs(needs_verb(put_verb(kind), "put"))
                       .role("producer", [kind](Role& r) { tamper_producer(r, kind); })
                       .role("consumer", [kind](Role& r) { tamper_consumer(r, kind); })
                       .def);

@@ -28,6 +28,7 @@ int descriptor_for(Role& r, const Received& h) {
 }
 
 IPCHECK_CASE(Case("vk.export.fd", "Each vkGetMemoryFdKHR gives a new close-on-exec descriptor of the payload")
+                 .needs(needs_adapter("vk", kOnlyVk))
                  .clause("vk.mem.export.fd")
                  .role("producer",
                        [](Role& r) {
@@ -58,6 +59,7 @@ IPCHECK_CASE(Case("vk.export.fd", "Each vkGetMemoryFdKHR gives a new close-on-ex
                  }));
 
 IPCHECK_CASE(Case("vk.import.distinct", "Two imports of one payload are two memory objects sharing it")
+                 .needs(needs_adapter("vk", kOnlyVk))
                  .clause("vk.mem.import.distinct")
                  .role("producer", [](Role& r) { export_and_wait(r, 2 * kPage, "vk.mem.import.distinct"); })
                  .role("consumer", [](Role& r) {
@@ -79,6 +81,7 @@ IPCHECK_CASE(Case("vk.import.distinct", "Two imports of one payload are two memo
                  }));
 
 IPCHECK_CASE(Case("vk.import.payload_reference", "An import keeps the payload after the exporter freed and closed it")
+                 .needs(needs_adapter("vk", kOnlyVk))
                  .clause("vk.mem.import.payload_reference")
                  .role("producer",
                        [](Role& r) {
@@ -109,6 +112,7 @@ IPCHECK_CASE(Case("vk.import.payload_reference", "An import keeps the payload af
                  }));
 
 IPCHECK_CASE(Case("vk.import.consumes_fd", "A successful import owns its descriptor: vkFreeMemory releases it")
+                 .needs(needs_adapter("vk", kOnlyVk))
                  .clause("vk.mem.import.consumes_fd")
                  .role("producer", [](Role& r) { export_and_wait(r, kPage, "vk.mem.import.consumes_fd"); })
                  .role("consumer", [](Role& r) {
@@ -132,6 +136,7 @@ IPCHECK_CASE(Case("vk.import.consumes_fd", "A successful import owns its descrip
                  }));
 
 IPCHECK_CASE(Case("vk.import.invalid_handle", "A descriptor that is not this driver's export fails to import, and stays the application's")
+                 .needs(needs_adapter("vk", kOnlyVk))
                  .clauses({"vk.mem.import.invalid_handle", "vk.mem.import.failed_keeps_fd"})
                  .role("producer", [](Role& r) { export_and_wait(r, kPage, "vk.mem.import.invalid_handle"); })
                  .role("consumer", [](Role& r) {
@@ -178,6 +183,7 @@ IPCHECK_CASE(Case("vk.import.invalid_handle", "A descriptor that is not this dri
                  }));
 
 IPCHECK_CASE(Case("vk.import.mismatch", "Imports whose size or memory type differ from the export's (valid usage forbids them): what the driver does")
+                 .needs(needs_adapter("vk", kOnlyVk))
                  .clause("vk.mem.import.match")
                  .role("producer", [](Role& r) { export_and_wait(r, 2 * kPage, "vk.mem.import.match"); })
                  .role("consumer", [](Role& r) {

@@ -11,6 +11,7 @@ using namespace vkcase;
 constexpr std::uint64_t kSeed = 0x7602;
 
 IPCHECK_CASE(Case("vk.semaphore.shared", "A timeline semaphore exported by fd: host signals seen on both sides")
+                 .needs(needs_adapter("vk", kOnlyVk))
                  .events()
                  .clause("vk.sem.import.shared")
                  .role("producer",
@@ -47,6 +48,7 @@ IPCHECK_CASE(Case("vk.semaphore.shared", "A timeline semaphore exported by fd: h
                  }));
 
 IPCHECK_CASE(Case("vk.cuda.interop", "CUDA imports a Vulkan memory export (cuImportExternalMemory): bytes both ways")
+                 .needs(needs_adapter("vk", kOnlyVk))
                  .clause("vk.cuda.import")
                  .role("producer",
                        [](Role& r) {

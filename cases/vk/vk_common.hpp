@@ -13,8 +13,12 @@
 
 namespace ipcheck::catalog::vkcase {
 
+inline constexpr const char* kOnlyVk = "a vk case: it checks Vulkan's external-memory rules on the vk adapter only";
+
+// Each vk case also says so with needs(needs_adapter("vk", kOnlyVk)), so other adapters
+// skip it before any role starts.
 inline void only_vk(Role& r) {
-  if (r.adapter_name() != "vk") r.skip("a vk case: it checks Vulkan's external-memory rules on the vk adapter only");
+  if (r.adapter_name() != "vk") r.skip(kOnlyVk);
 }
 
 inline std::string hex_bytes(std::span<const std::byte> b) {

@@ -210,6 +210,17 @@ Case& Case::events() {
   return *this;
 }
 
+Case& Case::needs(Precondition precondition) {
+  def.preconditions.push_back(std::move(precondition));
+  return *this;
+}
+
+std::optional<std::string> CaseDef::unmet(const std::string& adapter, const AdapterInfo& info) const {
+  for (const auto& p : preconditions)
+    if (auto why = p(adapter, info)) return why;
+  return std::nullopt;
+}
+
 bool CaseDef::uses_events() const {
   if (events) return true;
   for (std::size_t start = 0; start < id.size();) {

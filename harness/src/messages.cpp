@@ -267,6 +267,54 @@ Info decode<Info>(Message& m) {
   return {f.document(0)};
 }
 
+json info_doc(const AdapterInfo& i) {
+  json devices = json::array();
+  for (const auto& d : i.devices) devices.push_back({{"name", d.name}, {"uuid", d.uuid}, {"aspects", d.aspects}});
+  return {{"driver_name", i.driver_name},     {"driver_version", i.driver_version},
+          {"api_version", i.api_version},     {"devices", devices},
+          {"handle_layout", i.handle_layout}, {"kind_layouts", i.kind_layouts},
+          {"transport", i.transport},         {"extra", i.extra},
+          {"unsupported_verbs", i.unsupported_verbs}};
+}
+
+AdapterInfo info_from_doc(const json& doc) {
+  if (!doc.is_object()) throw ChannelError("channel: an adapter's info is " + std::string(doc.type_name()) + ", not an object");
+  AdapterInfo i;
+  // `read(field, target)`: the field converted into target when present.
+  auto read = [&doc](const char* field, auto& target) {
+    const auto it = doc.find(field);
+    if (it == doc.end()) return;
+    try {
+      it->get_to(target);
+    } catch (const json::exception& e) {
+      throw ChannelError(std::string("channel: adapter info field '") + field + "' is malformed: " + e.what());
+    }
+  };
+  read("driver_name", i.driver_name);
+  read("driver_version", i.driver_version);
+  read("api_version", i.api_version);
+  read("handle_layout", i.handle_layout);
+  read("kind_layouts", i.kind_layouts);
+  read("transport", i.transport);
+  read("extra", i.extra);
+  read("unsupported_verbs", i.unsupported_verbs);
+  json devices = json::array();
+  read("devices", devices);
+  if (!devices.is_array()) throw ChannelError("channel: adapter info field 'devices' is not an array");
+  for (const json& d : devices) {
+    DeviceInfo di;
+    try {
+      di.name = d.value("name", "");
+      di.uuid = d.value("uuid", "");
+      if (d.contains("aspects")) d.at("aspects").get_to(di.aspects);
+    } catch (const json::exception& e) {
+      throw ChannelError(std::string("channel: adapter info field 'devices' is malformed: ") + e.what());
+    }
+    i.devices.push_back(std::move(di));
+  }
+  return i;
+}
+
 Message encode(const Data& m) { return make(MsgType::data, {m.key, m.doc}, m.fd); }
 
 template <>

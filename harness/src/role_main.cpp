@@ -238,14 +238,6 @@ class RoleImpl final : public Role {
   std::map<std::string, std::string> exited_;
 };
 
-json info_json(const AdapterInfo& i) {
-  json devices = json::array();
-  for (const auto& d : i.devices) devices.push_back({{"name", d.name}, {"uuid", d.uuid}, {"aspects", d.aspects}});
-  return {{"driver_name", i.driver_name}, {"driver_version", i.driver_version}, {"api_version", i.api_version},
-          {"devices", devices},           {"handle_layout", i.handle_layout}, {"kind_layouts", i.kind_layouts},   {"transport", i.transport},
-          {"extra", i.extra}};
-}
-
 struct RoleArgs {
   std::string case_id, role, adapter;
 };
@@ -301,7 +293,7 @@ int answer_info(Channel& ch, TracingAdapter& adapter, const AdapterConfig& confi
   } else {
     const Outcome init = adapter.init(config);
     initialised = init.ok();
-    info = init.ok() ? info_json(adapter.info())
+    info = init.ok() ? msg::info_doc(adapter.info())
                      : json{{"error", "adapter '" + adapter_name + "' is not available: " + init.describe()},
                             {"errc", errc_name(init.code)}};
   }
@@ -469,6 +461,16 @@ int role_main(const std::vector<std::string>& args) {
   }
   RoleImpl role(ch, adapter, a.role, rd->name, index, a.adapter, start);
   if (const auto ended = init_role_adapter(ch, role, adapter, config, a.adapter, limits)) return *ended;
+  // The case's preconditions, judged again here: a run without a probe (or a role started
+  // on its own) skips where the runner would have.
+  if (const auto why = def->unmet(a.adapter, adapter.info())) {
+    try {
+      role.skip(*why);
+    } catch (const RoleSkip&) {
+    }
+    send_done(ch, false, "skipped");
+    return 0;
+  }
 
   // proc: the role audits itself; bpf: the runner's tracer watches from outside, and the
   // role only marks where its body starts and ends and reports its verb calls.

@@ -221,6 +221,11 @@ AdapterProbe probe_adapter(const RunOptions& o, bool hold) {
   p.info.driver_version = info.value("driver_version", "");
   p.info.devices = info.value("devices", json::array());
   p.info.transport = info.value("transport", "");
+  try {
+    p.adapter_info = msg::info_from_doc(info);
+  } catch (const ChannelError&) {
+    // Malformed: no case is skipped on its account; each role judges its case's preconditions.
+  }
   if (held) p.hold = std::make_shared<RuntimeHold>(std::move(proc), std::move(ch));
   return p;
 }

@@ -209,6 +209,9 @@ void SuiteWorkers::work() {
       else res = not_run(job, Status::skip, probe_.reason);
     } else if (o_.interrupted && o_.interrupted->load()) {
       res = not_run(job, Status::incomplete, "the run was interrupted before this case started");
+    } else if (auto why = probe_.adapter_info ? job.def->unmet(o_.adapter, *probe_.adapter_info) : std::nullopt) {
+      // Judged from the probe's info: no role starts (each would start the adapter, and say the same).
+      res = not_run(job, Status::skip, std::move(*why));
     } else {
       ran = true;
       res = run_attempts(job);

@@ -113,6 +113,41 @@ TEST(Messages, WhatARoleReportsRoundTrips) {
   EXPECT_EQ(round_trip(msg::HarnessError{"ulimit -n is 16"}).cause, "ulimit -n is 16");
 }
 
+// The adapter's info, as the probe sends it and the runner reads it to judge preconditions.
+TEST(Messages, AdapterInfoRoundTripsAndAMalformedFieldIsNamed) {
+  AdapterInfo in;
+  in.driver_name = "d";
+  in.driver_version = "1.2";
+  in.handle_layout = "opaque";
+  in.kind_layouts["event"] = "opaque";
+  in.transport = "pidfd";
+  in.extra["k"] = "v";
+  in.unsupported_verbs["mem_put"] = "no put here";
+  in.devices.push_back({"gpu0", "uuid-0", {{"ipc_memory", true}, {"ipc_event", false}}});
+  const AdapterInfo out = msg::info_from_doc(msg::info_doc(in));
+  EXPECT_EQ(out.driver_name, "d");
+  EXPECT_EQ(out.driver_version, "1.2");
+  EXPECT_EQ(out.kind_layouts, in.kind_layouts);
+  EXPECT_EQ(out.extra, in.extra);
+  EXPECT_EQ(out.unsupported_verbs, in.unsupported_verbs);
+  ASSERT_EQ(out.devices.size(), 1u);
+  EXPECT_EQ(out.devices[0].name, "gpu0");
+  EXPECT_EQ(out.devices[0].aspects, in.devices[0].aspects);
+  // An info from an older role (no unsupported_verbs) reads with none.
+  nlohmann::json older = msg::info_doc(in);
+  older.erase("unsupported_verbs");
+  EXPECT_TRUE(msg::info_from_doc(older).unsupported_verbs.empty());
+  nlohmann::json bad = msg::info_doc(in);
+  bad["devices"][0]["aspects"] = "all";
+  try {
+    msg::info_from_doc(bad);
+    ADD_FAILURE() << "a string of aspects was read";
+  } catch (const ChannelError& e) {
+    EXPECT_NE(std::string(e.what()).find("'devices'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(msg::info_from_doc(nlohmann::json::array()), ChannelError);
+}
+
 TEST(Messages, CheckKeepsEveryMemberOfItsReport) {
   verdict::CheckReport r;
   r.clause = "sycl.mem.open";

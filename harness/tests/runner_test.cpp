@@ -473,6 +473,38 @@ TEST_F(RunnerTest, OneStartAtATimeStillRunsEveryCase) {
   EXPECT_GE(s["adapter_starts"].get<int>(), 6) << s.dump();
 }
 
+// A precondition the adapter does not meet: judged from the probe's info, the case is a skip
+// with no role started (a GPU runtime's start costs a context); without a probe (run_case)
+// its role starts, judges the same precondition after its adapter's init, and skips with the
+// same reason before its body.
+TEST_F(RunnerTest, UnmetPreconditionSkipsBeforeAnyRoleStarts) {
+  RunOptions o;
+  o.adapter = "ref";
+  o.role_executable = IPCHECK_SELFTEST_EXE;
+  o.include_hidden = true;
+  o.exact = true;
+  o.filters = {"selftest.needs.unmet", "selftest.needs.met"};
+  o.jobs = 1;
+  o.audit = "proc";
+  o.timeout_s = o.inactivity_s = 20;
+  o.grace_s = 0.5;
+  const reports::Results r = run_suite(o);
+  ASSERT_EQ(r.cases.size(), 2u);
+  const auto& unmet = r.cases[0];
+  ASSERT_EQ(unmet.id, "selftest.needs.unmet");
+  EXPECT_EQ(unmet.status, Status::skip) << unmet.reason;
+  EXPECT_TRUE(unmet.roles.empty()) << "a role started for a case the probe's info ruled out";
+  EXPECT_NE(unmet.reason.find("needs a device named selftest-no-such-device"), std::string::npos) << unmet.reason;
+  EXPECT_EQ(r.cases[1].status, Status::pass) << r.cases[1].reason;
+  EXPECT_EQ(r.cases[1].roles.size(), 1u);
+
+  const auto alone = run("selftest.needs.unmet");
+  EXPECT_EQ(alone.status, Status::skip) << alone.reason;
+  EXPECT_EQ(alone.reason, unmet.reason);
+  ASSERT_EQ(alone.roles.size(), 1u) << "without a probe the role judges the precondition itself";
+  for (const auto& c : alone.checks) EXPECT_NE(c.message, "the body ran");
+}
+
 // A held runtime (--hold-runtime yes): the probe's process, its adapter initialised, lives
 // while the cases run (each case's roles are gone when it is done, so the one child left is
 // the hold) and ends with the run, taking no descriptor with it; without it none is left.

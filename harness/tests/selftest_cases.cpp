@@ -139,6 +139,26 @@ IPCHECK_CASE(Case("selftest.skip", "The role skips: not supported here")
                  .role("producer", [](Role& r) { r.skip("deliberately not supported"); })
                  .role("consumer", [](Role& r) { r.receive("never sent"); }));
 
+// Preconditions: one no adapter meets (no device of that name), one every ref run meets. The
+// unmet one's body would fail the case if a role ever ran it.
+IPCHECK_CASE(Case("selftest.needs.unmet", "A precondition the adapter does not meet: skipped, the body never runs")
+                 .hidden()
+                 .needs([](const std::string&, const AdapterInfo& info) -> std::optional<std::string> {
+                   for (const auto& d : info.devices)
+                     if (d.name == "selftest-no-such-device") return std::nullopt;
+                   return "needs a device named selftest-no-such-device, and this adapter has " +
+                          std::to_string(info.devices.size()) + " others";
+                 })
+                 .role("producer", [](Role& r) { r.check(false, "harness.selftest.must", "the body ran"); }));
+
+IPCHECK_CASE(Case("selftest.needs.met", "A precondition the adapter meets: the case runs")
+                 .hidden()
+                 .needs([](const std::string& adapter, const AdapterInfo&) -> std::optional<std::string> {
+                   if (adapter == "ref") return std::nullopt;
+                   return "a ref self-test";
+                 })
+                 .role("producer", [](Role& r) { r.check(true, "harness.selftest.must", "the body ran"); }));
+
 IPCHECK_CASE(Case("selftest.skip.cut_short", "The producer skips while the consumer has a child that ignores SIGTERM")
                  .hidden()
                  .role("producer",

@@ -27,6 +27,13 @@
 
 namespace ipcheck::cuda_adapter {
 
+// Why mem_put and event_put answer not_implemented (AdapterInfo::unsupported_verbs says so too).
+inline constexpr const char* kNoMemPut =
+    "CUDA has no put for memory handles: cuIpcGetMemHandle's handle holds nothing to release and stays valid while "
+    "the allocation lives";
+inline constexpr const char* kNoEventPut =
+    "CUDA has no put for event handles: cuIpcGetEventHandle's handle holds nothing to release";
+
 using namespace cuda_api;
 using ipcref::unique_fd;
 

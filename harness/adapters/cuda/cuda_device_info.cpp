@@ -108,6 +108,9 @@ AdapterInfo CudaAdapter::info() {
   i.kind_layouts["physical"] = "cuda-fd-record/1";
   i.opened_memory_is_host_mapping = false;  // cuIpcOpenMemHandle maps into CUDA's reserved VA
   i.any_process_ends_pending_event = false;
+  // Cases that put exports skip before their roles start (each would start a context first).
+  i.unsupported_verbs["mem_put"] = kNoMemPut;
+  i.unsupported_verbs["event_put"] = kNoEventPut;
   i.pending_event_note =
       "a CUDA IPC event is pending while a record some process made has not run, and a record made elsewhere "
       "queues behind it; ipcheck's pending state of a new event and its reset are such records";

@@ -78,10 +78,7 @@ Result<Exported> CudaAdapter::event_get(ObjectId id) {
   return {Outcome::runtime_success("cuIpcGetEventHandle"), std::move(x)};
 }
 
-Outcome CudaAdapter::event_put(ObjectId) {
-  return Outcome::failure(Errc::not_implemented,
-                          "CUDA has no put for event handles: cuIpcGetEventHandle's handle holds nothing to release");
-}
+Outcome CudaAdapter::event_put(ObjectId) { return Outcome::failure(Errc::not_implemented, kNoEventPut); }
 
 Result<ObjectId> CudaAdapter::event_open(std::span<const std::byte> bytes, int, int device) {
   if (bytes.size() != kIpcHandleSize)

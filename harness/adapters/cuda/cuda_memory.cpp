@@ -95,11 +95,7 @@ Result<Exported> CudaAdapter::mem_get(DevPtr p) {
   return {Outcome::runtime_success("cuIpcGetMemHandle"), std::move(e)};
 }
 
-Outcome CudaAdapter::mem_put(ObjectId) {
-  return Outcome::failure(Errc::not_implemented,
-                          "CUDA has no put for memory handles: cuIpcGetMemHandle's handle holds nothing to release "
-                          "and stays valid while the allocation lives");
-}
+Outcome CudaAdapter::mem_put(ObjectId) { return Outcome::failure(Errc::not_implemented, kNoMemPut); }
 
 Result<DevPtr> CudaAdapter::mem_open(std::span<const std::byte> bytes, int, int device, std::uint64_t flags) {
   if (bytes.size() != kIpcHandleSize)

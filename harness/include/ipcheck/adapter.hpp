@@ -127,6 +127,9 @@ struct AdapterInfo {
   bool any_process_ends_pending_event = true;
   std::string pending_event_note;
   std::map<std::string, std::string> extra;  // anything else worth recording
+  // Verbs the runtime has no call for (cuda: "mem_put", "event_put"), each with why; such a
+  // verb answers not_implemented, and cases that need it skip before their roles start.
+  std::map<std::string, std::string> unsupported_verbs;
 };
 
 // How a run asks the adapter to behave; adapters ignore what they do not use.

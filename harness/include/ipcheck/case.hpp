@@ -26,6 +26,14 @@ namespace ipcheck {
 class Role;
 using RoleBody = std::function<void(Role&)>;
 
+// What a case needs of the adapter and its devices, judged from what the adapter says of
+// itself (`adapter`: its name; `info`: its AdapterInfo): why the case cannot run there, or
+// nothing when it can. The runner judges it from the adapter probe's info before any of the
+// case's roles starts (a GPU runtime's start costs a context: half a second on an H200), and
+// each role judges it again after its adapter's init, so a case runs or skips alike with or
+// without a probe. Bodies keep their own checks for what they pick (which device, say).
+using Precondition = std::function<std::optional<std::string>(const std::string& adapter, const AdapterInfo& info)>;
+
 struct RoleDef {
   std::string name;  // base name; with count > 1 the instances are name0, name1, ...
   int count = 1;
@@ -68,6 +76,9 @@ struct CaseDef {
   // that does not starts its adapter without events (AdapterConfig::events).
   bool events = false;
   bool uses_events() const;
+  std::vector<Precondition> preconditions;  // Case::needs
+  // The reason of the first precondition `adapter` and `info` do not meet; nothing when all hold.
+  std::optional<std::string> unmet(const std::string& adapter, const AdapterInfo& info) const;
 
   std::string area() const { return id.substr(0, id.find('.')); }
   // Role instance names in spawn order ("producer", "consumer0", "consumer1").
@@ -104,6 +115,8 @@ class Case {
   Case& all_devices();
   // Its roles use the event verbs though its id does not say so (CaseDef::uses_events).
   Case& events();
+  // A precondition (see Precondition): where it is not met the case is a skip with its reason.
+  Case& needs(Precondition precondition);
   CaseDef def;
 };
 

@@ -118,6 +118,11 @@ struct Info {
   nlohmann::json doc;  // AdapterInfo, or {"error", "errc"}, or {"harness_error"}
 };
 
+// An AdapterInfo as the info message carries it, and back. Reading throws ChannelError
+// naming the field where a field has the wrong type; a missing field reads as its default.
+nlohmann::json info_doc(const AdapterInfo& info);
+AdapterInfo info_from_doc(const nlohmann::json& doc);
+
 // A key and its document (JSON by convention; the reader parses it: DocReader).
 struct Data {
   static constexpr MsgType type = MsgType::data;

@@ -76,6 +76,10 @@ struct AdapterProbe {
   bool broken = false;  // the probe itself failed (crashed, hung): a harness error, not a skip
   std::string reason;   // why not, when not available
   reports::RunInfo info;
+  // The adapter's own account (its devices and their aspects, the verbs it lacks), which the
+  // cases' preconditions are judged by before their roles start; empty when the probe's
+  // info could not be read as one (the roles judge them then).
+  std::optional<AdapterInfo> adapter_info;
   std::shared_ptr<RuntimeHold> hold;  // set when asked for and the adapter initialised
 };
 
