@@ -117,6 +117,7 @@ CudaAdapter::~CudaAdapter() {
   if (!cu_) return;
   // Gated records a case left pending complete first, so that no stream waits forever.
   for (auto& [id, e] : events_) open_gate(e);
+  if (warm_host_) cu_->cuMemFreeHost(warm_host_);
   for (auto& d : devices_) {
     if (d.event_ctx) cu_->cuCtxDestroy_v2(d.event_ctx);
     if (d.ctx) cu_->cuDevicePrimaryCtxRelease_v2(d.handle);

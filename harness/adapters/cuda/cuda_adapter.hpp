@@ -279,6 +279,7 @@ class CudaAdapter final : public Adapter {
   std::map<ObjectId, Event> events_;
   bool fault_private_event_ = false;  // IPCHECK_CUDA_FAULT=private_event (test only)
   std::uint32_t* gate_host_ = nullptr;
+  void* warm_host_ = nullptr;  // the warm-up's pinned host allocation, kept while the adapter lives
   std::vector<std::uint32_t> gate_value_;  // per gate: the value its wait asks for (the last one)
   std::vector<bool> gate_used_;
   Outcome gate_error_ = Outcome::failure(Errc::not_implemented, "cuda: the event gates were never made");
