@@ -8,7 +8,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 #include <sstream>
 
 #include "ipcheck/reports/files.hpp"
@@ -140,9 +139,9 @@ namespace {
 // its bad bytes as \xNN. Said once per argument; never an error.
 void warn_if_not_utf8(const std::string& option, const std::string& value) {
   if (reports::is_utf8(value)) return;
-  std::cerr << "ipcheck: warning: " << (option.empty() ? "argument" : "option '" + option + "'") << " '"
-            << reports::escape_invalid_utf8(value)
-            << "' is not UTF-8; it is used as given, and recorded with its bad bytes as \\xNN\n";
+  const std::string what = option.empty() ? "argument" : "option '" + option + "'";
+  std::fprintf(stderr, "ipcheck: warning: %s '%s' is not UTF-8; it is used as given, and recorded with its bad bytes as \\xNN\n",
+               what.c_str(), reports::escape_invalid_utf8(value).c_str());
 }
 
 }  // namespace
@@ -151,7 +150,7 @@ bool Options::parse(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
-      std::cout << help();
+      std::fputs(help().c_str(), stdout);
       return false;
     }
     if (a.rfind("-", 0) == 0 && a.size() > 1) {
