@@ -321,6 +321,16 @@ int role_fault(Channel& ch, RoleImpl& role, const std::string& cause) {
   return 0;
 }
 
+// The role skips before its body: says why, then that it is done.
+int role_skips(Channel& ch, RoleImpl& role, const std::string& why) {
+  try {
+    role.skip(why);
+  } catch (const RoleSkip&) {
+  }
+  send_done(ch, false, "skipped");
+  return 0;
+}
+
 // Initialises the adapter for a case's role. Returns the role's exit code where it ends
 // here (limits, exhausted resources, an adapter not available or failing), having said why.
 std::optional<int> init_role_adapter(Channel& ch, RoleImpl& role, TracingAdapter& adapter, const AdapterConfig& config,
@@ -334,14 +344,8 @@ std::optional<int> init_role_adapter(Channel& ch, RoleImpl& role, TracingAdapter
     return role_fault(ch, role, "the machine ran out of resources while adapter '" + adapter_name + "' initialised: " + init.describe());
   if (!init.ok()) {
     if (init.code == Errc::not_implemented || init.code == Errc::feature_not_supported ||
-        init.code == Errc::device_lost) {
-      try {
-        role.skip("adapter '" + adapter_name + "' is not available here: " + init.describe());
-      } catch (const RoleSkip&) {
-      }
-      send_done(ch, false, "skipped");
-      return 0;
-    }
+        init.code == Errc::device_lost)
+      return role_skips(ch, role, "adapter '" + adapter_name + "' is not available here: " + init.describe());
     role.check(false, "harness.adapter_init", "adapter '" + adapter_name + "' failed to initialise: " + init.describe(), Where::current());
     send_done(ch, true, "adapter init failed");
     return 0;
@@ -464,14 +468,8 @@ int role_main(const std::vector<std::string>& args) {
   // on its own) skips where the runner would have.
   // (The adapter's info is asked for only where the case has preconditions: on ref it costs
   // a tenth of a role's start.)
-  if (const auto why = def->preconditions.empty() ? std::nullopt : def->unmet(a.adapter, adapter.info())) {
-    try {
-      role.skip(*why);
-    } catch (const RoleSkip&) {
-    }
-    send_done(ch, false, "skipped");
-    return 0;
-  }
+  if (const auto why = def->preconditions.empty() ? std::nullopt : def->unmet(a.adapter, adapter.info()))
+    return role_skips(ch, role, *why);
 
   // proc: the role audits itself; bpf: the runner's tracer watches from outside, and the
   // role only marks where its body starts and ends and reports its verb calls.

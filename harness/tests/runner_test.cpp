@@ -43,6 +43,22 @@ class RunnerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { become_subreaper(); }
 
+  // A run_suite of the named hidden self-test cases on ref with `jobs` workers, each role
+  // auditing itself, every limit `limit` seconds (tests set what they need beside).
+  static RunOptions suite(std::vector<std::string> filters, int jobs, double limit = 20) {
+    RunOptions o;
+    o.adapter = "ref";
+    o.role_executable = IPCHECK_SELFTEST_EXE;
+    o.include_hidden = true;
+    o.exact = true;
+    o.filters = std::move(filters);
+    o.jobs = jobs;
+    o.audit = "proc";
+    o.timeout_s = o.inactivity_s = limit;
+    o.grace_s = 0.5;
+    return o;
+  }
+
   reports::CaseResult run(const std::string& id, double timeout = 10, const InjectPoint* inject = nullptr) {
     RunOptions o;
     o.adapter = "ref";
@@ -403,17 +419,8 @@ TEST_F(RunnerTest, StarvedRoleIsNotSilent) {
 // then, so the first attempt is an error naming the load, and the case passes.
 TEST_F(RunnerTest, TimeoutBesideAnotherCaseIsRunAgainAlone) {
   const std::string lock = ::testing::TempDir() + "crowd.lock";
-  RunOptions o;
-  o.adapter = "ref";
-  o.role_executable = IPCHECK_SELFTEST_EXE;
-  o.include_hidden = true;
-  o.exact = true;
-  o.filters = {"selftest.crowd", "selftest.needs_alone"};
-  o.jobs = 2;
-  o.audit = "proc";
-  o.timeout_s = 20;
+  RunOptions o = suite({"selftest.crowd", "selftest.needs_alone"}, 2);
   o.inactivity_s = 1.5;
-  o.grace_s = 0.5;
   o.env = {"IPCHECK_SELFTEST_LOCK=" + lock};
   const reports::Results r = run_suite(o);
   ASSERT_EQ(r.cases.size(), 2u);
@@ -431,17 +438,8 @@ TEST_F(RunnerTest, TimeoutBesideAnotherCaseIsRunAgainAlone) {
 
 // A timeout that is the case's own stands: alone it times out again.
 TEST_F(RunnerTest, TimeoutThatRecursAloneStands) {
-  RunOptions o;
-  o.adapter = "ref";
-  o.role_executable = IPCHECK_SELFTEST_EXE;
-  o.include_hidden = true;
-  o.exact = true;
-  o.filters = {"selftest.hang", "selftest.stoppable"};
-  o.jobs = 2;
-  o.audit = "proc";
-  o.timeout_s = 20;
+  RunOptions o = suite({"selftest.hang", "selftest.stoppable"}, 2);
   o.inactivity_s = 1;
-  o.grace_s = 0.5;
   const reports::Results r = run_suite(o);
   ASSERT_EQ(r.cases.size(), 2u);
   const reports::CaseResult& c = r.cases[0];
@@ -454,17 +452,8 @@ TEST_F(RunnerTest, TimeoutThatRecursAloneStands) {
 // Start slots: with one role initialising the adapter at a time, a -j 4 run still passes and
 // every role's start is counted.
 TEST_F(RunnerTest, OneStartAtATimeStillRunsEveryCase) {
-  RunOptions o;
-  o.adapter = "ref";
-  o.role_executable = IPCHECK_SELFTEST_EXE;
-  o.include_hidden = true;
-  o.exact = true;
-  o.filters = {"selftest.pass", "selftest.should", "selftest.on_demand", "selftest.expendable"};
-  o.jobs = 4;
+  RunOptions o = suite({"selftest.pass", "selftest.should", "selftest.on_demand", "selftest.expendable"}, 4);
   o.starts_per_device = 1;
-  o.audit = "proc";
-  o.timeout_s = o.inactivity_s = 20;
-  o.grace_s = 0.5;
   const reports::Results r = run_suite(o);
   ASSERT_EQ(r.cases.size(), 4u);
   for (const auto& c : r.cases) EXPECT_TRUE(c.status == Status::pass) << c.id << ": " << c.reason;
@@ -478,16 +467,7 @@ TEST_F(RunnerTest, OneStartAtATimeStillRunsEveryCase) {
 // its role starts, judges the same precondition after its adapter's init, and skips with the
 // same reason before its body.
 TEST_F(RunnerTest, UnmetPreconditionSkipsBeforeAnyRoleStarts) {
-  RunOptions o;
-  o.adapter = "ref";
-  o.role_executable = IPCHECK_SELFTEST_EXE;
-  o.include_hidden = true;
-  o.exact = true;
-  o.filters = {"selftest.needs.unmet", "selftest.needs.met"};
-  o.jobs = 1;
-  o.audit = "proc";
-  o.timeout_s = o.inactivity_s = 20;
-  o.grace_s = 0.5;
+  RunOptions o = suite({"selftest.needs.unmet", "selftest.needs.met"}, 1);
   const reports::Results r = run_suite(o);
   ASSERT_EQ(r.cases.size(), 2u);
   const auto& unmet = r.cases[0];
@@ -510,17 +490,8 @@ TEST_F(RunnerTest, UnmetPreconditionSkipsBeforeAnyRoleStarts) {
 // the hold) and ends with the run, taking no descriptor with it; without it none is left.
 TEST_F(RunnerTest, HeldRuntimeLivesThroughTheRunAndEndsWithIt) {
   for (const int hold : {1, 0}) {
-    RunOptions o;
-    o.adapter = "ref";
-    o.role_executable = IPCHECK_SELFTEST_EXE;
-    o.include_hidden = true;
-    o.exact = true;
-    o.filters = {"selftest.pass", "selftest.should"};
-    o.jobs = 1;
+    RunOptions o = suite({"selftest.pass", "selftest.should"}, 1);
     o.hold_runtime = hold;
-    o.audit = "proc";
-    o.timeout_s = o.inactivity_s = 20;
-    o.grace_s = 0.5;
     std::vector<std::size_t> alive;
     o.on_case_done = [&](const reports::CaseResult&, std::size_t, std::size_t) { alive.push_back(children_of_self().size()); };
     const std::size_t fds = count_open_fds();
@@ -559,17 +530,8 @@ TEST_F(RunnerTest, ParallelWorkersApplyExpectationsUnderTheLock) {
     f << "selftest.fail  fail  check=\"deliberate failure\"  known in this test (https://example.invalid/1)\n"
          "selftest.should  fail  never matched (https://example.invalid/2)\n";
   }
-  RunOptions o;
-  o.adapter = "ref";
-  o.role_executable = IPCHECK_SELFTEST_EXE;
-  o.include_hidden = true;
-  o.exact = true;
-  o.filters = {"selftest.pass", "selftest.fail", "selftest.should", "selftest.skip", "selftest.early_exit",
-               "selftest.leak.fd"};
-  o.jobs = 4;
-  o.audit = "proc";
-  o.timeout_s = o.inactivity_s = 10;
-  o.grace_s = 0.5;
+  RunOptions o = suite({"selftest.pass", "selftest.fail", "selftest.should", "selftest.skip", "selftest.early_exit",
+               "selftest.leak.fd"}, 4, 10);
   o.env = {"ASAN_OPTIONS=handle_segv=0:detect_leaks=0", "TSAN_OPTIONS=handle_segv=0:halt_on_error=1"};
   o.expectations_path = path;
   const reports::Results r = run_suite(o);

@@ -155,26 +155,27 @@ Store Store::open(const std::string& path, bool create, int target, double busy_
 Store::Added Store::add(const Results& r, const std::string& label) {
   const std::string text = dump_json(to_json(r));
   RunRecord rec;
-  rec.digest = sha256::hex(text);
-  rec.label = label;
-  rec.adapter = r.run.adapter;
-  rec.driver_name = r.run.driver_name;
-  rec.driver_version = r.run.driver_version;
-  rec.gpu = gpu_of(r.run);
-  rec.hostname = r.run.hostname;
-  rec.kernel = r.run.kernel;
-  rec.ipcheck_version = r.run.ipcheck_version;
-  rec.start = r.run.start;
-  rec.added_at = iso_now();
-  rec.duration_s = r.run.duration_s;
-  rec.total = r.summary.total;
-  rec.unexpected = r.summary.unexpected;
-  rec.results_size = static_cast<long long>(text.size());
+  StoredRun& c = rec.run;
+  c.digest = sha256::hex(text);
+  c.label = label;
+  c.adapter = r.run.adapter;
+  c.driver_name = r.run.driver_name;
+  c.driver_version = r.run.driver_version;
+  c.gpu = gpu_of(r.run);
+  c.hostname = r.run.hostname;
+  c.kernel = r.run.kernel;
+  c.ipcheck_version = r.run.ipcheck_version;
+  c.start = r.run.start;
+  c.added_at = iso_now();
+  c.duration_s = r.run.duration_s;
+  c.total = r.summary.total;
+  c.unexpected = r.summary.unexpected;
+  c.json_bytes = static_cast<long long>(text.size());
   rec.blob = compress(text);
   rec.cases = case_records(r);
-  rec.written_by = r.run.ipcheck_version.empty() ? std::string("?") : r.run.ipcheck_version;
+  rec.written_by = c.ipcheck_version.empty() ? std::string("?") : c.ipcheck_version;
   const auto [id, fresh] = b_->add(rec);
-  return Added{id, fresh, rec.digest};
+  return Added{id, fresh, c.digest};
 }
 
 std::vector<StoredRun> Store::runs(const RunFilter& f) const {
@@ -229,21 +230,8 @@ CopyCount copy_runs(const Store& from, Store& to) {
     if (!b) throw StoreError(where + ": gone while it was being copied");
     const Results res = results_from_blob(b->blob, b->encoding, b->size, where);
     RunRecord rec;
-    rec.digest = r.digest;
-    rec.label = r.label;
-    rec.adapter = r.adapter;
-    rec.driver_name = r.driver_name;
-    rec.driver_version = r.driver_version;
-    rec.gpu = r.gpu;
-    rec.hostname = r.hostname;
-    rec.kernel = r.kernel;
-    rec.ipcheck_version = r.ipcheck_version;
-    rec.start = r.start;
-    rec.added_at = r.added_at;
-    rec.duration_s = r.duration_s;
-    rec.total = r.total;
-    rec.unexpected = r.unexpected;
-    rec.results_size = b->size;
+    rec.run = r;  // the columns as `from` keeps them
+    rec.run.json_bytes = b->size;
     rec.blob = b->blob;
     rec.cases = case_records(res);
     rec.written_by = r.ipcheck_version.empty() ? std::string("?") : r.ipcheck_version;

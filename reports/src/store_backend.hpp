@@ -13,14 +13,11 @@
 
 namespace ipcheck::reports {
 
-// A run as a backend writes it: the columns of `runs` and one row per case.
+// A run as a backend writes it: the columns of `runs` (a StoredRun's, without the id and
+// stored_bytes a store gives; json_bytes is results_size) and one row per case.
 struct RunRecord {
-  std::string digest, label, adapter, driver_name, driver_version, gpu, hostname, kernel, ipcheck_version, start,
-      added_at;
-  double duration_s = 0;
-  long long total = 0, unexpected = 0;
-  long long results_size = 0;  // bytes of the JSON before compression
-  std::string blob;            // the JSON, zlib
+  StoredRun run;
+  std::string blob;  // the JSON, zlib
   struct Case {
     std::string id, status, reason, expected_status;
     long long attempts = 1;

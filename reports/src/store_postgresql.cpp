@@ -301,15 +301,16 @@ class PgBackend final : public StoreBackend {
       }
       if (f.connection_lost)
         throw StoreError(shown_ + ": lost the connection to the PostgreSQL server while adding run " +
-                         rec.digest.substr(0, 12) + " (" + f.message + "); " +
+                         rec.run.digest.substr(0, 12) + " (" + f.message + "); " +
                          (f.state == "commit" ? "whether it committed is unknown: "
                                               : "it was not added (the server rolls its transaction back): ") +
                          "add it again once the server is back (a run already there is kept once)");
-      failed(f, "adding run " + rec.digest.substr(0, 12));
+      failed(f, "adding run " + rec.run.digest.substr(0, 12));
     }
   }
 
-  bool try_add(const RunRecord& r, int version, std::pair<long long, bool>& out, PgFailure& f) {
+  bool try_add(const RunRecord& rec, int version, std::pair<long long, bool>& out, PgFailure& f) {
+    const StoredRun& r = rec.run;
     if (!try_exec("BEGIN", {}, f)) return false;
     Result ins = try_exec(
         "INSERT INTO runs (digest, label, adapter, driver_name, driver_version, gpu, hostname, kernel, "
@@ -330,8 +331,8 @@ class PgBackend final : public StoreBackend {
          {std::to_string(r.total)},
          {std::to_string(r.unexpected)},
          {r.added_at},
-         {std::to_string(r.results_size)},
-         {r.blob, true}},
+         {std::to_string(r.json_bytes)},
+         {rec.blob, true}},
         f);
     if (!ins) return false;
     if (PQntuples(ins.get()) == 0) {
@@ -350,7 +351,7 @@ class PgBackend final : public StoreBackend {
     const std::string sql = version >= 2 ? "INSERT INTO cases (run_id, case_id, status, reason, attempts, "
                                            "expected_status) VALUES ($1, $2, $3, $4, $5, $6)"
                                          : "INSERT INTO cases (run_id, case_id, status, reason) VALUES ($1, $2, $3, $4)";
-    for (const auto& c : r.cases) {
+    for (const auto& c : rec.cases) {
       std::vector<Param> p{{id}, {c.id}, {c.status}, {c.reason}};
       if (version >= 2) {
         p.push_back({std::to_string(c.attempts)});
@@ -360,7 +361,7 @@ class PgBackend final : public StoreBackend {
     }
     if (!try_exec("INSERT INTO meta (key, value) VALUES ('written_by', $1) "
                   "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                  {{r.written_by}}, f))
+                  {{rec.written_by}}, f))
       return false;
     pause_before_commit_for_tests();
     if (!try_exec("COMMIT", {}, f)) {

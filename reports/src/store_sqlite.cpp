@@ -50,6 +50,11 @@ class Statement {
     sqlite3_bind_blob(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
     return *this;
   }
+  // Ready to run again with new bindings.
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
   // True while there is a row.
   bool step() {
     const int rc = sqlite3_step(s_);
@@ -208,7 +213,8 @@ class SqliteBackend final : public StoreBackend {
 
   int schema_version() override { return static_cast<int>(pragma(db_, "user_version", path_)); }
 
-  std::pair<long long, bool> add(const RunRecord& r) override {
+  std::pair<long long, bool> add(const RunRecord& rec) override {
+    const StoredRun& r = rec.run;
     const int version = schema_version();
     exec(db_, "BEGIN IMMEDIATE", path_);
     long long id = 0;
@@ -230,21 +236,22 @@ class SqliteBackend final : public StoreBackend {
       ins.bind(1, r.digest).bind(2, r.label).bind(3, r.adapter).bind(4, r.driver_name);
       ins.bind(5, r.driver_version).bind(6, r.gpu).bind(7, r.hostname).bind(8, r.kernel);
       ins.bind(9, r.ipcheck_version).bind(10, r.start).bind(11, r.duration_s);
-      ins.bind(12, r.total).bind(13, r.unexpected);
-      ins.bind(14, r.added_at).bind(15, r.results_size).bind_blob(16, r.blob);
+      ins.bind(12, static_cast<long long>(r.total)).bind(13, static_cast<long long>(r.unexpected));
+      ins.bind(14, r.added_at).bind(15, r.json_bytes).bind_blob(16, rec.blob);
       ins.step();
       id = sqlite3_last_insert_rowid(db_);
       const std::string sql = version >= 2 ? "INSERT INTO cases (run_id, case_id, status, reason, attempts, "
                                              "expected_status) VALUES (?, ?, ?, ?, ?, ?)"
                                            : "INSERT INTO cases (run_id, case_id, status, reason) VALUES (?, ?, ?, ?)";
-      for (const auto& c : r.cases) {
-        Statement row(db_, sql, path_);
+      Statement row(db_, sql, path_);
+      for (const auto& c : rec.cases) {
         row.bind(1, id).bind(2, c.id).bind(3, c.status).bind(4, c.reason);
         if (version >= 2) row.bind(5, c.attempts).bind(6, c.expected_status);
         row.step();
+        row.reset();
       }
       Statement meta(db_, "INSERT OR REPLACE INTO meta (key, value) VALUES ('written_by', ?)", path_);
-      meta.bind(1, r.written_by);
+      meta.bind(1, rec.written_by);
       meta.step();
       pause_before_commit_for_tests();
       exec(db_, "COMMIT", path_);
