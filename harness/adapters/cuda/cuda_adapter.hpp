@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
@@ -64,6 +65,7 @@ class CudaAdapter final : public Adapter {
 
   // ---- set-up (cuda_adapter.cpp) and device information (cuda_device_info.cpp)
 
+  Outcome prepare(const AdapterConfig& config) override;
   Outcome init(const AdapterConfig& config) override;
   AdapterInfo info() override;
 
@@ -179,6 +181,9 @@ class CudaAdapter final : public Adapter {
 
   // ---- set-up (cuda_adapter.cpp)
 
+  // CUDA_DEVICE_MAX_CONNECTIONS before the driver loads: the adapter option `connections`
+  // (`driver`: as it is), else the environment's, else 1 (cuda_adapter.cpp says why).
+  Outcome set_connections(const std::string& option);
   // Loads libcuda (the adapter option `library`, else the search), cuInit, the API version.
   Outcome start_driver(const std::string& library);
   // Every device: its information and its primary context, retained; device 0's current.
@@ -267,6 +272,8 @@ class CudaAdapter final : public Adapter {
   int current_ = -1;
   int api_version_ = 0;
   std::string driver_version_, driver_version_source_, warm_up_;
+  std::string connections_;  // CUDA_DEVICE_MAX_CONNECTIONS as the driver saw it, and from where
+  std::optional<Outcome> prepared_;  // prepare's answer, once it ran
   bool scm_ = false;
   toolkit::ExportFdNumbers export_numbers_;
   ObjectId next_id_ = 1;

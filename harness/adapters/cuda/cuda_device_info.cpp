@@ -118,6 +118,7 @@ AdapterInfo CudaAdapter::info() {
   i.extra["libcuda"] = cu_->path();
   i.extra["driver_version_source"] = driver_version_source_.empty() ? "none found" : driver_version_source_;
   i.extra["cuda_driver_api"] = std::to_string(api_version_);
+  i.extra["device_max_connections"] = connections_;
   i.extra["mem_open_flags"] = "passed to cuIpcOpenMemHandle as the case asked (0 is 0; CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS is 0x1)";
   // The runtime's peer-access request for an open on another device (cases/multi_device/).
   i.extra["mem_open_peer_flag"] = "0x1";

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "ipcheck/cuda/fd_record.hpp"
@@ -134,6 +135,37 @@ TEST(CudaAdapter, UnknownOptionIsInvalid) {
   const Outcome o = a->init(c);
   EXPECT_EQ(o.code, Errc::invalid);
   EXPECT_NE(o.message.find("'colour'"), std::string::npos) << o.message;
+}
+
+// connections: the command line checks the value; init sets CUDA_DEVICE_MAX_CONNECTIONS
+// before the driver loads (1 unless the user's environment or the option says otherwise),
+// and `driver` leaves the environment as it was.
+TEST(CudaAdapter, ConnectionsOptionSetsTheDriversQueueCount) {
+  const AdapterDesc* d = find_adapter("cuda");
+  ASSERT_NE(d, nullptr);
+  for (const char* ok : {"1", "8", "32", "driver"}) EXPECT_EQ(d->check_value("connections", ok), "") << ok;
+  for (const char* bad : {"0", "33", "", "x", "-1", "99999999999"})
+    EXPECT_EQ(d->check_value("connections", bad), "give driver, or a whole number from 1 to 32") << bad;
+  const char* saved = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const std::string restore = saved ? saved : "";
+  auto init_with = [](const char* env, const char* option) {
+    if (env) ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", env, 1);
+    else ::unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    auto a = make_cuda();
+    AdapterConfig c;
+    c.options["library"] = "/nonexistent/libcuda.so.1";  // init stops at the load, after the setting
+    if (option) c.options["connections"] = option;
+    (void)a->init(c);
+    const char* now = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    return now ? std::string(now) : std::string("(unset)");
+  };
+  EXPECT_EQ(init_with(nullptr, nullptr), "1");
+  EXPECT_EQ(init_with("4", nullptr), "4");
+  EXPECT_EQ(init_with("4", "2"), "2");
+  EXPECT_EQ(init_with(nullptr, "driver"), "(unset)");
+  EXPECT_EQ(init_with("6", "driver"), "6");
+  if (saved) ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", restore.c_str(), 1);
+  else ::unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
 }
 
 // The toolkit's stub exports every driver symbol but answers CUDA_ERROR_STUB_LIBRARY:
