@@ -34,6 +34,8 @@ const char* msg_type_name(MsgType t) noexcept {
     case MsgType::harness_error: return "harness_error";
     case MsgType::peer_start: return "peer_start";
     case MsgType::initialised: return "initialised";
+    case MsgType::want_start: return "want_start";
+    case MsgType::start_granted: return "start_granted";
   }
   return "unknown";
 }

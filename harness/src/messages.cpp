@@ -364,6 +364,21 @@ Message encode(const Initialised& m) {
   return make(MsgType::initialised, {text});
 }
 
+Message encode(const WantStart&) { return make(MsgType::want_start, {}); }
+Message encode(const StartGranted&) { return make(MsgType::start_granted, {}); }
+
+template <>
+WantStart decode<WantStart>(Message& m) {
+  (void)Fields(m, MsgType::want_start, {});
+  return {};
+}
+
+template <>
+StartGranted decode<StartGranted>(Message& m) {
+  (void)Fields(m, MsgType::start_granted, {});
+  return {};
+}
+
 template <>
 Initialised decode<Initialised>(Message& m) {
   const Fields f(m, MsgType::initialised, {"seconds"});
@@ -407,6 +422,8 @@ Any decode_any(Message& m) {
     case MsgType::harness_error: return decode<HarnessError>(m);
     case MsgType::peer_start: return decode<PeerStart>(m);
     case MsgType::initialised: return decode<Initialised>(m);
+    case MsgType::want_start: return decode<WantStart>(m);
+    case MsgType::start_granted: return decode<StartGranted>(m);
   }
   throw ChannelError("channel: " + type_shown(m.type) + " is none of this protocol's (version " +
                      std::to_string(kProtocolVersion) + ")");

@@ -111,6 +111,11 @@ class RoleImpl final : public Role {
     return e.role;
   }
 
+  // Waits for the runner's start slot; what comes first stays queued for the body.
+  void wait_start_granted() {
+    wait_for<msg::StartGranted>([](const msg::StartGranted&) { return true; });
+  }
+
   void kill(const std::string& role, int signal) override {
     ch_.send(msg::KillPeer{role, signal});
   }
@@ -331,15 +336,35 @@ int role_skips(Channel& ch, RoleImpl& role, const std::string& why) {
   return 0;
 }
 
-// Initialises the adapter for a case's role. Returns the role's exit code where it ends
-// here (limits, exhausted resources, an adapter not available or failing), having said why.
+// Initialises the adapter for a case's role; with `slot`, its contexts wait for the runner's
+// start slot. Returns the role's exit code where it ends here (limits, exhausted resources,
+// an adapter not available or failing, the runner gone), having said why.
 std::optional<int> init_role_adapter(Channel& ch, RoleImpl& role, TracingAdapter& adapter, const AdapterConfig& config,
-                                     const std::string& adapter_name, const std::string& limits) {
+                                     const std::string& adapter_name, const std::string& limits, bool slot) {
   if (!limits.empty()) return role_fault(ch, role, limits);
-  const auto t0 = std::chrono::steady_clock::now();
-  const Outcome init = adapter.init(config);
+  // What needs no device first; then, where the runner limits starts ("start_slot"), the
+  // role waits for its slot before the adapter makes its contexts (runner_admission.hpp).
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  Outcome init = adapter.prepare(config);
+  double waited_s = 0;
+  if (init.ok()) {
+    if (slot) {
+      const auto asked = Clock::now();
+      try {
+        ch.send(msg::WantStart{});
+        role.wait_start_granted();
+      } catch (const RoleAbort&) {
+        return 3;  // the runner went away: nobody to report to
+      } catch (const ChannelError&) {
+        return 3;
+      }
+      waited_s = std::chrono::duration<double>(Clock::now() - asked).count();
+    }
+    init = adapter.init(config);
+  }
   // The runner holds a start slot for this role until now (runner_admission.cpp).
-  ch.send(msg::Initialised{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+  ch.send(msg::Initialised{std::max(0.0, std::chrono::duration<double>(Clock::now() - t0).count() - waited_s)});
   if (!init.ok() && init.code == Errc::exhausted)
     return role_fault(ch, role, "the machine ran out of resources while adapter '" + adapter_name + "' initialised: " + init.describe());
   if (!init.ok()) {
@@ -463,7 +488,8 @@ int role_main(const std::vector<std::string>& args) {
     return 2;
   }
   RoleImpl role(ch, adapter, a.role, rd->name, index, a.adapter, start);
-  if (const auto ended = init_role_adapter(ch, role, adapter, config, a.adapter, limits)) return *ended;
+  if (const auto ended = init_role_adapter(ch, role, adapter, config, a.adapter, limits, start.value("start_slot", false)))
+    return *ended;
   // The case's preconditions, judged again here: a run without a probe (or a role started
   // on its own) skips where the runner would have.
   // (The adapter's info is asked for only where the case has preconditions: on ref it costs

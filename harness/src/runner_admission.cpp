@@ -40,10 +40,14 @@ void Admission::unplace(int device) {
   }
 }
 
-std::uint64_t Admission::queue_start(int device) {
+std::uint64_t Admission::queue_start(int device, bool urgent) {
   std::lock_guard g(lock_);
   const std::uint64_t t = next_ticket_++;
-  waiting_.push_back({t, device < devices_ ? device : -1});
+  const Waiter w{t, device < devices_ ? device : -1, urgent};
+  if (urgent)
+    waiting_.insert(std::find_if(waiting_.begin(), waiting_.end(), [](const Waiter& x) { return !x.urgent; }), w);
+  else
+    waiting_.push_back(w);
   return t;
 }
 
@@ -57,16 +61,18 @@ bool Admission::try_start(std::uint64_t ticket) {
   std::lock_guard g(lock_);
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
     if (it->ticket != ticket) continue;
+    if (starts_ == 0) {  // no limit: no order to keep
+      waiting_.erase(it);
+      return true;
+    }
     // An earlier waiter for the same device goes first (it may be waiting for a slot on
     // every device, which a stream of one-device starts would otherwise never leave free).
     for (auto e = waiting_.begin(); e != it; ++e)
       if (overlaps(e->device, it->device)) return false;
     if (!free_for(it->device)) return false;
-    if (starts_ > 0) {
-      if (it->device >= 0) ++starting_[static_cast<std::size_t>(it->device)];
-      else
-        for (auto& n : starting_) ++n;
-    }
+    if (it->device >= 0) ++starting_[static_cast<std::size_t>(it->device)];
+    else
+      for (auto& n : starting_) ++n;
     waiting_.erase(it);
     return true;
   }

@@ -7,10 +7,12 @@
 //   case that uses several (Case::all_devices) sees them all and counts on each.
 // - Start slots. Starting a GPU runtime in a process is costly (a CUDA context: 100-300 ms
 //   of a device's time, most of it serialised in the driver): at most `starts_per_device`
-//   roles initialise the adapter at once on a device (AdapterDesc::cost, --starts-per-device).
-//   A role waits for its slot before the runner sends it the start document, and frees it
-//   when it says `initialised` (or ends). Waiters are served in order per device, so a role
-//   that needs a slot on every device is not starved by one-device roles.
+//   roles make their contexts at once on a device (AdapterDesc::cost, --starts-per-device).
+//   What needs no device (Adapter::prepare: cuda's library load and cuInit, a third of a
+//   start) runs before: the role asks for its slot then (want_start), the runner grants it
+//   when free (start_granted), and the role frees it when it says `initialised` (or ends).
+//   Waiters are served in order per device (on-demand roles of running cases first), so a
+//   role that needs a slot on every device is not starved by one-device roles.
 // - Alone. A case that timed out while others ran is run again with nothing else running
 //   (SuiteWorkers): begin_alone waits for the running cases to end and holds new ones back.
 #pragma once
@@ -41,7 +43,11 @@ class Admission {
   void unplace(int device);
 
   // A role's place in the queue for a start slot on `device` (-1: one on every device).
-  std::uint64_t queue_start(int device);
+  // `urgent`: a role a running case started on demand (a garbage case's next consumer, which
+  // its case waits for): it goes before every role of a case that has not begun, after the
+  // urgent ones already waiting. A long case that starts processes one after another then
+  // does not wait behind the starts of every short case run beside it.
+  std::uint64_t queue_start(int device, bool urgent = false);
   // Takes the slot when it is free and no earlier waiter wants the same device; true when
   // taken (the ticket is then spent).
   bool try_start(std::uint64_t ticket);
@@ -83,6 +89,7 @@ class Admission {
   struct Waiter {
     std::uint64_t ticket;
     int device;
+    bool urgent;
   };
   std::deque<Waiter> waiting_;
   std::uint64_t next_ticket_ = 1;

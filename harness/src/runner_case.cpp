@@ -205,12 +205,16 @@ void CaseRun::on_hello(RoleState& r, Message& m) {
   }
   r.hello = true;
   if (tracer_) tracer_->role_hello(r.proc.pid(), hello.verb_mark);
-  // The peers are the roles started so far (an on-demand role's start comes later).
+  // The peers are the roles started so far (an on-demand role's start comes later). Where
+  // starts are limited, the role asks for its slot once its adapter is prepared.
+  const bool slots = admission_ && admission_->starts_per_device() > 0;
   auto start = [&] {
     json peers = json::object();
     for (const auto& x : roles_)
       if (x.started) peers[x.name] = x.proc.pid();
-    return msg::Start{start_document(opt_, peers, inject_)};
+    json doc = start_document(opt_, peers, inject_);
+    if (slots) doc["start_slot"] = true;
+    return msg::Start{std::move(doc)};
   };
   if (start_sent_) {
     post_start(r, start());  // an on-demand role, started after the others
@@ -222,27 +226,37 @@ void CaseRun::on_hello(RoleState& r, Message& m) {
   }
 }
 
-// A role reads nothing before its start: what was sent to it earlier follows the start. The
-// start waits for a start slot: with it the role initialises the adapter.
+// A role reads nothing before its start: what was sent to it earlier follows the start.
 void CaseRun::post_start(RoleState& r, const msg::Start& start) {
-  if (admission_ && !r.holds_start) {
-    if (!r.start_ticket) {
-      r.start_ticket = admission_->queue_start(device_);
-      r.queued_at = Clock::now();
-    }
-    if (!admission_->try_start(r.start_ticket)) {
-      r.pending_start = start;
-      return;
-    }
-    r.start_ticket = 0;
-    r.holds_start = true;
-    admission_->note_wait(seconds_since(r.queued_at));
-  }
-  r.pending_start.reset();
   r.post(start);
   r.start_posted = true;
   for (auto& d : r.held) r.post(d);
   r.held.clear();
+}
+
+void CaseRun::on_want_start(RoleState& r) {
+  if (!admission_) {
+    r.post(msg::StartGranted{});  // nothing to wait for (a case run on its own)
+    return;
+  }
+  if (r.holds_start || r.wants_start) {
+    result_.warnings.push_back(r.name + " asked for a start slot twice");
+    return;
+  }
+  r.start_ticket = admission_->queue_start(device_, r.on_demand);
+  r.queued_at = Clock::now();
+  r.wants_start = true;
+  grant_start(r);
+}
+
+bool CaseRun::grant_start(RoleState& r) {
+  if (!admission_->try_start(r.start_ticket)) return false;
+  r.start_ticket = 0;
+  r.wants_start = false;
+  r.holds_start = true;
+  admission_->note_wait(seconds_since(r.queued_at));
+  r.post(msg::StartGranted{});
+  return true;
 }
 
 void CaseRun::release_start(RoleState& r) {
@@ -250,18 +264,14 @@ void CaseRun::release_start(RoleState& r) {
   if (r.holds_start) admission_->end_start(device_);
   if (r.start_ticket) admission_->cancel(r.start_ticket);
   r.holds_start = false;
+  r.wants_start = false;
   r.start_ticket = 0;
-  r.pending_start.reset();
 }
 
 bool CaseRun::retry_pending_starts() {
   bool waiting = false;
   for (auto& r : roles_)
-    if (r.pending_start && !r.exit) {
-      const msg::Start start = *r.pending_start;
-      post_start(r, start);
-      waiting = waiting || r.pending_start.has_value();
-    }
+    if (r.wants_start && !r.exit) waiting = !grant_start(r) || waiting;
   return waiting;
 }
 
@@ -315,7 +325,7 @@ void CaseRun::account_silence() {
     runner_sampled_ = true;
   }
   for (auto& r : roles_) {
-    if (r.pending_start && !r.exit) {
+    if (r.wants_start && !r.exit) {
       held = dt;  // waiting for a start slot: for the machine, not for the adapter
       continue;
     }
@@ -340,6 +350,7 @@ void CaseRun::on_send(RoleState& r, msg::Send s) {
   }
   if (to->deferred) {
     if (terminating_) return;  // the case is ending: no new process for it
+    to->on_demand = true;
     start_role(*to);
     confirm_role(*to);
     // Its peers learn of it before anything it sends or its exit: none gives up waiting on it.
@@ -475,6 +486,10 @@ void CaseRun::handle(RoleState& r, Message& m) {
       break;
     case MsgType::info:
       break;
+    case MsgType::want_start:
+      msg::decode<msg::WantStart>(m);
+      on_want_start(r);
+      break;
     case MsgType::initialised:
       r.init_s = msg::decode<msg::Initialised>(m).seconds;
       if (admission_ && r.holds_start) admission_->note_start(r.init_s);
@@ -516,7 +531,7 @@ int CaseRun::poll_wait_ms(double inactivity) const {
       terminating_ ? kill_at_
                    : std::min(start_ + std::chrono::milliseconds(int(timeout_s_ * 1000)),
                               now + std::chrono::milliseconds(int(std::max(0.0, inactivity - silent_s_) * 1000)));
-  const bool waiting_for_start = std::any_of(roles_.begin(), roles_.end(), [](const RoleState& r) { return r.pending_start.has_value(); });
+  const bool waiting_for_start = std::any_of(roles_.begin(), roles_.end(), [](const RoleState& r) { return r.wants_start; });
   return static_cast<int>(std::clamp<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1,
                                                 0, kill_when_blocked_ ? 2 : waiting_for_start ? 10 : 200));
 }

@@ -60,6 +60,7 @@ struct RoleState {
   Channel channel;
   bool started = false;       // spawned
   bool deferred = false;      // an on-demand role no message has reached yet: not started, no fault
+  bool on_demand = false;     // started by a message while its case ran: its start slot comes first
   std::string spawn_error;    // why it could not be started: a harness error
   bool hello = false;
   bool start_posted = false;          // the start document is on its way to it
@@ -78,11 +79,11 @@ struct RoleState {
   json audit;
   bool audit_collected = false;  // the outside auditor has reported on (and forgotten) it
   std::vector<std::string> survivors;
-  // Its start slot (runner_admission.hpp): the start document waits in pending_start until
-  // the role may initialise the adapter; the slot is held until it says initialised.
+  // Its start slot (runner_admission.hpp): asked for once the role has prepared its adapter
+  // (want_start), granted when free (start_granted), held until it says initialised.
   std::uint64_t start_ticket = 0;
   bool holds_start = false;
-  std::optional<msg::Start> pending_start;
+  bool wants_start = false;  // asked, not granted yet
   Clock::time_point queued_at{};
   double init_s = -1;  // how long its Adapter::init took, once it said
   // What the scheduler gave it of the CPU (/proc/<pid>/schedstat, /proc/<pid>/stat): time it
@@ -158,9 +159,13 @@ class CaseRun {
   void handle(RoleState& r, Message& m);
   void on_hello(RoleState& r, Message& m);
   void post_start(RoleState& r, const msg::Start& start);
+  // The role asked for a start slot: it queues, and has it when one is free.
+  void on_want_start(RoleState& r);
+  // Grants a queued role its slot when free; true when granted.
+  bool grant_start(RoleState& r);
   // Frees the role's start slot (or its place in the queue for one).
   void release_start(RoleState& r);
-  // Starts that waited for a slot, where one is free now; true while any still waits.
+  // Roles that wait for a slot get one where one is free now; true while any still waits.
   bool retry_pending_starts();
   // Adds the time since the last sample to the silence clock, less what the machine held
   // the roles back (stopped, waiting for a CPU, waiting for a start slot).

@@ -17,8 +17,13 @@ unsigned long long verb_id(const char* verb) {
 }
 }  // namespace
 
-TracingAdapter::Scope::Scope(TracingAdapter& t, const char* verb) {
-  const unsigned long ordinal = ++t.calls_[verb];
+TracingAdapter::Scope::Scope(TracingAdapter& t, const char* verb, bool count) {
+  unsigned long ordinal = 1;
+  if (count) {
+    ordinal = ++t.calls_[verb];
+  } else if (const auto it = t.calls_.find(verb); it != t.calls_.end()) {
+    ordinal = it->second + 1;  // the call it is the first part of
+  }
   std::strncpy(ipcheck_verb_mark.verb, verb, sizeof ipcheck_verb_mark.verb - 1);
   ipcheck_verb_mark.verb_id = verb_id(verb);
   ipcheck_verb_mark.ordinal = ordinal;
@@ -35,6 +40,10 @@ TracingAdapter::Scope::~Scope() {
   Scope scope(*this, verb);       \
   return inner_->call
 
+Outcome TracingAdapter::prepare(const AdapterConfig& c) {
+  Scope scope(*this, "init", false);  // init's first part: its system calls are init's
+  return inner_->prepare(c);
+}
 Outcome TracingAdapter::init(const AdapterConfig& c) { IPCHECK_TRACE("init", init(c)); }
 Result<DevPtr> TracingAdapter::alloc(int d, std::size_t b, MemKind k) { IPCHECK_TRACE("alloc", alloc(d, b, k)); }
 Outcome TracingAdapter::free(DevPtr p) { IPCHECK_TRACE("free", free(p)); }

@@ -82,6 +82,8 @@ TEST(Messages, HelloStartAndTheRunnersAnswersRoundTrip) {
 TEST(Messages, WhatARoleReportsRoundTrips) {
   EXPECT_EQ(round_trip(msg::Barrier{"met"}).name, "met");
   EXPECT_NEAR(round_trip(msg::Initialised{0.25}).seconds, 0.25, 1e-9);
+  (void)round_trip(msg::WantStart{});
+  (void)round_trip(msg::StartGranted{});
   const auto observe = round_trip(msg::Observe{"import.latency", "12 us", "sycl.mem.open"});
   EXPECT_EQ(observe.name, "import.latency");
   EXPECT_EQ(observe.value, "12 us");
@@ -240,6 +242,8 @@ TEST(Messages, AMalformedFieldIsNamedWithItsValue) {
   EXPECT_TRUE(has(number, "kill_peer message: field 'signal' is 'nine': not a number")) << number;
   const std::string secs = decode_error<msg::Initialised>(packet(MsgType::initialised, {"soon"}));
   EXPECT_TRUE(has(secs, "initialised message: field 'seconds' is 'soon': not a number of seconds")) << secs;
+  const std::string extra = decode_error<msg::WantStart>(packet(MsgType::want_start, {"now"}));
+  EXPECT_TRUE(has(extra, "want_start message: has 1 field(s), 0 expected")) << extra;
   const std::string range = decode_error<msg::KillPeer>(packet(MsgType::kill_peer, {"consumer", "0"}));
   EXPECT_TRUE(has(range, "field 'signal' is '0': out of range")) << range;
   const std::string pid = decode_error<msg::Hello>(packet(MsgType::hello, {std::to_string(msg::kProtocolVersion), "producer", "12ab", ""}));

@@ -1,6 +1,8 @@
 // Every verdict the runner gives, reached through the scripted adapter (scripted_adapter.cpp):
 // one case, a script per test saying which verb fails, dies, hangs or leaks. The roles run in
 // ipcheck-selftest, as real role processes; these tests are the runner's side.
+#include <unistd.h>
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -83,6 +85,25 @@ TEST_F(RunnerVerdicts, AFailureNoLineCoversStaysFail) {
   const reports::Results res = run_suite(o);
   ASSERT_EQ(res.cases.size(), 1u);
   EXPECT_EQ(res.cases[0].status, Status::fail) << res.cases[0].reason;
+}
+
+// Start slots cover what the driver serialises (Adapter::init: contexts), not what it does
+// not (Adapter::prepare: the library and its process-wide init): with one slot, both roles of
+// the case are in prepare at once, as they could not be if the slot were taken before it.
+TEST_F(RunnerVerdicts, OneStartSlotLetsRolesPrepareSideBySide) {
+  const std::string dir = ::testing::TempDir() + "runner-verdicts-meet-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  RunOptions o = scripted("prepare=meet:" + dir + ":2");
+  o.starts_per_device = 1;
+  o.jobs = 1;
+  const reports::Results res = run_suite(o);
+  ASSERT_EQ(res.cases.size(), 1u);
+  EXPECT_EQ(res.cases[0].status, Status::pass) << res.cases[0].reason;
+  EXPECT_TRUE(res.cases[0].attempts.empty()) << "passed only when run again: " << res.cases[0].attempts[0].reason;
+  const auto& s = res.run.runner.at("scheduling");
+  EXPECT_EQ(s["starts_per_device"], 1);
+  EXPECT_EQ(s["adapter_starts"].get<int>(), 2) << s.dump();
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(RunnerVerdicts, ARoleKilledByASignalIsCrash) {

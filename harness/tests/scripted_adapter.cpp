@@ -5,14 +5,17 @@
 //
 //   IPCHECK_SCRIPTED="init=fail:not_implemented;mem_open=crash"
 //
-// Verbs: init, mem_get, mem_open, mem_close. Actions: ok (the default), fail:<errc> (the
-// runtime answers that Errc), crash (SIGSEGV), hang (never returns), leak (succeeds and
-// keeps a memfd and a shared mapping it made).
+// Verbs: prepare, init, mem_get, mem_open, mem_close. Actions: ok (the default), fail:<errc>
+// (the runtime answers that Errc), crash (SIGSEGV), hang (never returns), leak (succeeds and
+// keeps a memfd and a shared mapping it made), meet:<dir>:<n> (waits until n processes are in
+// the verb at once, each leaving a file in <dir>; fail:timeout after 5 s without them).
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -32,6 +35,7 @@ using ::testing::Return;
 
 class MockAdapter : public Adapter {
  public:
+  MOCK_METHOD(Outcome, prepare, (const AdapterConfig& config), (override));
   MOCK_METHOD(Outcome, init, (const AdapterConfig& config), (override));
   MOCK_METHOD(AdapterInfo, info, (), (override));
   MOCK_METHOD(std::size_t, device_count, (), (override));
@@ -69,7 +73,25 @@ std::map<std::string, std::string> read_script() {
 
 // What a scripted verb does before it answers: nothing, or die, hang, or leak. The answer
 // is success unless the action is fail:<errc>.
+// meet:<dir>:<n>: true once n processes have left their file in <dir> (each its pid's).
+bool meet(const std::string& spec) {
+  const auto colon = spec.rfind(':');
+  const std::string dir = spec.substr(0, colon);
+  const std::size_t want = std::stoul(spec.substr(colon + 1));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/" + std::to_string(::getpid())) << "here\n";
+  for (int i = 0; i < 500; ++i) {
+    const auto n = std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator());
+    if (static_cast<std::size_t>(n) >= want) return true;
+    ::usleep(10000);
+  }
+  return false;
+}
+
 Outcome act(const std::string& verb, const std::string& action) {
+  if (action.rfind("meet:", 0) == 0 && !meet(action.substr(5)))
+    return Outcome::runtime_failure("scripted_" + verb, Errc::timeout,
+                                    "scripted meet in " + verb + ": the other processes never came", 1, "SCRIPTED_ERROR");
   if (action == "crash") ::raise(SIGSEGV);
   if (action == "hang")
     for (;;) ::pause();
@@ -91,6 +113,7 @@ std::unique_ptr<Adapter> make_scripted() {
     auto it = script.find(verb);
     return it == script.end() ? std::string("ok") : it->second;
   };
+  ON_CALL(*m, prepare(_)).WillByDefault(Invoke([action](const AdapterConfig&) { return act("prepare", action("prepare")); }));
   ON_CALL(*m, init(_)).WillByDefault(Invoke([action](const AdapterConfig&) { return act("init", action("init")); }));
   ON_CALL(*m, info()).WillByDefault(Invoke([] {
     AdapterInfo i;

@@ -159,6 +159,15 @@ class Adapter {
  public:
   virtual ~Adapter() = default;
 
+  // The part of a start that uses no device: loading the runtime and its process-wide
+  // initialisation (cuda: libcuda and cuInit). Processes run it side by side; what follows in
+  // init (contexts, which a driver makes one process at a time) waits for the runner's start
+  // slot (harness/src/runner_admission.hpp). Optional: init runs it when it was not called,
+  // and an adapter whose start is all one thing leaves it as it is.
+  virtual Outcome prepare(const AdapterConfig& config) {
+    (void)config;
+    return Outcome::success();
+  }
   virtual Outcome init(const AdapterConfig& config) = 0;
   virtual AdapterInfo info() = 0;
   virtual std::size_t device_count() = 0;

@@ -47,6 +47,8 @@ enum class MsgType : std::uint16_t {
   harness_error, // role -> runner: cause (a limit of the machine, /proc unreadable): the case is `error`
   peer_start,    // runner -> role: role name, pid (an on-demand role started after the others)
   initialised,   // role -> runner: the adapter is initialised (seconds it took): its start slot is free
+  want_start,    // role -> runner: prepared (Adapter::prepare); it waits for a start slot
+  start_granted, // runner -> role: the slot is its own: it may make its contexts (Adapter::init)
 };
 const char* msg_type_name(MsgType t) noexcept;
 

@@ -29,7 +29,7 @@ namespace ipcheck::msg {
 
 // The first field of every hello. Bump it whenever a message of this file, or of a protocol
 // in data messages, changes its fields.
-inline constexpr int kProtocolVersion = 3;  // 2: peer_start; 3: initialised
+inline constexpr int kProtocolVersion = 4;  // 2: peer_start; 3: initialised; 4: want_start, start_granted
 
 struct Hello {
   static constexpr MsgType type = MsgType::hello;
@@ -145,6 +145,17 @@ struct Initialised {
   double seconds = 0;  // how long Adapter::init took
 };
 
+// A role whose start document asked for it ("start_slot": true) has run Adapter::prepare
+// and waits for a start slot before Adapter::init makes its contexts.
+struct WantStart {
+  static constexpr MsgType type = MsgType::want_start;
+};
+
+// The runner's answer when the slot is the role's (it frees it on the role's initialised).
+struct StartGranted {
+  static constexpr MsgType type = MsgType::start_granted;
+};
+
 struct PeerExit {
   static constexpr MsgType type = MsgType::peer_exit;
   std::string role;
@@ -195,6 +206,8 @@ Message encode(const Data& m);
 Message encode(const PeerExit& m);
 Message encode(const PeerStart& m);
 Message encode(const Initialised& m);
+Message encode(const WantStart& m);
+Message encode(const StartGranted& m);
 Message encode(const KillPeer& m);
 Message encode(const Done& m);
 Message encode(const HarnessError& m);
@@ -217,13 +230,16 @@ template <> Data decode<Data>(Message& m);
 template <> PeerExit decode<PeerExit>(Message& m);
 template <> PeerStart decode<PeerStart>(Message& m);
 template <> Initialised decode<Initialised>(Message& m);
+template <> WantStart decode<WantStart>(Message& m);
+template <> StartGranted decode<StartGranted>(Message& m);
 template <> KillPeer decode<KillPeer>(Message& m);
 template <> Done decode<Done>(Message& m);
 template <> HarnessError decode<HarnessError>(Message& m);
 
 // Any message, decoded by its type (for readers that queue what they do not want yet).
 using Any = std::variant<Hello, Start, Send, Deliver, Barrier, Release, Check, Observe, NativeError, Skip, Step,
-                         Proceed, Audit, Info, Data, PeerExit, KillPeer, Done, HarnessError, PeerStart, Initialised>;
+                         Proceed, Audit, Info, Data, PeerExit, KillPeer, Done, HarnessError, PeerStart, Initialised,
+                         WantStart, StartGranted>;
 Any decode_any(Message& m);
 
 // Reads a JSON document member by member; every error is a ChannelError naming where the

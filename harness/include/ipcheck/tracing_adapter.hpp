@@ -42,6 +42,7 @@ class TracingAdapter final : public Adapter {
   const std::map<std::string, unsigned long>& calls() const noexcept { return calls_; }
   Adapter& inner() noexcept { return *inner_; }
 
+  Outcome prepare(const AdapterConfig& c) override;  // traced as part of init, not counted as a call
   Outcome init(const AdapterConfig& c) override;
   AdapterInfo info() override { return inner_->info(); }
   std::size_t device_count() override { return inner_->device_count(); }
@@ -84,7 +85,7 @@ class TracingAdapter final : public Adapter {
   // Marks `verb` running for the duration of one call.
   class Scope {
    public:
-    Scope(TracingAdapter& t, const char* verb);
+    Scope(TracingAdapter& t, const char* verb, bool count = true);
     ~Scope();
   };
   std::unique_ptr<Adapter> inner_;
