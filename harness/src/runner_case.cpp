@@ -492,7 +492,7 @@ void CaseRun::handle(RoleState& r, Message& m) {
       break;
     case MsgType::initialised:
       r.init_s = msg::decode<msg::Initialised>(m).seconds;
-      if (admission_ && r.holds_start) admission_->note_start(r.init_s);
+      if (admission_) admission_->note_start(r.init_s);  // every start counts, slot or none
       release_start(r);
       break;
     case MsgType::harness_error:

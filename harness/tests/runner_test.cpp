@@ -477,6 +477,8 @@ TEST_F(RunnerTest, UnmetPreconditionSkipsBeforeAnyRoleStarts) {
   EXPECT_NE(unmet.reason.find("needs a device named selftest-no-such-device"), std::string::npos) << unmet.reason;
   EXPECT_EQ(r.cases[1].status, Status::pass) << r.cases[1].reason;
   EXPECT_EQ(r.cases[1].roles.size(), 1u);
+  // ref has no start slots; its one role's start is still counted.
+  EXPECT_EQ(r.run.runner.at("scheduling")["adapter_starts"], 1) << r.run.runner.dump();
 
   const auto alone = run("selftest.needs.unmet");
   EXPECT_EQ(alone.status, Status::skip) << alone.reason;
