@@ -83,8 +83,21 @@ std::vector<Goal> parse_goals(std::string_view text) {
     g.bound = std::strtod(num.c_str(), &end);
     if (num.empty() || end != num.c_str() + num.size() || !std::isfinite(g.bound) || g.bound <= 0)
       bad(n, "goal '" + goal + "' does not end in a positive number");
-    if (c[3] != "yes" && c[3] != "no") bad(n, "gated is '" + c[3] + "'; write yes or no");
-    g.gated = c[3] == "yes";
+    if (c[3] == "yes" || c[3] == "no") {
+      g.gated = c[3] == "yes";
+    } else {
+      // "<= N" (">= N" for a goal that is a least): gated at N while the goal is not met.
+      const std::string want = g.at_most ? "<= " : ">= ";
+      const std::string bound = c[3].rfind(want, 0) == 0 ? c[3].substr(3) : std::string();
+      char* stop = nullptr;
+      const double v = bound.empty() ? 0 : std::strtod(bound.c_str(), &stop);
+      if (bound.empty() || stop != bound.c_str() + bound.size() || !std::isfinite(v) || v <= 0 ||
+          (g.at_most ? v <= g.bound : v >= g.bound))
+        bad(n, "gated is '" + c[3] + "'; write yes, no, or '" + want + "N' with N " +
+                   (g.at_most ? "above" : "below") + " the goal (the bound a known shortfall is held to)");
+      g.gated = true;
+      g.shortfall_bound = v;
+    }
     g.why = c[4];
     out.push_back(std::move(g));
   }

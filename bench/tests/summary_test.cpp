@@ -182,6 +182,32 @@ TEST(Goals, TheCompiledTableParsesAndMatchesFigures) {
   EXPECT_NE(goals_table().find("| figure | measure | goal | gated | why |"), std::string::npos);
 }
 
+// A goal not met yet is gated at a bound of its own (a known shortfall), on the far side of
+// the goal; anything else in the gated cell is refused, naming what to write.
+TEST(Goals, AKnownShortfallIsGatedAtItsOwnBound) {
+  const std::string head = "| figure | measure | goal | gated | why |\n|---|---|---|---|---|\n";
+  const auto held = parse_goals(head + "| `x/y` | ratio | <= 1.25 | <= 1.9 | not yet |\n| `x/z` | exec/s | >= 100 | >= 50 | r |\n");
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_TRUE(held[0].gated);
+  ASSERT_TRUE(held[0].shortfall_bound.has_value());
+  EXPECT_DOUBLE_EQ(*held[0].shortfall_bound, 1.9);
+  EXPECT_DOUBLE_EQ(*held[1].shortfall_bound, 50);
+  for (const char* bad : {"<= 1.1", "<= 1.25", ">= 1.9", "<=1.9", "<= 1.9x", "<= -2"}) {
+    try {
+      parse_goals(head + "| `x/y` | ratio | <= 1.25 | " + bad + " | not yet |\n");
+      ADD_FAILURE() << "took gated '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("write yes, no, or '<= N' with N above the goal"), std::string::npos)
+          << e.what();
+    }
+  }
+  const Goal* open = goal_for("ref/mem_open_close/4KiB");
+  ASSERT_NE(open, nullptr);
+  if (open->shortfall_bound) {
+    EXPECT_GT(*open->shortfall_bound, open->bound);
+  }
+}
+
 TEST(Goals, ABadRowIsRefusedNamingItsLineAndCell) {
   const std::string head = "| figure | measure | goal | gated | why |\n|---|---|---|---|---|\n";
   try {

@@ -15,6 +15,10 @@ struct Goal {
   bool at_most = true;  // "<=" (else ">=")
   double bound = 0;
   bool gated = false;   // judged by `ipcheck bench --gate`
+  // A goal not met yet (`gated` written as "<= N" or ">= N"): the gate holds the figure to
+  // this bound instead, a known shortfall, so that it cannot get worse unseen; the goal stays
+  // the goal (`met` says NO) until the row is changed to `yes`.
+  std::optional<double> shortfall_bound;
   std::string why;
   std::string row;      // the table row as written
 };
