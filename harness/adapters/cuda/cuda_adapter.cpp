@@ -137,7 +137,7 @@ Outcome CudaAdapter::prepare(const AdapterConfig& config) {
         return Outcome::failure(Errc::invalid, "cuda: unknown adapter option '" + k + "'; cuda knows: library, connections");
     }
     scm_ = config.transport == "scm";
-    if (Outcome o = set_connections(connections); !o.ok()) return o;
+    if (Outcome o = set_connections(connections, config.events); !o.ok()) return o;
     if (Outcome o = start_driver(library); !o.ok()) return o;
     driver_version_ = nvidia_driver_version(cu_->path(), driver_version_source_);
     return read_fault();
@@ -167,26 +167,35 @@ Outcome CudaAdapter::init(const AdapterConfig& config) {
 // queues each context gets (8 by default). Context creation is what a role's start costs and
 // what the driver serialises between processes; with one queue it took half the time on an
 // H200 (primary context 110 -> 53 ms, a second context 105 -> 50 ms, medians of 5) and 16
-// processes starting at once finished in 1.5 s instead of 5.5 s. No case needs more than one
-// queue: IPC semantics do not depend on it. The user's environment wins over the default; the
-// adapter option wins over both; `driver` leaves the variable as it is.
-Outcome CudaAdapter::set_connections(const std::string& option) {
+// processes starting at once finished in 1.5 s instead of 5.5 s. A process without events
+// gets one queue by default: its memory and physical verbs are synchronous calls that do not
+// depend on it. A process with events keeps the driver's: every IPC event's record waits on
+// its own stream behind a gate (cuStreamWaitValue32), and with one queue all streams share it,
+// so a closed gate held back the records of every other event of the process (on an H200,
+// event.roundtrip waited out its 10-s limit and multi_device.event.other_device failed): a
+// dependency ipcheck would create, not the driver. The user's environment wins over the
+// default; the adapter option wins over both; `driver` leaves the variable as it is.
+Outcome CudaAdapter::set_connections(const std::string& option, bool events) {
   const char* env = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  if (option == "driver") {
+  const std::string shared_queue_note =
+      events ? "; with events, one queue makes each gated record wait behind the others' gates" : "";
+  if (option == "driver" || (option.empty() && !env && events)) {
     connections_ = env ? std::string(env) + " (from the environment; --adapter-opt connections=driver)"
-                       : "the driver's default (--adapter-opt connections=driver)";
+                 : option == "driver"
+                     ? "the driver's default (--adapter-opt connections=driver)"
+                     : "the driver's default (this process uses events, whose gated records need queues of their own)";
     return Outcome::success();
   }
   if (option.empty() && env) {
-    connections_ = std::string(env) + " (from the environment)";
+    connections_ = std::string(env) + " (from the environment" + (std::string(env) == "1" ? shared_queue_note : "") + ")";
     return Outcome::success();
   }
   const std::string value = option.empty() ? "1" : option;
   if (::setenv("CUDA_DEVICE_MAX_CONNECTIONS", value.c_str(), 1) != 0)
     return Outcome::failure(Errc::invalid, "cuda: cannot set CUDA_DEVICE_MAX_CONNECTIONS=" + value);
-  connections_ = value + (option.empty() ? " (ipcheck's default: contexts start faster with one hardware queue; "
-                                           "--adapter-opt connections=driver keeps the driver's)"
-                                         : " (--adapter-opt connections)");
+  connections_ = value + (option.empty() ? " (ipcheck's default for a process without events: contexts start faster "
+                                           "with one hardware queue; --adapter-opt connections=driver keeps the driver's)"
+                                         : " (--adapter-opt connections" + (value == "1" ? shared_queue_note : "") + ")");
   return Outcome::success();
 }
 

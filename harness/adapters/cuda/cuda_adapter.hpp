@@ -182,8 +182,9 @@ class CudaAdapter final : public Adapter {
   // ---- set-up (cuda_adapter.cpp)
 
   // CUDA_DEVICE_MAX_CONNECTIONS before the driver loads: the adapter option `connections`
-  // (`driver`: as it is), else the environment's, else 1 (cuda_adapter.cpp says why).
-  Outcome set_connections(const std::string& option);
+  // (`driver`: as it is), else the environment's, else 1 for a process without events and
+  // the driver's own for one with them (cuda_adapter.cpp says why).
+  Outcome set_connections(const std::string& option, bool events);
   // Loads libcuda (the adapter option `library`, else the search), cuInit, the API version.
   Outcome start_driver(const std::string& library);
   // Every device: its information and its primary context, retained; device 0's current.

@@ -138,8 +138,9 @@ TEST(CudaAdapter, UnknownOptionIsInvalid) {
 }
 
 // connections: the command line checks the value; init sets CUDA_DEVICE_MAX_CONNECTIONS
-// before the driver loads (1 unless the user's environment or the option says otherwise),
-// and `driver` leaves the environment as it was.
+// before the driver loads: 1 for a process without events unless the user's environment or
+// the option says otherwise; a process with events keeps the driver's default (its gated
+// records need queues of their own); `driver` leaves the environment as it was.
 TEST(CudaAdapter, ConnectionsOptionSetsTheDriversQueueCount) {
   const AdapterDesc* d = find_adapter("cuda");
   ASSERT_NE(d, nullptr);
@@ -148,22 +149,26 @@ TEST(CudaAdapter, ConnectionsOptionSetsTheDriversQueueCount) {
     EXPECT_EQ(d->check_value("connections", bad), "give driver, or a whole number from 1 to 32") << bad;
   const char* saved = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   const std::string restore = saved ? saved : "";
-  auto init_with = [](const char* env, const char* option) {
+  auto init_with = [](const char* env, const char* option, bool events) {
     if (env) ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", env, 1);
     else ::unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
     auto a = make_cuda();
     AdapterConfig c;
+    c.events = events;
     c.options["library"] = "/nonexistent/libcuda.so.1";  // init stops at the load, after the setting
     if (option) c.options["connections"] = option;
     (void)a->init(c);
     const char* now = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
     return now ? std::string(now) : std::string("(unset)");
   };
-  EXPECT_EQ(init_with(nullptr, nullptr), "1");
-  EXPECT_EQ(init_with("4", nullptr), "4");
-  EXPECT_EQ(init_with("4", "2"), "2");
-  EXPECT_EQ(init_with(nullptr, "driver"), "(unset)");
-  EXPECT_EQ(init_with("6", "driver"), "6");
+  EXPECT_EQ(init_with(nullptr, nullptr, false), "1");
+  EXPECT_EQ(init_with(nullptr, nullptr, true), "(unset)") << "a process with events got one shared queue";
+  EXPECT_EQ(init_with("4", nullptr, false), "4");
+  EXPECT_EQ(init_with("4", nullptr, true), "4");
+  EXPECT_EQ(init_with("4", "2", false), "2");
+  EXPECT_EQ(init_with(nullptr, "1", true), "1") << "the option is the user's to give";
+  EXPECT_EQ(init_with(nullptr, "driver", false), "(unset)");
+  EXPECT_EQ(init_with("6", "driver", false), "6");
   if (saved) ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", restore.c_str(), 1);
   else ::unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
 }
