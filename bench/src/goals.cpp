@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 
 #include "ipcheck_bench_goals.h"  // kGoalsText: bench/goals.md, generated at configure time
@@ -26,6 +27,14 @@ std::vector<std::string> cells(std::string_view line) {
     line.remove_prefix(bar + 1);
   }
   return out;
+}
+
+// A positive finite number, the whole of `text`; nothing otherwise.
+std::optional<double> positive_number(const std::string& text) {
+  char* end = nullptr;
+  const double v = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v <= 0) return std::nullopt;
+  return v;
 }
 
 [[noreturn]] void bad(int line, const std::string& what) {
@@ -78,25 +87,20 @@ std::vector<Goal> parse_goals(std::string_view text) {
     if (goal.rfind("<= ", 0) == 0) g.at_most = true;
     else if (goal.rfind(">= ", 0) == 0) g.at_most = false;
     else bad(n, "goal '" + goal + "' does not start with '<= ' or '>= '");
-    const std::string num = goal.substr(3);
-    char* end = nullptr;
-    g.bound = std::strtod(num.c_str(), &end);
-    if (num.empty() || end != num.c_str() + num.size() || !std::isfinite(g.bound) || g.bound <= 0)
-      bad(n, "goal '" + goal + "' does not end in a positive number");
+    const auto bound = positive_number(goal.substr(3));
+    if (!bound) bad(n, "goal '" + goal + "' does not end in a positive number");
+    g.bound = *bound;
     if (c[3] == "yes" || c[3] == "no") {
       g.gated = c[3] == "yes";
     } else {
       // "<= N" (">= N" for a goal that is a least): gated at N while the goal is not met.
       const std::string want = g.at_most ? "<= " : ">= ";
-      const std::string bound = c[3].rfind(want, 0) == 0 ? c[3].substr(3) : std::string();
-      char* stop = nullptr;
-      const double v = bound.empty() ? 0 : std::strtod(bound.c_str(), &stop);
-      if (bound.empty() || stop != bound.c_str() + bound.size() || !std::isfinite(v) || v <= 0 ||
-          (g.at_most ? v <= g.bound : v >= g.bound))
+      const auto held = c[3].rfind(want, 0) == 0 ? positive_number(c[3].substr(3)) : std::nullopt;
+      if (!held || (g.at_most ? *held <= g.bound : *held >= g.bound))
         bad(n, "gated is '" + c[3] + "'; write yes, no, or '" + want + "N' with N " +
                    (g.at_most ? "above" : "below") + " the goal (the bound a known shortfall is held to)");
       g.gated = true;
-      g.shortfall_bound = v;
+      g.shortfall_bound = held;
     }
     g.why = c[4];
     out.push_back(std::move(g));

@@ -239,20 +239,18 @@ void CaseRun::on_want_start(RoleState& r) {
     r.post(msg::StartGranted{});  // nothing to wait for (a case run on its own)
     return;
   }
-  if (r.holds_start || r.wants_start) {
+  if (r.holds_start || r.waits_for_start()) {
     result_.warnings.push_back(r.name + " asked for a start slot twice");
     return;
   }
   r.start_ticket = admission_->queue_start(device_, r.on_demand);
   r.queued_at = Clock::now();
-  r.wants_start = true;
   grant_start(r);
 }
 
 bool CaseRun::grant_start(RoleState& r) {
   if (!admission_->try_start(r.start_ticket)) return false;
   r.start_ticket = 0;
-  r.wants_start = false;
   r.holds_start = true;
   admission_->note_wait(seconds_since(r.queued_at));
   r.post(msg::StartGranted{});
@@ -264,14 +262,13 @@ void CaseRun::release_start(RoleState& r) {
   if (r.holds_start) admission_->end_start(device_);
   if (r.start_ticket) admission_->cancel(r.start_ticket);
   r.holds_start = false;
-  r.wants_start = false;
   r.start_ticket = 0;
 }
 
 bool CaseRun::retry_pending_starts() {
   bool waiting = false;
   for (auto& r : roles_)
-    if (r.wants_start && !r.exit) waiting = !grant_start(r) || waiting;
+    if (r.waits_for_start() && !r.exit) waiting = !grant_start(r) || waiting;
   return waiting;
 }
 
@@ -325,7 +322,7 @@ void CaseRun::account_silence() {
     runner_sampled_ = true;
   }
   for (auto& r : roles_) {
-    if (r.wants_start && !r.exit) {
+    if (r.waits_for_start() && !r.exit) {
       held = dt;  // waiting for a start slot: for the machine, not for the adapter
       continue;
     }
@@ -531,7 +528,7 @@ int CaseRun::poll_wait_ms(double inactivity) const {
       terminating_ ? kill_at_
                    : std::min(start_ + std::chrono::milliseconds(int(timeout_s_ * 1000)),
                               now + std::chrono::milliseconds(int(std::max(0.0, inactivity - silent_s_) * 1000)));
-  const bool waiting_for_start = std::any_of(roles_.begin(), roles_.end(), [](const RoleState& r) { return r.wants_start; });
+  const bool waiting_for_start = std::any_of(roles_.begin(), roles_.end(), [](const RoleState& r) { return r.waits_for_start(); });
   return static_cast<int>(std::clamp<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1,
                                                 0, kill_when_blocked_ ? 2 : waiting_for_start ? 10 : 200));
 }

@@ -81,9 +81,9 @@ struct RoleState {
   std::vector<std::string> survivors;
   // Its start slot (runner_admission.hpp): asked for once the role has prepared its adapter
   // (want_start), granted when free (start_granted), held until it says initialised.
-  std::uint64_t start_ticket = 0;
+  std::uint64_t start_ticket = 0;  // its place in the queue: asked, not granted yet (0: none)
   bool holds_start = false;
-  bool wants_start = false;  // asked, not granted yet
+  bool waits_for_start() const { return start_ticket != 0; }
   Clock::time_point queued_at{};
   double init_s = -1;  // how long its Adapter::init took, once it said
   // What the scheduler gave it of the CPU (/proc/<pid>/schedstat, /proc/<pid>/stat): time it

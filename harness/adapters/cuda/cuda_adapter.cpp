@@ -179,15 +179,17 @@ Outcome CudaAdapter::set_connections(const std::string& option, bool events) {
   const char* env = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   const std::string shared_queue_note =
       events ? "; with events, one queue makes each gated record wait behind the others' gates" : "";
-  if (option == "driver" || (option.empty() && !env && events)) {
+  if (option == "driver") {
     connections_ = env ? std::string(env) + " (from the environment; --adapter-opt connections=driver)"
-                 : option == "driver"
-                     ? "the driver's default (--adapter-opt connections=driver)"
-                     : "the driver's default (this process uses events, whose gated records need queues of their own)";
+                       : "the driver's default (--adapter-opt connections=driver)";
     return Outcome::success();
   }
   if (option.empty() && env) {
     connections_ = std::string(env) + " (from the environment" + (std::string(env) == "1" ? shared_queue_note : "") + ")";
+    return Outcome::success();
+  }
+  if (option.empty() && events) {
+    connections_ = "the driver's default (this process uses events, whose gated records need queues of their own)";
     return Outcome::success();
   }
   const std::string value = option.empty() ? "1" : option;
