@@ -162,6 +162,8 @@ exportable::exportable(record::kind kind, std::size_t payload_bytes, std::uint32
   f.slot_count = slots_per_object();
   f.data_dev = static_cast<std::uint64_t>(data.st_dev);
   f.data_ino = static_cast<std::uint64_t>(data.st_ino);
+  // Only this process holds the witness: a child (fork, clone) finds the page zeroed.
+  if (::madvise(static_cast<char*>(region) + page, page, MADV_WIPEONFORK) == 0) f.features |= kFeatureWitnessWipedOnFork;
   witness_at(control_map_.get()).store(sys::random_u64(), std::memory_order_release);
   if (defects::is(defects::id::importer_writes_liveness)) {
     void* m = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED, data_fd_.get(), 0);

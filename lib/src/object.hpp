@@ -22,6 +22,15 @@
 //     object, hence that page, was there while the slot was read;
 //   - or, for an importer without ptrace access, from the control descriptor the exporter
 //     passed with the data descriptor (pread; its inode must be the one the name gives).
+// Once an export of an object was proven so, the importer remembers the fact (exporter pid
+// and identity guard, descriptor number -> control page, witness, header): a later open of
+// the same descriptor of the same exporter takes the descriptor and reads the slot and the
+// witness (one process_vm_readv), without the identity guard's and the descriptor's fstat.
+// An intact witness proves both: the object is alive, so its data descriptor (closed only
+// after its exports are revoked) was that number when it was taken; and the process is the
+// exporter, since the witness page is wiped in every child. Anything else (a miss, a
+// witness gone, a slot that does not match) takes the whole proof above, which also gives
+// every refusal its message.
 // The slot's token, offset and size must be the handle's, the header's data inode the
 // descriptor's. Revoking an export (put, free) clears its slot.
 #pragma once
@@ -41,6 +50,10 @@ namespace ipcref::detail {
 
 inline constexpr std::uint64_t kControlMagic = 0x314c54434b435049ull;  // "IPCKCTL1"
 inline constexpr std::uint32_t kFlagIpcEnabled = 1u;
+// The witness page is wiped in every child (MADV_WIPEONFORK): only the exporter itself
+// holds the witness at its address, so an intact witness proves the exporter's identity
+// as well as the object's life (the import fast path relies on it).
+inline constexpr std::uint64_t kFeatureWitnessWipedOnFork = 1u;
 
 struct export_slot {
   std::atomic<std::uint64_t> token;  // 0 when free
@@ -59,7 +72,8 @@ struct control_fields {
   std::uint32_t slot_count;
   std::uint64_t data_dev;  // st_dev and st_ino of the data memfd this page speaks for
   std::uint64_t data_ino;
-  std::uint64_t reserved[2];
+  std::uint64_t features;  // kFeature* bits: what importers may rely on
+  std::uint64_t reserved;
 };
 
 // Page 0 of a control memfd.

@@ -167,16 +167,31 @@ struct location_key {
   std::uint64_t control_ino;
   auto operator<=>(const location_key&) const = default;
 };
+// An exporter's descriptor whose export this process has proven (the fast path's key).
+struct proven_key {
+  std::uint32_t pid;
+  std::int32_t fd;
+  std::uint8_t guard_kind;
+  std::uint64_t guard;
+  friend bool operator==(const proven_key&, const proven_key&) = default;
+};
+struct proven_key_hash {
+  std::size_t operator()(const proven_key& k) const noexcept {
+    return std::hash<std::uint64_t>()((std::uint64_t{k.pid} << 32 | static_cast<std::uint32_t>(k.fd)) ^
+                                      (k.guard * 0x9e3779b97f4a7c15ull) ^ k.guard_kind);
+  }
+};
 struct import_caches {
   std::mutex lock;
   std::unordered_map<object_key, std::uint64_t, object_key_hash> control_of;  // 0: not an ipcref data object
   std::map<location_key, located_control> located;
+  std::unordered_map<proven_key, located_control, proven_key_hash> proven;
 };
 import_caches& caches() {
   static import_caches* c = new import_caches;
   return *c;
 }
-constexpr std::size_t kCacheLimit = 1024;  // entries of each; both are emptied when full
+constexpr std::size_t kCacheLimit = 1024;  // entries of each; each is emptied when full
 
 // The control inode that the name of data memfd `fd` ("/memfd:ipcref-<kind>:<inode>") gives, or 0.
 std::uint64_t control_inode_from_name(int fd) {
@@ -320,7 +335,8 @@ or_refusal<std::optional<located_control>> locate(const record::fields& rec, con
 // in that order). A witness still intact after the slot means the object, and so the
 // control page at that address, outlived the read of the slot.
 or_refusal<export_view> read_from_exporter(const record::fields& rec, const struct stat& data,
-                                           std::uint64_t control_ino, const char* verb) {
+                                           std::uint64_t control_ino, const char* verb,
+                                           std::optional<located_control>& read_at) {
   const location_key key{rec.pid, static_cast<std::uint8_t>(rec.guard_type), rec.guard, control_ino};
   auto& c = caches();
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -353,7 +369,10 @@ or_refusal<export_view> read_from_exporter(const record::fields& rec, const stru
       std::memcpy(&v.slot, buf, sizeof v.slot);
       std::memcpy(&witness, buf + sizeof v.slot, 8);
     }
-    if (witness == l->witness) return v;
+    if (witness == l->witness) {
+      read_at = *l;
+      return v;
+    }
     // The object went away since its page was located: forget the place; look once more.
     {
       std::lock_guard lock(c.lock);
@@ -362,6 +381,81 @@ or_refusal<export_view> read_from_exporter(const record::fields& rec, const stru
     if (!cached) break;
   }
   return export_gone(rec, verb);
+}
+
+// ---------------------------------------------------------------- the fast path (object.hpp)
+
+// The seeded defects that live in the proof: a build with one of them switched on takes the
+// whole proof on every open, where they are.
+bool proof_defect_active() noexcept {
+  using defects::id;
+  return defects::is(id::skip_token_check) || defects::is(id::skip_pid_guard) ||
+         defects::is(id::importer_writes_liveness) || defects::is(id::trust_record_range);
+}
+
+proven_key proven_key_of(const record::fields& rec) {
+  return {rec.pid, rec.fd, static_cast<std::uint8_t>(rec.guard_type), rec.guard};
+}
+
+// Remembers that descriptor rec.fd of exporter rec (pid and guard) was proven to be the data
+// object whose control page and witness `at` holds; only when its exporter wipes the witness
+// in its children (else a child at the exporter's reused pid could show it).
+void remember_proven(const record::fields& rec, const located_control& at) {
+  if (!(at.header.features & kFeatureWitnessWipedOnFork) || proof_defect_active()) return;
+  auto& c = caches();
+  std::lock_guard lock(c.lock);
+  if (c.proven.size() >= kCacheLimit) c.proven.clear();
+  c.proven.insert_or_assign(proven_key_of(rec), at);
+}
+
+// An export of a descriptor proven before, proven again by the slot and the witness alone;
+// nothing when it is not (the caller then takes the whole proof).
+std::optional<imported_object> import_proven(const record::fields& rec, record::kind kind) {
+  if (proof_defect_active()) return std::nullopt;
+  const proven_key key = proven_key_of(rec);
+  auto& c = caches();
+  located_control l;
+  {
+    std::lock_guard lock(c.lock);
+    auto it = c.proven.find(key);
+    if (it == c.proven.end()) return std::nullopt;
+    l = it->second;
+  }
+  const control_fields& h = l.header;
+  if (h.kind != static_cast<std::uint32_t>(kind) || rec.slot >= h.slot_count || rec.slot >= slots_per_object() ||
+      rec.offset > h.payload_size || rec.size > h.payload_size - rec.offset)
+    return std::nullopt;
+  unique_fd fd;
+  {
+    unique_fd pidfd(sys::pidfd_open(static_cast<pid_t>(rec.pid)));
+    if (!pidfd) return std::nullopt;
+    fd.reset(sys::pidfd_getfd(pidfd.get(), rec.fd));
+  }
+  if (!fd) return std::nullopt;
+  // The slot, then the witness: taken after the descriptor, so that a live object then was
+  // a live object when the descriptor was taken.
+  slot_fields slot;
+  std::uint64_t witness = 0;
+  std::byte buf[sizeof(slot_fields) + 8];
+  const sys::remote_range ranges[] = {
+      {l.page + offsetof(control_header, slots) + rec.slot * sizeof(export_slot), sizeof(slot_fields)},
+      {l.page + sys::page_size(), 8}};
+  if (sys::read_process(static_cast<pid_t>(rec.pid), ranges, buf) == static_cast<long>(sizeof buf)) {
+    std::memcpy(&slot, buf, sizeof slot);
+    std::memcpy(&witness, buf + sizeof slot, 8);
+  }
+  if (witness != l.witness) {
+    std::lock_guard lock(c.lock);
+    c.proven.erase(key);
+    return std::nullopt;
+  }
+  if (slot.token != rec.token || slot.offset != rec.offset || slot.size != rec.size) return std::nullopt;
+  imported_object out;
+  out.fd = std::move(fd);
+  out.rec = rec;
+  out.payload_size = h.payload_size;
+  out.flags = h.flags;
+  return out;
 }
 
 // The export's slot, read from the control descriptor the caller passed.
@@ -412,14 +506,16 @@ slot_fields read_mirrored_slot(int fd, const record::fields& rec) {
 }
 
 // The export's object header and slot, from wherever this importer may read them.
+// `read_at`: where in the exporter the slot was read, when it was read there.
 or_refusal<export_view> read_export(int fd, const struct stat& st, const record::fields& rec, record::kind kind,
-                                    const char* verb, const open_options& opts) {
+                                    const char* verb, const open_options& opts,
+                                    std::optional<located_control>& read_at) {
   if (rec.pid == static_cast<std::uint32_t>(self().pid) && opts.control_descriptor < 0)
     return read_own(st, rec, kind, verb);
   const std::uint64_t control_ino = control_inode_of(fd, st);
   if (control_ino == 0) return not_an_object(rec, kind, verb);
   return opts.control_descriptor >= 0 ? read_from_descriptor(opts.control_descriptor, st, control_ino, rec, verb)
-                                      : read_from_exporter(rec, st, control_ino, verb);
+                                      : read_from_exporter(rec, st, control_ino, verb, read_at);
 }
 
 // Checks the object behind `fd` is the one `rec` exported and that the export is live,
@@ -428,7 +524,8 @@ refused prove_object(int fd, const record::fields& rec, record::kind kind, const
                      std::uint64_t& payload_size, std::uint32_t& flags) {
   struct stat st{};
   if (::fstat(fd, &st) != 0) return not_an_object(rec, kind, verb);
-  auto view = read_export(fd, st, rec, kind, verb, opts);
+  std::optional<located_control> read_at;
+  auto view = read_export(fd, st, rec, kind, verb, opts, read_at);
   if (!view) return std::move(view.error());
   export_view& v = *view;
   if (defects::is(defects::id::importer_writes_liveness)) v.slot = read_mirrored_slot(fd, rec);
@@ -450,6 +547,9 @@ refused prove_object(int fd, const record::fields& rec, record::kind kind, const
                                       "allocation freed, or the bytes forged; clause rb.put.revokes)")};
   payload_size = h.payload_size;
   flags = h.flags;
+  // Only a descriptor taken from the exporter's rec.fd proves what that number holds (one
+  // passed by SCM_RIGHTS says nothing of it).
+  if (read_at && opts.descriptor < 0) remember_proven(rec, *read_at);
   return std::nullopt;
 }
 
@@ -489,6 +589,8 @@ or_refusal<imported_object> try_import_object(std::span<const std::byte> data, r
   if (out.rec.device >= platform_device_count())
     return refusal{errc::invalid, cat(verb, ": handle names device ", out.rec.device, ", this platform has ",
                                       platform_device_count(), " devices (forged or foreign handle)")};
+  if (opts.descriptor < 0 && opts.control_descriptor < 0 && out.rec.pid != static_cast<std::uint32_t>(self().pid))
+    if (auto proven = import_proven(out.rec, kind)) return std::move(*proven);
   auto fd = fetch_descriptor(out.rec, verb, opts);
   if (!fd) return std::move(fd.error());
   out.fd = std::move(*fd);

@@ -2,9 +2,14 @@
 // inherited SOCK_SEQPACKET socket). Round trips both ways, events with a waiter blocked in
 // the other process, physical memory, SCM_RIGHTS, and the RB clauses that need a second
 // process (exporter gone, pid reuse, confused deputy, consumer crash).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <optional>
@@ -426,6 +431,107 @@ TEST_F(CrossProcess, rb_open_pid_reuse_real) {
     EXPECT_EQ(outcome->code, errc::exporter_gone) << outcome->message;
     EXPECT_NE(outcome->message.find("rb.open.pid_reuse"), std::string::npos) << outcome->message;
   }
+}
+
+// Pid reuse by the exporter's own descendant, after this process has opened the export (so
+// that its next open takes the fast path: slot and witness only, object.hpp). The exporter E
+// forks C and exits; C makes G with E's pid (clone3 set_tid). G holds everything E held at
+// the same addresses and numbers (the data descriptor, the control page with its live
+// tokens), everything but the witness, which the kernel wiped in C (MADV_WIPEONFORK): the
+// old record must fail with exporter_gone, and never map through G.
+TEST_F(CrossProcess, rb_open_pid_reuse_by_descendant) {
+  int to_e[2], from_e[2], to_c[2], from_c[2];
+  ASSERT_EQ(::pipe2(to_e, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(from_e, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(to_c, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(from_c, O_CLOEXEC), 0);
+  // C, orphaned when E exits, is reparented to this process, which reaps it and G.
+  const int was_subreaper = [] {
+    int v = 0;
+    ::prctl(PR_GET_CHILD_SUBREAPER, &v);
+    return v;
+  }();
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  const pid_t e = ::fork();
+  ASSERT_GE(e, 0);
+  if (e == 0) {  // E: export, fork C, wait to be told to exit
+    char go = 0;
+    try {
+      void* a = malloc_device(4096, dev, ctx);
+      fill_pattern(a, 4096, 33);
+      const handle h = mem::get(a, ctx);
+      (void)!::write(from_e[1], h.data().data(), h.data().size());
+    } catch (...) {
+      ::_exit(3);
+    }
+    const pid_t c = ::fork();
+    if (c == 0) {  // C: on "go", make G with E's pid and say which pid G got (or -errno)
+      if (::read(to_c[0], &go, 1) != 1) ::_exit(4);
+      pid_t want = 0;  // E's pid, through the pipe
+      if (::read(to_c[0], &want, sizeof want) != static_cast<ssize_t>(sizeof want)) ::_exit(4);
+      clone_args args{};
+      args.exit_signal = SIGCHLD;
+      args.set_tid = reinterpret_cast<std::uintptr_t>(&want);
+      args.set_tid_size = 1;
+      const long g = ::syscall(SYS_clone3, &args, sizeof args);
+      if (g == 0)
+        for (;;) ::pause();  // G: holds E's memory and descriptors until killed
+      const long said = g < 0 ? -errno : g;
+      (void)!::write(from_c[1], &said, sizeof said);
+      for (;;) ::pause();
+    }
+    (void)!::write(from_e[1], &c, sizeof c);
+    (void)!::read(to_e[0], &go, 1);
+    ::_exit(0);
+  }
+  record::bytes rec{};
+  ASSERT_EQ(::read(from_e[0], rec.data(), rec.size()), static_cast<ssize_t>(rec.size()));
+  pid_t c = 0;
+  ASSERT_EQ(::read(from_e[0], &c, sizeof c), static_cast<ssize_t>(sizeof c));
+  bool e_reaped = false;
+  auto cleanup = [&](pid_t g) {
+    // C first: once it is reaped, G (its child) is this process's, to kill and reap.
+    for (pid_t p : {c, g, e_reaped ? 0 : e})
+      if (p > 0) {
+        ::kill(p, SIGKILL);
+        ::waitpid(p, nullptr, 0);
+      }
+    for (int* fds : {to_e, from_e, to_c, from_c}) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+    }
+    ::prctl(PR_SET_CHILD_SUBREAPER, was_subreaper);
+  };
+  // Opened twice while E lives: the second open is the fast path's.
+  for (int i = 0; i < 2; ++i) {
+    opened_ptr o(mem::open(rec, ctx, dev), ctx);
+    EXPECT_EQ(find_mismatch(o.get(), 4096, 33), SIZE_MAX);
+  }
+  // E exits and is reaped: its pid is free.
+  ASSERT_EQ(::write(to_e[1], "x", 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(e, &status, 0), e);
+  e_reaped = true;
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  const pid_t e_pid = e;
+  ASSERT_EQ(::write(to_c[1], "x", 1), 1);
+  ASSERT_EQ(::write(to_c[1], &e_pid, sizeof e_pid), static_cast<ssize_t>(sizeof e_pid));
+  long g = 0;
+  ASSERT_EQ(::read(from_c[0], &g, sizeof g), static_cast<ssize_t>(sizeof g));
+  if (g == -EPERM || g == -EEXIST) {
+    cleanup(0);
+    GTEST_SKIP() << (g == -EPERM ? "cannot choose a pid (clone3 set_tid needs CAP_SYS_ADMIN)"
+                                 : "E's pid was taken by another process first");
+  }
+  if (g != e_pid) {
+    cleanup(g > 0 ? static_cast<pid_t>(g) : 0);
+    FAIL() << "clone3 set_tid " << e_pid << " answered " << g;
+  }
+  const auto outcome = failure_of([&] { opened_ptr(mem::open(rec, ctx, dev), ctx); });
+  cleanup(static_cast<pid_t>(g));
+  ASSERT_TRUE(outcome.has_value()) << "opened a record of an exporter that has exited, through its descendant";
+  EXPECT_EQ(outcome->code, errc::exporter_gone) << outcome->message;
+  EXPECT_NE(outcome->message.find("rb.open.pid_reuse"), std::string::npos) << outcome->message;
 }
 
 // Records forged to name another descriptor of the exporter (resealed, so the checksum
