@@ -42,10 +42,10 @@ class Floor {
   // Opening and closing a memory export without the adapter.
   virtual std::uint64_t open(const ExportMsg& e) = 0;
   virtual void close(std::uint64_t mapped, const ExportMsg& e) = 0;
-  // Open with the checks ipcref's clauses add (pid-reuse guard, export proof); false when
-  // the adapter has no such floor.
-  virtual bool has_checked_open() const { return false; }
-  virtual std::uint64_t open_checked(const ExportMsg& e) { return open(e); }
+  // Open with the one read of the exporter's memory that revocation needs (ref's export
+  // proof); false when the adapter has no such floor.
+  virtual bool has_proven_open() const { return false; }
+  virtual std::uint64_t open_proven(const ExportMsg& e) { return open(e); }
   // First access to every page of an opened mapping, by the floor and by the adapter.
   virtual void touch(std::uint64_t mapped, std::size_t bytes) = 0;
   virtual Outcome adapter_touch(Adapter& a, DevPtr mapped, std::size_t bytes) = 0;

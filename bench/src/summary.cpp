@@ -182,7 +182,7 @@ double size_of(const std::string& part) {
 
 SortKey key_of(const Series& s, const std::vector<std::string>& sources) {
   static const char* const verbs[] = {"mem_get", "mem_put", "mem_open", "mem_open_repeat", "mem_first_touch", "mem_close",
-                                      "mem_open_close", "mem_open_close_checked", "phys_open_map",
+                                      "mem_open_close", "mem_open_close_proven", "phys_open_map",
                                       "event_signal_wake", "two_role_case", "two_role_case_overhead"};
   SortKey k{static_cast<std::size_t>(std::find(sources.begin(), sources.end(), s.source) - sources.begin()),
             100, "", 0, false, s.name};
