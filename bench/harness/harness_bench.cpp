@@ -7,6 +7,12 @@
 //   harness/floor/two_role_case    fork + exec of a trivial C program twice, with the same
 //                                  shape of handshake over one socket each (trivial_peer.c)
 //
+// Each also reports its steps as counters (milliseconds per case, `ipcheck bench` makes
+// rows of them): step_start (until every role said hello: fork, exec, the role's own
+// start-up), step_body (from then to the last role's done: the start document, the adapter's
+// initialisation, the case), step_end (from then to every role reaped), and the runner's
+// step_verdict (leftovers, the audit, the verdict).
+//
 //   ipcheck-bench-harness --ipcheck PATH --peer PATH [Google Benchmark flags]
 //
 // `ipcheck bench` starts it (fork + exec); it loads no GPU runtime: the roles use `ref`.
@@ -17,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -33,6 +40,29 @@ namespace {
 
 std::string g_ipcheck, g_peer;
 
+// Milliseconds per step, summed over a repetition's iterations; Google Benchmark's counters
+// (kAvgIterations) give the mean per case.
+struct Steps {
+  double start = 0, body = 0, end = 0, verdict = 0;
+  // Seconds from the case's start: every hello, the last done, every role reaped, judged.
+  void add(double hello, double done, double exited, double judged) {
+    start += hello * 1e3;
+    body += (done - hello) * 1e3;
+    end += (exited - done) * 1e3;
+    verdict += (judged - exited) * 1e3;
+  }
+  void report(benchmark::State& st, bool with_verdict) const {
+    using benchmark::Counter;
+    st.counters["step_start"] = Counter(start, Counter::kAvgIterations);
+    st.counters["step_body"] = Counter(body, Counter::kAvgIterations);
+    st.counters["step_end"] = Counter(end, Counter::kAvgIterations);
+    if (with_verdict) st.counters["step_verdict"] = Counter(verdict, Counter::kAvgIterations);
+  }
+};
+
+using StepClock = std::chrono::steady_clock;
+double since(StepClock::time_point t0) { return std::chrono::duration<double>(StepClock::now() - t0).count(); }
+
 void two_role_case(benchmark::State& st) {
   const CaseDef* def = find_case("bench.two_roles");
   if (!def) {
@@ -43,13 +73,18 @@ void two_role_case(benchmark::State& st) {
   o.adapter = "ref";
   o.role_executable = g_ipcheck;
   o.timeout_s = 30;
+  CaseTimeline t;
+  o.timeline = &t;
+  Steps steps;
   for (auto _ : st) {
     const reports::CaseResult r = run_case(*def, o);
     if (r.status != reports::Status::pass) {
       st.SkipWithError(("bench.two_roles ended " + std::string(reports::to_string(r.status)) + ": " + r.reason).c_str());
       break;
     }
+    steps.add(t.hello, t.done, t.exited, t.judged);
   }
+  steps.report(st, true);
   LabelInfo l;
   l.floor = "harness/floor/two_role_case";
   l.note = "runner + two role processes exec'd from ipcheck + handshake + a trivial body";
@@ -89,18 +124,22 @@ bool read_word(int fd, const char* word) {
 
 bool say(int fd, const char* word) { return ::send(fd, word, std::strlen(word), MSG_NOSIGNAL) >= 0; }
 
-// One run of the floor: both peers started, greeted, relayed, finished and reaped.
-std::string floor_once() {
+// One run of the floor: both peers started, greeted, relayed, finished and reaped; its steps
+// (as the runner's, CaseTimeline) added to `steps`.
+std::string floor_once(Steps& steps) {
+  const auto t0 = StepClock::now();
   Peer a = spawn_peer("a"), b = spawn_peer("b");
   std::string error;
   if (a.pid < 0 || b.pid < 0) error = std::string("cannot start ") + g_peer + ": " + std::strerror(errno);
   // The parent relays as the runner does: hello from both, start to both, a's data to b,
   // b's answer to a, done from both.
   if (error.empty() && !(read_word(a.fd, "hello") && read_word(b.fd, "hello"))) error = "no hello";
+  const double hello = since(t0);
   if (error.empty() && !(say(a.fd, "start") && say(b.fd, "start"))) error = "cannot send start";
   if (error.empty() && !(read_word(a.fd, "data") && say(b.fd, "data"))) error = "no data from a";
   if (error.empty() && !(read_word(b.fd, "ok") && say(a.fd, "ok"))) error = "no answer from b";
   if (error.empty() && !(read_word(a.fd, "done") && read_word(b.fd, "done"))) error = "no done";
+  const double done = since(t0);
   for (Peer* p : {&a, &b}) {
     if (p->fd >= 0) ::close(p->fd);
     if (p->pid <= 0) continue;
@@ -111,16 +150,20 @@ std::string floor_once() {
     if (error.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
       error = g_peer + " ended with status " + std::to_string(status);
   }
+  const double exited = since(t0);
+  steps.add(hello, done, exited, exited);
   return error;
 }
 
 void two_role_floor(benchmark::State& st) {
+  Steps steps;
   for (auto _ : st) {
-    if (std::string e = floor_once(); !e.empty()) {
+    if (std::string e = floor_once(steps); !e.empty()) {
       st.SkipWithError(e.c_str());
       break;
     }
   }
+  steps.report(st, false);
   LabelInfo l;
   l.note = "fork + exec of a trivial C program twice + the same handshake over a socket each";
   st.SetLabel(make_label(l));

@@ -152,6 +152,31 @@ std::vector<Series> series_from_google_benchmark(const json& doc, const std::str
       out.push_back(std::move(s));
     }
     out[it->second].samples.push_back(rt->get<double>());
+    // Its steps: counters "step_<name>", milliseconds per case, as series "<name of b>/<name>".
+    for (auto c = b.begin(); c != b.end(); ++c) {
+      if (c.key().rfind("step_", 0) != 0 || !c->is_number()) continue;
+      const std::string step = name + "/" + c.key().substr(5);
+      auto [at, new_step] = index.emplace(step, out.size());
+      if (new_step) {
+        Series x;
+        x.name = step;
+        x.unit = "ms";
+        x.load_1m = load;
+        x.source = source;
+        x.label.note = "a step of " + name;
+        out.push_back(std::move(x));
+      }
+      out[at->second].samples.push_back(c->get<double>());
+    }
+  }
+  // A step's floor is the same step of its benchmark's floor, where that has it.
+  for (auto& x : out) {
+    const auto slash = x.name.rfind('/');
+    if (x.label.note.rfind("a step of ", 0) != 0 || slash == std::string::npos) continue;
+    const auto parent = index.find(x.name.substr(0, slash));
+    if (parent == index.end() || out[parent->second].label.floor.empty()) continue;
+    const std::string floor = out[parent->second].label.floor + x.name.substr(slash);
+    if (index.count(floor)) x.label.floor = floor;
   }
   return out;
 }

@@ -74,6 +74,45 @@ TEST(Summary, RepetitionsBecomeOneEntryHeldAgainstItsFloor) {
   EXPECT_FALSE(list[1].contains("ratio"));
 }
 
+// Counters step_<name> of a benchmark become series of their own, in ms, each held against
+// the same step of the benchmark's floor where the floor reports it.
+TEST(Summary, StepCountersBecomeSeriesHeldAgainstTheFloorsSteps) {
+  json doc = {{"benchmarks", json::array()}};
+  for (double t : {2.0, 2.2}) {
+    json r = run("case/real_time", t, "ms", "floor=floor");
+    r["step_start"] = t / 2;
+    r["step_verdict"] = 0.01;
+    r["other_counter"] = 7;
+    doc["benchmarks"].push_back(r);
+  }
+  for (double t : {1.0, 1.1}) {
+    json r = run("floor/real_time", t, "ms");
+    r["step_start"] = t / 2;
+    doc["benchmarks"].push_back(r);
+  }
+  std::vector<std::string> errors;
+  const auto series = series_from_google_benchmark(doc, "test", errors);
+  EXPECT_TRUE(errors.empty());
+  const Series* start = nullptr;
+  const Series* verdict = nullptr;
+  for (const auto& x : series) {
+    if (x.name == "case/start") start = &x;
+    if (x.name == "case/verdict") verdict = &x;
+    EXPECT_NE(x.name, "case/other_counter") << "only step_ counters are steps";
+  }
+  ASSERT_TRUE(start && verdict);
+  EXPECT_EQ(start->unit, "ms");
+  EXPECT_EQ(start->samples, (std::vector<double>{1.0, 1.1}));
+  EXPECT_EQ(start->label.floor, "floor/start");
+  EXPECT_TRUE(verdict->label.floor.empty()) << "the floor has no verdict step";
+  const json list = summarize(series, errors);
+  EXPECT_TRUE(errors.empty());
+  for (const auto& e : list)
+    if (e["name"] == "case/start") {
+      EXPECT_NEAR(e["ratio"].get<double>(), 1.05 / 0.525, 1e-9);
+    }
+}
+
 TEST(Summary, AMissingFloorIsAnError) {
   Series s;
   s.name = "v";

@@ -220,6 +220,7 @@ void CaseRun::on_hello(RoleState& r, Message& m) {
     post_start(r, start());  // an on-demand role, started after the others
   } else if (std::all_of(roles_.begin(), roles_.end(), [](const RoleState& x) { return !x.started || x.hello; })) {
     start_sent_ = true;
+    timeline_.hello = seconds_since(start_);
     const msg::Start first = start();  // the same for every role
     for (auto& x : roles_)
       if (x.started) post_start(x, first);
@@ -435,6 +436,7 @@ void CaseRun::on_kill_peer(RoleState& r, const msg::KillPeer& k) {
 void CaseRun::on_done(RoleState& r, const msg::Done& d) {
   release_start(r);
   r.done = true;
+  timeline_.done = seconds_since(start_);
   r.aborted = d.aborted;
   r.done_message = d.message;
   release_barriers();
@@ -621,10 +623,13 @@ CaseResult CaseRun::run() {
   start_ = last_activity_ = last_sample_ = Clock::now();
   spawn_all();
   loop();
+  timeline_.exited = seconds_since(start_);
   if (inject_) check_leftovers();
   classify();
   if (held_back_s_ >= 1) result_.audit["held_back_s"] = static_cast<int>(held_back_s_ * 10) / 10.0;
   result_.duration_s = seconds_since(start_);
+  timeline_.judged = result_.duration_s;
+  if (opt_.timeline) *opt_.timeline = timeline_;
   return result_;
 }
 

@@ -219,6 +219,7 @@ class CaseRun {
   unsigned long long runner_wait_ns_ = 0;
   double timeout_s_ = 0;
   bool terminating_ = false;
+  CaseTimeline timeline_;
   bool start_sent_ = false;  // every role first started has said hello and been sent the start
   bool timed_out_ = false;
   bool interrupted_ = false;

@@ -19,6 +19,13 @@
 
 namespace ipcheck {
 
+// Where a case's time went, in seconds from its start, for `ipcheck bench` (harness/
+// two_role_case/<step>): every role started and greeted (hello), the last role done, every
+// role reaped (exited), the verdict made (judged).
+struct CaseTimeline {
+  double hello = 0, done = 0, exited = 0, judged = 0;
+};
+
 struct RunOptions {
   std::string adapter = "ref";
   std::vector<std::string> filters;  // globs over case ids; empty: all listed cases
@@ -61,6 +68,8 @@ struct RunOptions {
   // in run.options.resources as given: {gpus: [{id, slots}], env: {VAR: value}}.
   nlohmann::json resources;
   std::atomic<bool>* interrupted = nullptr;
+  // When set, run_case fills it in (one case at a time: the bench's).
+  CaseTimeline* timeline = nullptr;
   // Called from worker threads (serialised) as each case finishes.
   std::function<void(const reports::CaseResult&, std::size_t done, std::size_t total)> on_case_done;
 };

@@ -58,7 +58,9 @@ double seconds_per(const std::string& unit);
 
 // Repetitions ("run_type": "iteration") of every benchmark of one Google Benchmark JSON
 // document, in order of first appearance; runs that report an error go to `errors`
-// ("name: message"). Times are real (wall) times in the benchmark's own unit.
+// ("name: message"). Times are real (wall) times in the benchmark's own unit. A counter
+// named "step_<step>" (milliseconds per iteration: a step of the benchmark) becomes a series
+// "<benchmark>/<step>" in ms, held against the same step of the benchmark's floor if it has one.
 std::vector<Series> series_from_google_benchmark(const nlohmann::json& doc, const std::string& source,
                                                  std::vector<std::string>& errors);
 
