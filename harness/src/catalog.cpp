@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <string_view>
 #include <stdexcept>
 #include <tuple>
 
@@ -83,29 +86,153 @@ ClauseRegistration::ClauseRegistration(std::vector<Clause> list, std::source_loc
   for (auto& c : list) register_clause(std::move(c));
 }
 
-void register_case(CaseDef def) {
-  if (case_registry().find(def.id)) throw std::logic_error("case " + def.id + " is registered twice");
+namespace {
+
+// An IPCHECK_CASE not built yet.
+struct Pending {
+  const char* text;
+  CaseRegistration::Build build;
+  std::source_location where;
+};
+
+struct LazyCatalog {
+  std::mutex lock;
+  std::vector<Pending> pending;  // in registration order
+  std::once_flag built;
+  bool is_built = false;
+  std::deque<CaseDef> alone;     // cases find_case built before the catalog was (stable addresses)
+  std::deque<CaseDef>* sink = nullptr;  // while one is built alone: where register_case puts it
+};
+LazyCatalog& lazy() {
+  static LazyCatalog* l = new LazyCatalog;  // never destroyed: usable from static destructors
+  return *l;
+}
+
+}  // namespace
+
+std::string_view case_id_in_text(std::string_view t) {
+  const auto skip = [&] {
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\n' || t.front() == '\t')) t.remove_prefix(1);
+  };
+  skip();
+  if (!t.starts_with("Case")) return {};
+  t.remove_prefix(4);
+  skip();
+  if (!t.starts_with("(")) return {};
+  t.remove_prefix(1);
+  skip();
+  if (!t.starts_with("\"")) return {};
+  t.remove_prefix(1);
+  const auto end = t.find_first_of("\"\\");
+  if (end == std::string_view::npos || t[end] != '"') return {};
+  return t.substr(0, end);
+}
+
+namespace {
+
+void check_case(const CaseDef& def) {
   if (def.roles.empty()) throw std::logic_error("case " + def.id + " has no role");
   for (const auto& s : def.steps) {
     const auto p = InjectPoint::parse(s);
     if (!p || std::none_of(def.roles.begin(), def.roles.end(), [&](const RoleDef& r) { return r.name == p->role; }))
       throw std::logic_error("case " + def.id + " declares step '" + s + "' for a role it does not have");
   }
+}
+
+// Builds every IPCHECK_CASE into the catalog, once.
+void build_catalog() {
+  auto& l = lazy();
+  std::call_once(l.built, [&] {
+    std::vector<Pending> all;
+    {
+      std::lock_guard g(l.lock);
+      all = l.pending;
+    }
+    for (const auto& p : all) {
+      AtPlace at(p.where);
+      p.build();
+    }
+    std::lock_guard g(l.lock);
+    l.pending.clear();
+    l.is_built = true;
+  });
+}
+
+}  // namespace
+
+void register_case(CaseDef def) {
+  check_case(def);
+  if (auto* sink = lazy().sink) {
+    sink->push_back(std::move(def));
+    return;
+  }
+  if (case_registry().find(def.id)) throw std::logic_error("case " + def.id + " is registered twice");
   case_registry().add(std::move(def));
 }
 
-const std::vector<CaseDef>& cases() { return case_registry().items; }
+bool catalog_built() {
+  auto& l = lazy();
+  std::lock_guard g(l.lock);
+  return l.is_built;
+}
 
-const CaseDef* find_case(const std::string& id) { return case_registry().find(id); }
+const std::vector<CaseDef>& cases() {
+  build_catalog();
+  return case_registry().items;
+}
+
+const CaseDef* find_case(const std::string& id) {
+  auto& l = lazy();
+  {
+    std::unique_lock g(l.lock);
+    if (!l.is_built) {
+      for (const auto& c : l.alone)
+        if (c.id == id) return &c;
+      for (const auto& p : l.pending) {
+        if (case_id_in_text(p.text) != id) continue;
+        const std::size_t had = l.alone.size();
+        l.sink = &l.alone;
+        try {
+          AtPlace at(p.where);
+          p.build();
+        } catch (...) {
+          l.sink = nullptr;
+          throw;
+        }
+        l.sink = nullptr;
+        for (std::size_t i = had; i < l.alone.size(); ++i)
+          if (l.alone[i].id == id) return &l.alone[i];
+        break;  // its text named the id and it built another: the catalog decides
+      }
+    }
+  }
+  build_catalog();
+  return case_registry().find(id);
+}
 
 CaseRegistration::CaseRegistration(Case c, std::source_location where) {
+  build_catalog();  // a case registered now goes after (or among, by its place) the catalog
   AtPlace at(where);
   register_case(std::move(c.def));
 }
 
 CaseRegistration::CaseRegistration(const std::function<void()>& add_many, std::source_location where) {
+  build_catalog();
   AtPlace at(where);
   add_many();
+}
+
+CaseRegistration::CaseRegistration(const char* text, Build build, std::source_location where) {
+  auto& l = lazy();
+  {
+    std::lock_guard g(l.lock);
+    if (!l.is_built) {
+      l.pending.push_back({text, build, where});
+      return;
+    }
+  }
+  AtPlace at(where);  // after the catalog was built (a library loaded late): now
+  build();
 }
 
 std::vector<std::string> CaseDef::instance_names() const {

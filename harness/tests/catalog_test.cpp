@@ -2,6 +2,8 @@
 // their registrations ran in: a unity build or another link order runs and reports the
 // same cases in the same order.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -58,6 +60,45 @@ TEST(Catalog, CasesOfOneRegistrationKeepTheirOrder) {
   });
   EXPECT_LT(case_index("catalog_order.many.z"), case_index("catalog_order.many.a"));
   EXPECT_LT(case_index("catalog_order.many.a"), case_index("catalog_order.many.m"));
+}
+
+TEST(Catalog, TheIdOfARegistrationIsReadFromItsText) {
+  EXPECT_EQ(case_id_in_text(R"(Case("memory.roundtrip", "x").role("p", f))"), "memory.roundtrip");
+  EXPECT_EQ(case_id_in_text(R"(  Case ( "a.b" , "x"))"), "a.b");
+  EXPECT_EQ(case_id_in_text("register_buffers"), "");          // a function: builds several
+  EXPECT_EQ(case_id_in_text(R"(Case(kId, "x"))"), "");         // not a literal
+  EXPECT_EQ(case_id_in_text(R"(Case("a\"b", "x"))"), "");      // an escape: not read
+  EXPECT_EQ(case_id_in_text(R"(Case("unterminated)"), "");
+  EXPECT_EQ(case_id_in_text(R"(CaseX("a", "x"))"), "");
+}
+
+// A role process needs its own case only: find_case builds that one registration, not the
+// catalog. Run in a fresh process (the death test's threadsafe style re-executes this
+// program with this test alone), where nothing has read the catalog yet.
+TEST(CatalogDeathTest, AFreshProcessBuildsOnlyTheCaseItLooksUp) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        if (catalog_built()) {
+          std::fprintf(stderr, "the catalog was built before main\n");
+          std::exit(1);
+        }
+        const CaseDef* one = find_case("selftest.pass");
+        if (!one || one->id != "selftest.pass" || catalog_built()) {
+          std::fprintf(stderr, "find_case built %s\n", one ? "the catalog" : "nothing");
+          std::exit(2);
+        }
+        const std::size_t all = cases().size();  // the whole catalog now, with its own copy
+        const CaseDef* again = find_case("selftest.pass");
+        const bool in_list = again >= cases().data() && again < cases().data() + all;
+        if (!catalog_built() || !in_list || again == one || one->id != "selftest.pass" || !find_case("selftest.fail")) {
+          std::fprintf(stderr, "after cases(): built %d, in list %d\n", catalog_built(), in_list);
+          std::exit(3);
+        }
+        if (find_case("no.such.case")) std::exit(4);
+        std::exit(0);
+      },
+      testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

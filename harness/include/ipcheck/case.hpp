@@ -127,28 +127,47 @@ class Case {
 // register_case called outside a CaseRegistration takes the place of the registration it
 // runs in, or the end of the list.
 void register_case(CaseDef def);
+// The whole catalog: the first call builds every case IPCHECK_CASE registered.
 const std::vector<CaseDef>& cases();
+// One case. Before the catalog is built (a role process, which needs its own case only) it
+// builds just the registration whose IPCHECK_CASE text names `id` (`Case("<id>", ...`),
+// keeping it apart from the catalog (the pointer stays valid; `cases()` builds the catalog
+// whole, with a case of its own for it); a registration that names no id in its text (one
+// that registers several) builds the catalog.
 const CaseDef* find_case(const std::string& id);
+// Whether the whole catalog was built in this process (`cases()`; a role's find_case does not).
+bool catalog_built();
+// The id an IPCHECK_CASE's text names (`Case("<id>"` at its start), or "" when it names none.
+std::string_view case_id_in_text(std::string_view text);
 
 struct CaseRegistration {
+  // Registers now (tests, and code that runs after start-up).
   CaseRegistration(Case c, std::source_location where = std::source_location::current());  // NOLINT: implicit
   explicit CaseRegistration(const std::function<void()>& add_many,
                             std::source_location where = std::source_location::current());
+  // What IPCHECK_CASE defines: `text` is its argument as written, `build` registers what it
+  // builds when the catalog is first read. Start-up only records them: a role process
+  // builds its own case and no other (every role used to build the whole catalog before
+  // main, a third of its start-up; bench: harness/two_role_case/start).
+  using Build = void (*)();
+  CaseRegistration(const char* text, Build build, std::source_location where = std::source_location::current());
 };
 
 #define IPCHECK_CONCAT_INNER(a, b) a##b
 #define IPCHECK_CONCAT(a, b) IPCHECK_CONCAT_INNER(a, b)
-// What IPCHECK_CASE registers: a case built in the macro's argument (a temporary whose
-// builder calls return Case&) is moved, not copied: every role process registers the whole
-// catalog at start-up, and copying each CaseDef was a fifth of that.
-inline Case&& registered(Case& c) { return std::move(c); }
+// What IPCHECK_CASE's build registers: a case built in the macro's argument (a temporary
+// whose builder calls return Case&), moved, not copied; given a function, what it registers.
+inline void register_built(Case& c) { register_case(std::move(c.def)); }
 template <class F>
-F&& registered(F&& f) {
-  return std::forward<F>(f);
+void register_built(F&& add_many) {
+  add_many();
 }
-// Registers a case (or, given a lambda, runs it to register several) at start-up.
-#define IPCHECK_CASE(...) \
-  static const ::ipcheck::CaseRegistration IPCHECK_CONCAT(ipcheck_case_, __COUNTER__){::ipcheck::registered(__VA_ARGS__)}
+// Registers a case (or, given a function, runs it to register several) when the catalog is
+// first read. Write its argument as `Case("<id>", ...)...` so that a role finds it by its id.
+#define IPCHECK_CASE(...)                                                                  \
+  static const ::ipcheck::CaseRegistration IPCHECK_CONCAT(ipcheck_case_, __COUNTER__) {     \
+    #__VA_ARGS__, [] { ::ipcheck::register_built(__VA_ARGS__); }                              \
+  }
 
 // Thrown to end a role body early: after a failed requirement (already reported), a
 // skip, or a broken barrier. Case bodies never catch it.
