@@ -90,7 +90,7 @@ namespace {
 
 // An IPCHECK_CASE not built yet.
 struct Pending {
-  const char* text;
+  std::string_view id;  // "" when its text names none
   CaseRegistration::Build build;
   std::source_location where;
 };
@@ -109,24 +109,6 @@ LazyCatalog& lazy() {
 }
 
 }  // namespace
-
-std::string_view case_id_in_text(std::string_view t) {
-  const auto skip = [&] {
-    while (!t.empty() && (t.front() == ' ' || t.front() == '\n' || t.front() == '\t')) t.remove_prefix(1);
-  };
-  skip();
-  if (!t.starts_with("Case")) return {};
-  t.remove_prefix(4);
-  skip();
-  if (!t.starts_with("(")) return {};
-  t.remove_prefix(1);
-  skip();
-  if (!t.starts_with("\"")) return {};
-  t.remove_prefix(1);
-  const auto end = t.find_first_of("\"\\");
-  if (end == std::string_view::npos || t[end] != '"') return {};
-  return t.substr(0, end);
-}
 
 namespace {
 
@@ -189,7 +171,7 @@ const CaseDef* find_case(const std::string& id) {
       for (const auto& c : l.alone)
         if (c.id == id) return &c;
       for (const auto& p : l.pending) {
-        if (case_id_in_text(p.text) != id) continue;
+        if (p.id.empty() || p.id != id) continue;
         const std::size_t had = l.alone.size();
         l.sink = &l.alone;
         try {
@@ -222,12 +204,12 @@ CaseRegistration::CaseRegistration(const std::function<void()>& add_many, std::s
   add_many();
 }
 
-CaseRegistration::CaseRegistration(const char* text, Build build, std::source_location where) {
+CaseRegistration::CaseRegistration(std::string_view id, Build build, std::source_location where) {
   auto& l = lazy();
   {
     std::lock_guard g(l.lock);
     if (!l.is_built) {
-      l.pending.push_back({text, build, where});
+      l.pending.push_back({id, build, where});
       return;
     }
   }

@@ -62,6 +62,10 @@ TEST(Catalog, CasesOfOneRegistrationKeepTheirOrder) {
   EXPECT_LT(case_index("catalog_order.many.a"), case_index("catalog_order.many.m"));
 }
 
+// Read when IPCHECK_CASE is compiled.
+static_assert(case_id_in_text(R"(Case("a.b", "x"))") == "a.b");
+static_assert(CaseIdText<3>(std::string_view("a.b")).view() == "a.b");
+
 TEST(Catalog, TheIdOfARegistrationIsReadFromItsText) {
   EXPECT_EQ(case_id_in_text(R"(Case("memory.roundtrip", "x").role("p", f))"), "memory.roundtrip");
   EXPECT_EQ(case_id_in_text(R"(  Case ( "a.b" , "x"))"), "a.b");

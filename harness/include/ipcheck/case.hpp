@@ -137,20 +137,48 @@ const std::vector<CaseDef>& cases();
 const CaseDef* find_case(const std::string& id);
 // Whether the whole catalog was built in this process (`cases()`; a role's find_case does not).
 bool catalog_built();
-// The id an IPCHECK_CASE's text names (`Case("<id>"` at its start), or "" when it names none.
-std::string_view case_id_in_text(std::string_view text);
+// The id an IPCHECK_CASE's text names (`Case("<id>"` at its start, spaces allowed), or "" when
+// it names none (a function, a name, an escape in the literal). IPCHECK_CASE reads it when it
+// is compiled.
+constexpr std::string_view case_id_in_text(std::string_view t) {
+  const auto skip = [&t] {
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\n' || t.front() == '\t')) t.remove_prefix(1);
+  };
+  skip();
+  if (!t.starts_with("Case")) return {};
+  t.remove_prefix(4);
+  skip();
+  if (!t.starts_with("(")) return {};
+  t.remove_prefix(1);
+  skip();
+  if (!t.starts_with("\"")) return {};
+  t.remove_prefix(1);
+  const auto end = t.find_first_of("\"\\");
+  if (end == std::string_view::npos || t[end] != '"') return {};
+  return t.substr(0, end);
+}
+// A case's id, kept when IPCHECK_CASE is compiled (the text it came from is not: only the id
+// goes into the program).
+template <std::size_t N>
+struct CaseIdText {
+  char text[N + 1] = {};
+  consteval explicit CaseIdText(std::string_view id) {
+    for (std::size_t i = 0; i < N; ++i) text[i] = id[i];
+  }
+  constexpr std::string_view view() const { return {text, N}; }
+};
 
 struct CaseRegistration {
   // Registers now (tests, and code that runs after start-up).
   CaseRegistration(Case c, std::source_location where = std::source_location::current());  // NOLINT: implicit
   explicit CaseRegistration(const std::function<void()>& add_many,
                             std::source_location where = std::source_location::current());
-  // What IPCHECK_CASE defines: `text` is its argument as written, `build` registers what it
-  // builds when the catalog is first read. Start-up only records them: a role process
-  // builds its own case and no other (every role used to build the whole catalog before
-  // main, a third of its start-up; bench: harness/two_role_case/start).
+  // What IPCHECK_CASE defines: `id` is the one its argument names ("" when it names none),
+  // `build` registers what it builds when the catalog is first read. Start-up only records
+  // them: a role process builds its own case and no other (every role used to build the whole
+  // catalog before main, a third of its start-up; bench: harness/two_role_case/start).
   using Build = void (*)();
-  CaseRegistration(const char* text, Build build, std::source_location where = std::source_location::current());
+  CaseRegistration(std::string_view id, Build build, std::source_location where = std::source_location::current());
 };
 
 #define IPCHECK_CONCAT_INNER(a, b) a##b
@@ -164,9 +192,14 @@ void register_built(F&& add_many) {
 }
 // Registers a case (or, given a function, runs it to register several) when the catalog is
 // first read. Write its argument as `Case("<id>", ...)...` so that a role finds it by its id.
-#define IPCHECK_CASE(...)                                                                  \
-  static const ::ipcheck::CaseRegistration IPCHECK_CONCAT(ipcheck_case_, __COUNTER__) {     \
-    #__VA_ARGS__, [] { ::ipcheck::register_built(__VA_ARGS__); }                              \
+#define IPCHECK_CASE(...)                                                                          \
+  static const ::ipcheck::CaseRegistration IPCHECK_CONCAT(ipcheck_case_, __COUNTER__) {             \
+    [] {                                                                                            \
+      static constexpr ::ipcheck::CaseIdText<::ipcheck::case_id_in_text(#__VA_ARGS__).size()> id{   \
+          ::ipcheck::case_id_in_text(#__VA_ARGS__)};                                                \
+      return id.view();                                                                             \
+    }(),                                                                                            \
+        [] { ::ipcheck::register_built(__VA_ARGS__); }                                              \
   }
 
 // Thrown to end a role body early: after a failed requirement (already reported), a
