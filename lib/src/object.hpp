@@ -24,10 +24,10 @@
 //     passed with the data descriptor (pread; its inode must be the one the name gives).
 // Once an export of an object was proven so, the importer remembers the fact (exporter pid
 // and identity guard, descriptor number -> control page, witness, header): a later open of
-// the same descriptor of the same exporter takes the descriptor and reads the slot and the
-// witness (one process_vm_readv), without the identity guard's and the descriptor's fstat.
-// An intact witness proves both: the object is alive, so its data descriptor (closed only
-// after its exports are revoked) was that number when it was taken; and the process is the
+// the same descriptor of the same exporter takes the descriptor, checks with fstat that it is
+// the object's data memfd still, and reads the slot and the witness (one process_vm_readv),
+// without the identity guard's fstat, the control inode and /proc/<pid>/maps. An intact
+// witness proves the object alive when the descriptor was taken, and the process the
 // exporter, since the witness page is wiped in every child. Anything else (a miss, a
 // witness gone, a slot that does not match) takes the whole proof above, which also gives
 // every refusal its message.

@@ -432,6 +432,12 @@ std::optional<imported_object> import_proven(const record::fields& rec, record::
     fd.reset(sys::pidfd_getfd(pidfd.get(), rec.fd));
   }
   if (!fd) return std::nullopt;
+  // The descriptor is the object still: an exporter that closed ipcref's descriptor behind its
+  // back, its number now another file's, must not have that file mapped.
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_dev) != h.data_dev ||
+      static_cast<std::uint64_t>(st.st_ino) != h.data_ino)
+    return std::nullopt;
   // The slot, then the witness: taken after the descriptor, so that a live object then was
   // a live object when the descriptor was taken.
   slot_fields slot;

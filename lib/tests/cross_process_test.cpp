@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <linux/sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -532,6 +533,72 @@ TEST_F(CrossProcess, rb_open_pid_reuse_by_descendant) {
   ASSERT_TRUE(outcome.has_value()) << "opened a record of an exporter that has exited, through its descendant";
   EXPECT_EQ(outcome->code, errc::exporter_gone) << outcome->message;
   EXPECT_NE(outcome->message.find("rb.open.pid_reuse"), std::string::npos) << outcome->message;
+}
+
+// An exporter that closes ipcref's descriptor behind its back (dup2 of another file onto
+// its number) while the object lives, after this process opened the export (so that the next
+// open takes the fast path): the witness is intact and the token live, but the number now
+// holds another file, which must never be mapped for the record.
+TEST_F(CrossProcess, rb_open_confused_deputy_descriptor_replaced) {
+  int to_e[2], from_e[2];
+  ASSERT_EQ(::pipe2(to_e, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(from_e, O_CLOEXEC), 0);
+  const pid_t e = ::fork();
+  ASSERT_GE(e, 0);
+  if (e == 0) {  // E: export; on "s", put another memfd (bytes of seed 44) at the data's number
+    char go = 0;
+    record::bytes r{};
+    try {
+      void* a = malloc_device(4096, dev, ctx);
+      fill_pattern(a, 4096, 33);
+      const handle h = mem::get(a, ctx);
+      std::copy(h.data().begin(), h.data().end(), r.begin());
+    } catch (...) {
+      ::_exit(3);
+    }
+    (void)!::write(from_e[1], r.data(), r.size());
+    if (::read(to_e[0], &go, 1) != 1) ::_exit(4);
+    const int other = ::memfd_create("not-ipcref", MFD_CLOEXEC);
+    std::vector<unsigned char> bytes(4096);
+    fill_pattern(bytes.data(), bytes.size(), 44);
+    const bool swapped = other >= 0 && ::write(other, bytes.data(), bytes.size()) == 4096 &&
+                         ::dup2(other, record::decode(r).fd) == record::decode(r).fd;
+    (void)!::write(from_e[1], swapped ? "y" : "n", 1);
+    (void)!::read(to_e[0], &go, 1);
+    ::_exit(0);
+  }
+  record::bytes rec{};
+  ASSERT_EQ(::read(from_e[0], rec.data(), rec.size()), static_cast<ssize_t>(rec.size()));
+  auto cleanup = [&] {
+    ::kill(e, SIGKILL);
+    ::waitpid(e, nullptr, 0);
+    for (int* fds : {to_e, from_e}) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+    }
+  };
+  for (int i = 0; i < 2; ++i) {  // the second open is the fast path's
+    opened_ptr o(mem::open(rec, ctx, dev), ctx);
+    EXPECT_EQ(find_mismatch(o.get(), 4096, 33), SIZE_MAX);
+  }
+  char said = 0;
+  ASSERT_EQ(::write(to_e[1], "s", 1), 1);
+  ASSERT_EQ(::read(from_e[0], &said, 1), 1);
+  if (said != 'y') {
+    cleanup();
+    FAIL() << "the exporter could not put another file at its data descriptor's number";
+  }
+  std::optional<failure> outcome;
+  std::size_t other_bytes = SIZE_MAX;
+  outcome = failure_of([&] {
+    opened_ptr o(mem::open(rec, ctx, dev), ctx);
+    other_bytes = find_mismatch(o.get(), 4096, 44);
+  });
+  cleanup();
+  ASSERT_TRUE(outcome.has_value()) << "mapped what the exporter's descriptor number holds now"
+                                   << (other_bytes == SIZE_MAX ? " (the other file's bytes)" : "");
+  EXPECT_EQ(outcome->code, errc::invalid) << outcome->message;
+  EXPECT_NE(outcome->message.find("rb.open.confused_deputy"), std::string::npos) << outcome->message;
 }
 
 // Records forged to name another descriptor of the exporter (resealed, so the checksum
