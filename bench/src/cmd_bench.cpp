@@ -565,8 +565,9 @@ void append_samples(std::vector<Series>& all, std::vector<Series>&& round) {
 // The short bench in rounds: each round runs the gated IPC figures and the harness case
 // (fresh processes, `repetitions` each); the samples of all rounds are pooled, and rounds go
 // on while a gated figure's interval straddles its goal, up to the time cap. A figure fails
-// only when its whole interval is beyond the goal: a loaded machine widens the intervals
-// (more rounds, then "undecided", which passes) rather than failing the gate.
+// only when its whole interval is beyond the goal, in the samples of at least two rounds
+// (gate_may_stop): a loaded machine widens the intervals (more rounds, then "undecided",
+// which passes) rather than failing the gate.
 void run_gate(const Settings& s, Gathered& g) {
   Settings r = s;
   r.filter = s.filter.empty() ? gate_ipc_filter(s.adapter) : s.filter;
@@ -613,7 +614,7 @@ void run_gate(const Settings& s, Gathered& g) {
       stop = "a bench program failed";
       break;
     }
-    if (undecided == 0) {
+    if (gate_may_stop(round, undecided, failed)) {
       stop = "every gated figure decided";
       break;
     }

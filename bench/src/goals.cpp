@@ -134,4 +134,8 @@ const Goal* goal_for(const std::string& name, const std::vector<Goal>& from) {
   return nullptr;
 }
 
+bool gate_may_stop(int rounds, int undecided, int beyond) {
+  return undecided == 0 && (beyond == 0 || rounds >= kGateRoundsBeforeFail);
+}
+
 }  // namespace ipcheck::bench

@@ -223,6 +223,14 @@ TEST(Goals, TheCompiledTableParsesAndMatchesFigures) {
 
 // A goal not met yet is gated at a bound of its own (a known shortfall), on the far side of
 // the goal; anything else in the gated cell is refused, naming what to write.
+TEST(Goals, TheGateConfirmsAFailureInASecondRound) {
+  EXPECT_FALSE(gate_may_stop(1, 0, 1)) << "one round's processes alone do not fail a figure";
+  EXPECT_TRUE(gate_may_stop(2, 0, 1));
+  EXPECT_TRUE(gate_may_stop(1, 0, 0)) << "every figure within its goal after one round: done";
+  EXPECT_FALSE(gate_may_stop(3, 1, 0)) << "a figure straddling its goal wants another round";
+  EXPECT_FALSE(gate_may_stop(3, 1, 1));
+}
+
 TEST(Goals, AKnownShortfallIsGatedAtItsOwnBound) {
   const std::string head = "| figure | measure | goal | gated | why |\n|---|---|---|---|---|\n";
   const auto held = parse_goals(head + "| `x/y` | ratio | <= 1.25 | <= 1.9 | not yet |\n| `x/z` | exec/s | >= 100 | >= 50 | r |\n");

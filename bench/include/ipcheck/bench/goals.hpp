@@ -37,4 +37,14 @@ const Goal* goal_for(const std::string& name, const std::vector<Goal>& from = go
 // Whether a figure glob matches a benchmark name.
 bool figure_matches(std::string_view glob, std::string_view name);
 
+// Whether the gate's rounds may stop after `rounds` rounds with `undecided` figures still
+// straddling their goal and `beyond` figures beyond it: when none straddles, and a figure
+// beyond its goal has been seen in at least two rounds' processes. One round's processes share
+// their placement on the CPUs and their idle states, which move a figure between rounds more
+// than between the repetitions of one round (an event wake measured 1.99 [1.66, 2.49] of a floor
+// that ran at 32 us in that round, 50-58 us in others): a second round's samples, pooled with
+// the first's, confirm the failure or widen the interval.
+bool gate_may_stop(int rounds, int undecided, int beyond);
+inline constexpr int kGateRoundsBeforeFail = 2;
+
 }  // namespace ipcheck::bench
