@@ -120,6 +120,7 @@ std::vector<Series> series_from_google_benchmark(const json& doc, const std::str
                                                  std::vector<std::string>& errors) {
   std::vector<Series> out;
   std::map<std::string, std::size_t> index;
+  std::map<std::string, std::string> step_of;  // a step series -> the benchmark it is a step of
   std::optional<double> load;
   if (auto c = doc.find("context"); c != doc.end() && c->is_object())
     if (auto l = c->find("load_avg"); l != c->end() && l->is_array() && !l->empty() && (*l)[0].is_number())
@@ -158,6 +159,7 @@ std::vector<Series> series_from_google_benchmark(const json& doc, const std::str
       const std::string step = name + "/" + c.key().substr(5);
       auto [at, new_step] = index.emplace(step, out.size());
       if (new_step) {
+        step_of.emplace(step, name);
         Series x;
         x.name = step;
         x.unit = "ms";
@@ -170,13 +172,11 @@ std::vector<Series> series_from_google_benchmark(const json& doc, const std::str
     }
   }
   // A step's floor is the same step of its benchmark's floor, where that has it.
-  for (auto& x : out) {
-    const auto slash = x.name.rfind('/');
-    if (x.label.note.rfind("a step of ", 0) != 0 || slash == std::string::npos) continue;
-    const auto parent = index.find(x.name.substr(0, slash));
-    if (parent == index.end() || out[parent->second].label.floor.empty()) continue;
-    const std::string floor = out[parent->second].label.floor + x.name.substr(slash);
-    if (index.count(floor)) x.label.floor = floor;
+  for (const auto& [step, parent] : step_of) {
+    const std::string& parent_floor = out[index.at(parent)].label.floor;
+    if (parent_floor.empty()) continue;
+    const std::string floor = parent_floor + step.substr(parent.size());
+    if (index.count(floor)) out[index.at(step)].label.floor = floor;
   }
   return out;
 }

@@ -108,10 +108,6 @@ LazyCatalog& lazy() {
   return *l;
 }
 
-}  // namespace
-
-namespace {
-
 void check_case(const CaseDef& def) {
   if (def.roles.empty()) throw std::logic_error("case " + def.id + " has no role");
   for (const auto& s : def.steps) {

@@ -331,6 +331,22 @@ or_refusal<std::optional<located_control>> locate(const record::fields& rec, con
   return std::optional<located_control>(l);
 }
 
+// The export's slot, then its object's witness (on the page after the control page at
+// `page`), read in the exporter's memory with one call; both stay zero unless the read is whole.
+or_refusal<bool> read_slot_and_witness(const record::fields& rec, std::uintptr_t page, slot_fields& slot,
+                                       std::uint64_t& witness, const char* verb) {
+  std::byte buf[sizeof(slot_fields) + 8];
+  const sys::remote_range ranges[] = {
+      {page + offsetof(control_header, slots) + rec.slot * sizeof(export_slot), sizeof(slot_fields)},
+      {page + sys::page_size(), 8}};
+  auto read = read_exporter(rec, ranges, buf, verb);
+  if (read && *read) {
+    std::memcpy(&slot, buf, sizeof slot);
+    std::memcpy(&witness, buf + sizeof slot, 8);
+  }
+  return read;
+}
+
 // The export's slot, read in the exporter's memory: the slot, then the witness (one call,
 // in that order). A witness still intact after the slot means the object, and so the
 // control page at that address, outlived the read of the slot.
@@ -358,17 +374,8 @@ or_refusal<export_view> read_from_exporter(const record::fields& rec, const stru
     export_view v;
     v.header = l->header;
     if (rec.slot >= l->header.slot_count || rec.slot >= slots_per_object()) return v;  // judged by the caller
-    std::byte buf[sizeof(slot_fields) + 8];
-    const sys::remote_range ranges[] = {
-        {l->page + offsetof(control_header, slots) + rec.slot * sizeof(export_slot), sizeof(slot_fields)},
-        {l->page + sys::page_size(), 8}};
     std::uint64_t witness = 0;
-    auto read = read_exporter(rec, ranges, buf, verb);
-    if (!read) return std::move(read.error());
-    if (*read) {
-      std::memcpy(&v.slot, buf, sizeof v.slot);
-      std::memcpy(&witness, buf + sizeof v.slot, 8);
-    }
+    if (auto read = read_slot_and_witness(rec, l->page, v.slot, witness, verb); !read) return std::move(read.error());
     if (witness == l->witness) {
       read_at = *l;
       return v;
@@ -401,7 +408,7 @@ proven_key proven_key_of(const record::fields& rec) {
 // object whose control page and witness `at` holds; only when its exporter wipes the witness
 // in its children (else a child at the exporter's reused pid could show it).
 void remember_proven(const record::fields& rec, const located_control& at) {
-  if (!(at.header.features & kFeatureWitnessWipedOnFork) || proof_defect_active()) return;
+  if (!(at.header.features & kFeatureWitnessWipedOnFork)) return;
   auto& c = caches();
   std::lock_guard lock(c.lock);
   if (c.proven.size() >= kCacheLimit) c.proven.clear();
@@ -410,7 +417,7 @@ void remember_proven(const record::fields& rec, const located_control& at) {
 
 // An export of a descriptor proven before, proven again by the slot and the witness alone;
 // nothing when it is not (the caller then takes the whole proof).
-std::optional<imported_object> import_proven(const record::fields& rec, record::kind kind) {
+std::optional<imported_object> import_proven(const record::fields& rec, record::kind kind, const char* verb) {
   if (proof_defect_active()) return std::nullopt;
   const proven_key key = proven_key_of(rec);
   auto& c = caches();
@@ -439,17 +446,10 @@ std::optional<imported_object> import_proven(const record::fields& rec, record::
       static_cast<std::uint64_t>(st.st_ino) != h.data_ino)
     return std::nullopt;
   // The slot, then the witness: taken after the descriptor, so that a live object then was
-  // a live object when the descriptor was taken.
+  // a live object when the descriptor was taken. A refused read leaves the witness zero.
   slot_fields slot;
   std::uint64_t witness = 0;
-  std::byte buf[sizeof(slot_fields) + 8];
-  const sys::remote_range ranges[] = {
-      {l.page + offsetof(control_header, slots) + rec.slot * sizeof(export_slot), sizeof(slot_fields)},
-      {l.page + sys::page_size(), 8}};
-  if (sys::read_process(static_cast<pid_t>(rec.pid), ranges, buf) == static_cast<long>(sizeof buf)) {
-    std::memcpy(&slot, buf, sizeof slot);
-    std::memcpy(&witness, buf + sizeof slot, 8);
-  }
+  (void)read_slot_and_witness(rec, l.page, slot, witness, verb);
   if (witness != l.witness) {
     std::lock_guard lock(c.lock);
     c.proven.erase(key);
@@ -596,7 +596,7 @@ or_refusal<imported_object> try_import_object(std::span<const std::byte> data, r
     return refusal{errc::invalid, cat(verb, ": handle names device ", out.rec.device, ", this platform has ",
                                       platform_device_count(), " devices (forged or foreign handle)")};
   if (opts.descriptor < 0 && opts.control_descriptor < 0 && out.rec.pid != static_cast<std::uint32_t>(self().pid))
-    if (auto proven = import_proven(out.rec, kind)) return std::move(*proven);
+    if (auto proven = import_proven(out.rec, kind, verb)) return std::move(*proven);
   auto fd = fetch_descriptor(out.rec, verb, opts);
   if (!fd) return std::move(fd.error());
   out.fd = std::move(*fd);
