@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -25,7 +26,6 @@
 #include "ipcheck/reports/files.hpp"
 #include "ipcheck_version.h"
 #include "protocol.hpp"
-#include "targets.hpp"
 
 namespace ipcheck::fuzz {
 namespace {
@@ -130,7 +130,8 @@ Finding from_repro(const json& doc, const std::string& path) {
   f.has_input = true;
   // The finding's description beside it says what the campaign saw.
   const fs::path described = fs::path(path).replace_extension(".json");
-  if (fs::exists(described)) {
+  std::error_code ec;  // a name too long to look up is not there
+  if (fs::exists(described, ec)) {
     try {
       const json d = read_json_file(described.string());
       f.id = d.value("id", f.id);
@@ -190,7 +191,8 @@ Finding from_results(const std::string& id, const std::string& results) {
                                     "', not a *.repro relative to the results' folder; ipcheck writes "
                                     "findings/<id>.repro there");
       const fs::path repro = fs::path(results).parent_path() / named;
-      if (fs::exists(repro)) {
+      std::error_code ec;
+      if (fs::exists(repro, ec)) {
         Finding f = from_file(repro.string());
         f.id = id;
         f.outcome = x.value("outcome", f.outcome);
@@ -242,11 +244,35 @@ std::string c_string(const std::string& s) {
   return out + "\"";
 }
 
-// Text for a C comment: no comment end inside it.
-std::string comment_text(std::string s) {
-  for (std::size_t at; (at = s.find("*/")) != std::string::npos;) s.replace(at, 2, "* /");
-  return s;
+// A finding's text as the program shows it when it runs: valid UTF-8 (other bytes as \xNN, as
+// reports::escape_invalid_utf8 writes them), with every control character (C0, DEL, C1) written
+// as \xNN or \u00NN, so that the program's output holds no terminal escape. Never code: what
+// this returns is only ever passed to c_string.
+std::string shown(const std::string& s) {
+  const std::string u = reports::escape_invalid_utf8(s);
+  std::string out;
+  for (std::size_t i = 0; i < u.size(); ++i) {
+    const auto c = static_cast<unsigned char>(u[i]);
+    char b[8];
+    if (c < 0x20 || c == 0x7f) {
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      out += b;
+    } else if (c == 0xc2 && i + 1 < u.size() && static_cast<unsigned char>(u[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(u[i + 1]) <= 0x9f) {  // U+0080..U+009F: C1 controls (CSI is U+009B)
+      std::snprintf(b, sizeof b, "\\u%04x", static_cast<unsigned char>(u[i + 1]));
+      out += b;
+      ++i;
+    } else {
+      out += u[i];
+    }
+  }
+  return out;
 }
+
+// A finding's text in the program: a C string literal of its shown() form. The one encoder
+// for text from the finding (ids, versions, paths, details, the input in words): no byte of it
+// reaches a comment, a macro name or code (see opening_comment).
+std::string c_text(const std::string& s) { return c_string(shown(s)); }
 
 std::string wrap(const std::string& text, const std::string& prefix) {
   std::string out, line = prefix;
@@ -287,6 +313,13 @@ std::string alloc_table(const std::vector<detail::AllocSpec>& specs, const std::
            std::to_string(offsets.size()) + ", {" + offs + "}, " + (put ? "1" : "0") + "},\n";
   }
   return out;
+}
+
+// The export a program's input derives from, by side and index (export_name's inverse): the
+// program's own words for it, never the finding's text.
+std::string base_name(int side, int index) {
+  static const char* const kSides[] = {"producer.export[", "worker.export[", "producer.revoked[", "worker.revoked["};
+  return kSides[side] + std::to_string(index) + "]";
 }
 
 // "producer.export[3]" -> (0, 3); "worker.export[0]" -> (1, 0); "producer.revoked[0]" (an
@@ -378,10 +411,11 @@ const char* const kUrBody =
 // Where --export-c finds the finding: a file, an id of --results, or the id's reproducer in
 // the campaign's folder.
 Finding find_export_finding(const ExportCOptions& o) {
-  if (fs::is_regular_file(o.finding)) return from_file(o.finding);
+  std::error_code ec;  // an id too long for a file name is an id, not an error
+  if (fs::is_regular_file(o.finding, ec)) return from_file(o.finding);
   if (!o.results.empty()) return from_results(o.finding, o.results);
   const fs::path repro = fs::path(o.campaign_dir) / "findings" / (o.finding + ".repro");
-  if (!fs::exists(repro))
+  if (!fs::exists(repro, ec))
     throw std::invalid_argument("'" + o.finding + "' is no file, and " + repro.string() +
                                 " is not there; give a reproducer (findings/<id>.repro), or the finding's id with "
                                 "--results RESULTS.json (the campaign's results) or --out DIR (the campaign's folder)");
@@ -502,7 +536,7 @@ std::string patch_row(const Finding& f, const HandleLayout& layout, const FieldC
   }
   return "    {" + std::to_string(field.offset) + ", " + std::to_string(field.width) + ", " + source + ", " +
          std::to_string(src_index) + ", " + std::to_string(src_offset) + ", " + std::to_string(src_width) + ", " +
-         hexnum(c.value & width_mask(field.width)) + "ull, " + c_string(what) + "},\n";
+         hexnum(c.value & width_mask(field.width)) + "ull, " + c_text(what) + "},\n";
 }
 
 PatchRows patch_rows(const Finding& f, const HandleLayout& layout) {
@@ -523,7 +557,7 @@ struct ReproProgram {
   std::string mutation;  // the input, in words
 };
 
-std::string ur_program_text(const ReproProgram& p) {
+std::string ur_program_text(const ReproProgram& p, const std::string& base) {
   return "What it does: a producer process (fork, no exec) loads Unified Runtime (libur_loader.so.0, with dlopen), "
          "takes the first " + p.ur.backend + " platform with devices" +
          (p.ur.l0.empty() ? std::string() : " (UR's Level Zero " + p.ur.l0 + " adapter: UR_LOADER_USE_LEVEL_ZERO_V2=" +
@@ -534,7 +568,7 @@ std::string ur_program_text(const ReproProgram& p) {
          "urIPCGetMemHandleExp; one export is put (urIPCPutMemHandleExp) at once, as the campaign's stale handle; the "
          "others are decoys that are never exported. It passes the handles' bytes to the parent through a pipe. A "
          "consumer process makes its own allocations and exports, opens each unchanged producer handle once (as the "
-         "campaign's workers do), then takes the handle of " + p.f.input.base +
+         "campaign's workers do), then takes the handle of " + base +
          ", applies the finding's changes (below, as data: the handle embeds pids, addresses and ids, so values taken "
          "from the campaign's live processes are taken from this run's), opens it on device 0 with "
          "urIPCOpenMemHandleExp and judges it: the open must fail, or map an export whose pattern reads back in full "
@@ -543,24 +577,21 @@ std::string ur_program_text(const ReproProgram& p) {
          "gave) and an open that does not return are findings too.";
 }
 
-// The opening comment: the finding, where it was found, what the program does, how to run it.
+// The opening comment: what the program does and how to build and run it, in the program's
+// own words only. The finding's texts (its id, where it was found, what the campaign saw, the
+// input) come from files anyone can write; they are data (FINDING_* below, c_text), never
+// comment text: a comment ends at the first "*/", and a backslash-newline or a "??/" trigraph
+// inside it splices lines before comments are removed, so no escaping of a comment is safe.
 std::string opening_comment(const ReproProgram& p) {
-  const Finding& f = p.f;
   std::ostringstream c;
+  const std::string base = base_name(p.base_side, p.base_index);
+  const std::string finding =
+      " * The finding (its id, where it was found, what the campaign saw, the input) is in the FINDING_*\n"
+      " * strings below, which the program prints when it starts.\n";
   if (p.runtime == Runtime::ur) {
-    std::string options;
-    for (const auto& [k, v] : f.adapter_options) options += (options.empty() ? "" : ", ") + k + "=" + v;
-    c << "/* Standalone reproducer of ipcheck fuzz finding " << comment_text(f.id) << " (Unified Runtime IPC memory handle).\n"
-      << " *\n"
-      << wrap("Found on: Unified Runtime " + comment_text(f.driver.empty() ? std::string("(not recorded)") : f.driver) +
-                  ", adapter ur" + (options.empty() ? "" : " (" + comment_text(options) + ")") + ", handle layout " +
-                  comment_text(f.layout) + ".", " * ")
-      << wrap("Written by: ipcheck " + comment_text(IPCHECK_VERSION) + " (ipcheck fuzz --export-c), from " +
-                  comment_text(f.from) + ".", " * ")
-      << wrap("Finding: " + comment_text(f.outcome) + (f.detail.empty() ? "" : ": " + comment_text(f.detail)), " * ")
-      << wrap("Input: " + comment_text(p.mutation) + ".", " * ")
-      << " *\n"
-      << wrap(comment_text(ur_program_text(p)), " * ")
+    c << "/* Standalone reproducer of an ipcheck fuzz finding (Unified Runtime IPC memory handle).\n"
+      << finding << " *\n"
+      << wrap(ur_program_text(p, base), " * ")
       << " *\n"
       << " * Build: cc -std=c11 -Wall -Wextra -Werror -o repro repro.c -ldl\n"
       << " * Run:   ./repro [--backend level_zero|cuda] [--l0 v1|v2] [path/to/libur_loader.so.0]\n"
@@ -575,23 +606,40 @@ std::string opening_comment(const ReproProgram& p) {
       << " */\n";
     return c.str();
   }
-  c << "/* Standalone reproducer of ipcheck fuzz finding " << comment_text(f.id) << " (CUDA IPC "
-    << (p.events ? "event" : "memory") << " handle).\n"
-    << " *\n"
-    << wrap("Found on: NVIDIA driver " + comment_text(f.driver.empty() ? std::string("(not recorded)") : f.driver) +
-                ", adapter cuda, handle layout " + comment_text(f.layout) + ".", " * ")
-    << wrap("Written by: ipcheck " + comment_text(IPCHECK_VERSION) + " (ipcheck fuzz --export-c), from " +
-                comment_text(f.from) + ".", " * ")
-    << wrap("Finding: " + comment_text(f.outcome) + (f.detail.empty() ? "" : ": " + comment_text(f.detail)), " * ")
-    << wrap("Input: " + comment_text(p.mutation) + ".", " * ")
-    << " *\n"
-    << wrap(p.events ? event_program_text(f.input.base) : memory_program_text(f.input.base), " * ")
+  c << "/* Standalone reproducer of an ipcheck fuzz finding (CUDA IPC " << (p.events ? "event" : "memory") << " handle).\n"
+    << finding << " *\n"
+    << wrap(p.events ? event_program_text(base) : memory_program_text(base), " * ")
     << " *\n"
     << " * Build: cc -std=c11 -Wall -Wextra -Werror -o repro repro.c -ldl\n"
     << " * Run:   ./repro        (REPRO_LIBCUDA=/path/to/libcuda.so.1 names another driver library)\n"
     << " * Exit:  1 the finding reproduced; 0 the open was handled cleanly (refused, or a correct mapping);\n"
     << " *        3 a different finding; 2 set-up error (no driver, no device, a set-up call failed).\n"
     << " */\n";
+  return c.str();
+}
+
+// The finding's texts, each a C string literal (c_text), printed by the program at its start.
+std::string finding_texts(const ReproProgram& p) {
+  const Finding& f = p.f;
+  std::string options;
+  for (const auto& [k, v] : f.adapter_options) options += (options.empty() ? "" : ", ") + k + "=" + v;
+  const std::string driver = f.driver.empty() ? std::string("(not recorded)") : f.driver;
+  const std::string found_on =
+      p.runtime == Runtime::ur
+          ? "Unified Runtime " + driver + ", adapter ur" + (options.empty() ? "" : " (" + options + ")") +
+                ", handle layout " + f.layout
+          : "NVIDIA driver " + driver + ", adapter cuda, handle layout " + f.layout;
+  std::ostringstream c;
+  c << "#define FINDING_ID " << c_text(f.id) << "\n"
+    << "#define FINDING_FOUND_ON " << c_text(found_on) << "\n"
+    << "#define FINDING_WRITTEN_BY " << c_text("ipcheck " + std::string(IPCHECK_VERSION) + " (ipcheck fuzz --export-c), from " + f.from) << "\n"
+    << "#define FINDING_OUTCOME " << c_text(f.outcome + (f.detail.empty() ? "" : ": " + f.detail)) << "\n"
+    << "#define FINDING_INPUT " << c_text(p.mutation) << "\n"
+    << "#define DESCRIPTION "
+    << c_text("reproducer of ipcheck fuzz finding " + f.id + " (found on " +
+              (p.runtime == Runtime::ur ? "Unified Runtime " : "NVIDIA driver ") +
+              (f.driver.empty() ? std::string("?") : f.driver) + ", written by ipcheck " + IPCHECK_VERSION + ")")
+    << "\n";
   return c.str();
 }
 
@@ -607,19 +655,14 @@ std::string finding_data(const ReproProgram& p) {
   const int size_field = layout.find(FieldRole::size);
   std::ostringstream c;
   c << "/* ---- the finding, as data ---------------------------------------------------------- */\n"
-    << "#define FINDING_ID " << c_string(f.id) << "\n"
-    << "#define DESCRIPTION "
-    << c_string("reproducer of ipcheck fuzz finding " + f.id + " (found on " +
-                (p.runtime == Runtime::ur ? "Unified Runtime " : "NVIDIA driver ") +
-                (f.driver.empty() ? std::string("?") : f.driver) + ", written by ipcheck " + IPCHECK_VERSION + ")")
-    << "\n"
-    << "#define EXPECTED_VERDICT V_" << upper_case(f.outcome) << "\n"
+    << finding_texts(p)
+    << "#define EXPECTED_VERDICT V_" << upper_case(verdict_name(*parse_verdict(f.outcome))) << "\n"
     << "#define BASE_SIDE " << p.base_side
     << "  /* 0: a producer export, 1: the consumer's own; 2, 3: the same, put before the open */\n"
     << "#define BASE_INDEX " << p.base_index << "\n"
-    << "#define BASE_NAME " << c_string(f.input.base) << "\n"
+    << "#define BASE_NAME " << c_string(base_name(p.base_side, p.base_index)) << "\n"
     << "#define SIZE_FIELD_OFFSET " << (size_field >= 0 ? std::to_string(layout.fields[static_cast<std::size_t>(size_field)].offset) : "-1")
-    << "  /* where the handle's size is, in layout " << comment_text(layout.name) << " (-1: not used) */\n"
+    << "  /* where the handle's size is, in layout HANDLE_LAYOUT (-1: not used) */\n"
     << "#define SIZE_FIELD_WIDTH " << (size_field >= 0 ? layout.fields[static_cast<std::size_t>(size_field)].width : 8) << "\n"
     << "#define NEEDS_DEAD_PID " << (p.patches.needs_dead_pid ? 1 : 0) << "\n"
     << "#define TARGET_EVENT " << (p.events ? 1 : 0) << "  /* 1: an event handle (cuIpcOpenEventHandle) */\n"
@@ -628,8 +671,8 @@ std::string finding_data(const ReproProgram& p) {
         : p.events               ? "\"cuIpcOpenEventHandle\""
                                  : "\"cuIpcOpenMemHandle\"")
     << "\n"
-    << "#define HANDLE_BYTES " << layout.size << "  /* the handle's length in layout " << comment_text(layout.name) << " */\n"
-    << "#define HANDLE_LAYOUT " << c_string(layout.name) << "\n"
+    << "#define HANDLE_BYTES " << layout.size << "  /* the handle's length in layout HANDLE_LAYOUT */\n"
+    << "#define HANDLE_LAYOUT " << c_text(layout.name) << "\n"
     << "#define MAX_HANDLE_BYTES " << (p.runtime == Runtime::ur ? 256 : 64) << "\n";
   if (p.runtime == Runtime::ur)
     c << "#define FINDING_BACKEND " << c_string(p.ur.backend) << "  /* UR's backend in the finding's run */\n"
@@ -686,7 +729,8 @@ std::string export_c(const ExportCOptions& o) {
   const ReproProgram p{f,         layout,     runtime, ur, events, base_side, base_index, patch_rows(f, layout),
                        describe(f.input, layout)};
   write_program(o.output, program_text(p));
-  return "wrote " + o.output + ": finding " + f.id + " (" + f.outcome + ", " + p.mutation + ")";
+  // A line for the terminal: the finding's texts and the path as shown() writes them.
+  return "wrote " + shown(o.output) + ": finding " + shown(f.id) + " (" + f.outcome + ", " + shown(p.mutation) + ")";
 }
 
 }  // namespace ipcheck::fuzz

@@ -57,6 +57,28 @@ inline const std::vector<AllocSpec>& consumer_setup() {
   return s;
 }
 
+// The events of set-up kSetup for --target event. At rest every live export of the producer
+// is signaled and every other event (the producer's decoys and put export, all the worker's
+// own) is not: an opened event that reads unsignaled is no live export of the producer, and
+// the worker finds which of its own it is by signalling each in turn.
+struct EventSpec {
+  bool decoy;    // created with the IPC property, never exported
+  bool revoked;  // exported, and the export put before the campaign
+};
+// The decoys sit between the exports, as in the memory set-up, so that a neighbouring
+// descriptor or slot names one.
+inline const std::vector<EventSpec>& producer_event_setup() {
+  static const std::vector<EventSpec> s = {
+      {false, false}, {true, false}, {false, false}, {true, false}, {false, false}, {false, true},
+  };
+  return s;
+}
+
+inline const std::vector<EventSpec>& consumer_event_setup() {
+  static const std::vector<EventSpec> s = {{false, false}, {true, false}, {false, true}};
+  return s;
+}
+
 // A consumer's exit status when its runtime context is lost (context_lost reported): the
 // parent replaces it without calling it a crash.
 inline constexpr int kRetired = 5;

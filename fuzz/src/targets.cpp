@@ -241,20 +241,6 @@ Executed execute_physical(const PhysicalOracle& o, const Input& in, int fd, Time
 
 // ---------------------------------------------------------------- events
 
-// The decoys sit between the exports, as in the memory set-up, so that a neighbouring
-// descriptor or slot names one.
-const std::vector<EventSpec>& producer_event_setup() {
-  static const std::vector<EventSpec> s = {
-      {false, false}, {true, false}, {false, false}, {true, false}, {false, false}, {false, true},
-  };
-  return s;
-}
-
-const std::vector<EventSpec>& consumer_event_setup() {
-  static const std::vector<EventSpec> s = {{false, false}, {true, false}, {false, true}};
-  return s;
-}
-
 void build_event_setup(Adapter& a, const std::vector<EventSpec>& specs, const std::string& who, bool signal_live,
                        SetupState& s) {
   for (std::size_t i = 0; i < specs.size(); ++i) {

@@ -134,16 +134,6 @@ struct PhysicalOracle {
 // descriptor check after the verb stays with the caller.
 Executed execute_physical(const PhysicalOracle& o, const Input& in, int fd, TimeSpent& ns);
 
-// The events of set-up kSetup for --target event. At rest every live export of the producer
-// is signaled and every other event (the producer's decoys and put export, all the worker's
-// own) is not: an opened event that reads unsignaled is no live export of the producer, and
-// the worker finds which of its own it is by signalling each in turn.
-struct EventSpec {
-  bool decoy;    // created with the IPC property, never exported
-  bool revoked;  // exported, and the export put before the campaign
-};
-const std::vector<EventSpec>& producer_event_setup();
-const std::vector<EventSpec>& consumer_event_setup();
 // `signal_live`: the producer's live exports are signaled once exported (an API without put
 // keeps the "revoked" export live, and signaled).
 void build_event_setup(Adapter& a, const std::vector<EventSpec>& specs, const std::string& who, bool signal_live,

@@ -94,6 +94,8 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   if (!parse_args(argc, argv)) return 2;
   printf("%s\n", DESCRIPTION);
+  printf("found on %s\nwritten  %s\nrecorded %s\ninput    %s\n", FINDING_FOUND_ON, FINDING_WRITTEN_BY, FINDING_OUTCOME,
+         FINDING_INPUT);
   if (NEEDS_DEAD_PID) {  /* a pid that named a process which has exited */
     dead_pid = fork();
     if (dead_pid == 0) _exit(0);
