@@ -410,7 +410,21 @@ const char* const kUrBody =
 
 // Where --export-c finds the finding: a file, an id of --results, or the id's reproducer in
 // the campaign's folder.
+Finding find_finding_file(const ExportCOptions& o);
+
+// A field of the wrong type or a missing one (nlohmann's type_error, out_of_range) is the
+// file's fault: a usage error naming what was read, never an internal error.
 Finding find_export_finding(const ExportCOptions& o) {
+  try {
+    return find_finding_file(o);
+  } catch (const json::exception& e) {
+    throw std::invalid_argument("the finding '" + o.finding + "'" + (o.results.empty() ? "" : " of '" + o.results + "'") +
+                                " has a field of the wrong type, or lacks one ipcheck needs (" + e.what() +
+                                "); export a finding file ipcheck wrote");
+  }
+}
+
+Finding find_finding_file(const ExportCOptions& o) {
   std::error_code ec;  // an id too long for a file name is an id, not an error
   if (fs::is_regular_file(o.finding, ec)) return from_file(o.finding);
   if (!o.results.empty()) return from_results(o.finding, o.results);
