@@ -29,7 +29,8 @@
 // The oracle: every successful open's mapping is judged as the campaign does
 // (ipcheck::fuzz::judge_mapping: exactly one live export, its canary intact for the size the
 // handle claims from the returned pointer, base_size - offset), then closed, and the close
-// checked (a failed close, a mapping still there, a descriptor left open). Those verdicts are
+// checked (a failed close, a mapping still there, a descriptor left open; a failed close is
+// retried at the pointer less the header's offset, where UMF mapped). Those verdicts are
 // UMF's known findings (reports/findings/ur-578c2a84/: stale handles, the trusted header, the
 // cache that keeps mappings), so by default they are counted, not fatal: the summary line at
 // exit gives each count. IPCHECK_UMF_FUZZ_ABORT=kind[,kind...] (or `all`) makes those kinds
@@ -121,6 +122,7 @@ struct Target {
   std::string abort_kinds;
   std::array<unsigned long long, kVerdictCount> verdicts{};
   unsigned long long opens = 0, open_errors = 0, foreign_pid = 0;
+  unsigned long long closed_at_base = 0, unreleasable = 0;  // failed closes: retried at pointer - offset
 };
 
 Target& target() {
@@ -210,8 +212,11 @@ void print_summary() {
   std::string s;
   for (int v = 0; v < kVerdictCount; ++v)
     if (t.verdicts[v]) s += std::string(s.empty() ? "" : ", ") + verdict_name(static_cast<Verdict>(v)) + " " + std::to_string(t.verdicts[v]);
-  std::fprintf(stderr, "umf_open_fuzzer: %llu opens (%llu refused; %llu inputs naming a foreign pid skipped): %s\n", t.opens,
-               t.open_errors, t.foreign_pid, s.empty() ? "none succeeded" : s.c_str());
+  std::fprintf(stderr,
+               "umf_open_fuzzer: %llu opens (%llu refused; %llu inputs naming a foreign pid skipped): %s; of the failed "
+               "closes %llu released at pointer - offset, %llu not\n",
+               t.opens, t.open_errors, t.foreign_pid, s.empty() ? "none succeeded" : s.c_str(), t.closed_at_base,
+               t.unreleasable);
 }
 
 // At a normal exit (libFuzzer's end of the run): the summary, the helper, then this process's
@@ -375,15 +380,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // The bytes the handle claims from the returned pointer: the base allocation's size past
     // the offset.
     const std::uint64_t base_size = l.get(buf, l.find("umf.base_size"));
-    const std::uint64_t offset = l.get(buf, l.find("umf.offset"));
-    const std::uint64_t claimed = offset <= base_size ? base_size - offset : base_size;
+    const std::uint64_t at = l.get(buf, l.find("umf.offset"));
+    const std::uint64_t claimed = at <= base_size ? base_size - at : base_size;
     LocalReader reader;
     const Judgement j = judge_mapping(t.table, reinterpret_cast<std::uint64_t>(ptrs[i]), claimed, reader, t.scratch);
     verdict(j.verdict, j.detail);
   }
+  // UMF returns its mapping plus the header's offset unchecked (open-trusts-header.md): with a
+  // forged offset the pointer lies outside the mapping, its close fails, and nothing can
+  // release the mapping after, so each such open would leak one for the process's life and
+  // ~65,000 of them exhaust vm.max_map_count (umf-fuzz.md). A failed close is counted, then
+  // retried at the pointer less the offset, where UMF mapped, to keep the process fuzzing.
+  const std::uint64_t offset = l.get(buf, l.find("umf.offset"));
   for (int i = 0; i < opens; ++i) {
     if (!ptrs[i]) continue;
-    if (umfCloseIPCHandle(ptrs[i]) != UMF_RESULT_SUCCESS) verdict(Verdict::close_failed, "umfCloseIPCHandle failed");
+    if (umfCloseIPCHandle(ptrs[i]) == UMF_RESULT_SUCCESS) continue;
+    verdict(Verdict::close_failed, "umfCloseIPCHandle of the pointer umfOpenIPCHandle returned failed");
+    if (offset && umfCloseIPCHandle(reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(ptrs[i]) - offset)) == UMF_RESULT_SUCCESS)
+      ++t.closed_at_base;
+    else
+      ++t.unreleasable;
   }
   // UMF keeps a closed mapping in its cache until eviction (close-keeps-mapping.md): a mapping
   // still there after the last close is counted as UMF's mapping_leak.
