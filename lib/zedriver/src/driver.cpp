@@ -34,13 +34,29 @@ ze_result_t from_ipcref(ipcref::errc e) noexcept {
   return ZE_RESULT_ERROR_UNKNOWN;
 }
 
-std::string& last_error() {
+namespace {
+// The last error's text, in a buffer without a destructor: a call made after this thread's
+// thread_local destructors ran (from an atexit handler or a static destructor, as UMF's and
+// UR's teardowns are: thread_local objects are destroyed before either) must find it usable.
+// A std::string here was freed by then, and the next call wrote into the freed block (found by
+// umf_open_fuzzer: UMF's pool teardown closed its cached handles from an atexit handler).
+struct LastError {
+  char text[1024];
+};
+LastError& last_error_slot() {
   // Initial-exec TLS (in the static TLS block glibc keeps spare for dlopen'ed libraries, as
   // Mesa's drivers do) rather than a dynamic TLS block: GCC 12's LeakSanitizer misreads
   // dynamic TLS blocks of a dlopen'ed library (it reported "DTLS 6 at 0x6fd-0x28000017ff"
   // and its tracer died by SIGSEGV at exit), and it is one lookup less per call.
-  __attribute__((tls_model("initial-exec"))) thread_local std::string message;
-  return message;
+  __attribute__((tls_model("initial-exec"))) thread_local LastError slot{};
+  return slot;
+}
+}  // namespace
+
+const char* last_error() { return last_error_slot().text; }
+void clear_last_error() { last_error_slot().text[0] = '\0'; }
+void set_last_error(const std::string& message) {
+  std::snprintf(last_error_slot().text, sizeof last_error_slot().text, "%s", message.c_str());
 }
 
 bool debug_enabled() {
@@ -53,7 +69,7 @@ bool debug_enabled() {
 
 void report_failure(const char* function, ze_result_t code, const std::string& message) {
   // Messages name their call already, except ipcref's ("memory::open: ...").
-  last_error() = message.rfind(function, 0) == 0 ? message : std::string(function) + ": " + message;
+  set_last_error(message.rfind(function, 0) == 0 ? message : std::string(function) + ": " + message);
   if (debug_enabled())
     std::fprintf(stderr, "[libze_ipcheck] %s -> %s: %s\n", function, result_name(code), message.c_str());
 }
@@ -398,7 +414,7 @@ ze_result_t ZE_APICALL DriverGetLastErrorDescription(ze_driver_handle_t hDriver,
   if (!hDriver) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!ppString) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   if (hDriver != reinterpret_cast<ze_driver_handle_t>(&driver())) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
-  *ppString = last_error().c_str();
+  *ppString = last_error();
   return ZE_RESULT_SUCCESS;
 }
 

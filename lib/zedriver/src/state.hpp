@@ -56,8 +56,11 @@ std::string cat(const Args&... args) {
 using ze_ipcheck::result_name;  // ze_ipcheck/result_name.hpp
 ze_result_t from_ipcref(ipcref::errc e) noexcept;
 
-// The message of the last failing call of this thread ("" after a success).
-std::string& last_error();
+// The message of the last failing call of this thread ("" after a success; at most 1023
+// bytes), usable even after the thread's thread_local destructors ran.
+const char* last_error();
+void clear_last_error();
+void set_last_error(const std::string& message);
 bool debug_enabled();
 void report_failure(const char* function, ze_result_t code, const std::string& message);
 
@@ -66,7 +69,7 @@ void report_failure(const char* function, ze_result_t code, const std::string& m
 template <class F>
 ze_result_t entry(const char* function, F&& body) noexcept {
   try {
-    last_error().clear();
+    clear_last_error();
     return body();
   } catch (const Error& e) {
     report_failure(function, e.code(), e.what());

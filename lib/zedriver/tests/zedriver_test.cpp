@@ -229,6 +229,36 @@ TEST_F(ZeDriver, MemoryHandleOpensAsANewMappingOfTheSameBytes) {
   EXPECT_NE(zeMemOpenIpcHandle(ctx, devices[0], h, 0, &a), ZE_RESULT_SUCCESS);  // freed: gone
 }
 
+// A call made after the thread's thread_local destructors ran (from an atexit handler or a
+// static destructor, where UMF's and UR's teardowns call the driver) still works and records
+// its error. The last-error text was a thread_local std::string, destroyed before any atexit
+// handler runs: the next call wrote into the freed block (AddressSanitizer: heap-use-after-free;
+// found by umf_open_fuzzer). The child exits 3 when the late call is refused as it should be.
+namespace late {
+ze_context_handle_t ctx = nullptr;
+void call_at_exit() {
+  int not_a_mapping = 0;
+  const ze_result_t r = zeMemCloseIpcHandle(ctx, &not_a_mapping);
+  // A pointer that no open returned is refused (and the refusal's text is written).
+  std::_Exit(r != ZE_RESULT_SUCCESS ? 3 : 4);
+}
+}  // namespace late
+
+TEST_F(ZeDriver, CallsAfterThreadLocalDestructorsStillWork) {
+  EXPECT_EXIT(
+      {
+        late::ctx = ctx;
+        // A failure first, with a message longer than any short-string buffer.
+        ze_ipc_mem_handle_t bad{};
+        std::memset(bad.data, 0x7f, sizeof bad.data);
+        void* q = nullptr;
+        if (zeMemOpenIpcHandle(ctx, devices[0], bad, 0, &q) == ZE_RESULT_SUCCESS) std::_Exit(5);
+        std::atexit(late::call_at_exit);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(3), "");
+}
+
 TEST_F(ZeDriver, DamagedHandleBytesNeverOpen) {
   void* p = alloc(4096);
   ze_ipc_mem_handle_t good{};
