@@ -15,15 +15,18 @@ MAX_README_LINES = 250
 LINK = re.compile(r'\[[^\]]*\]\(([^)\s]+)\)')
 
 
-def prose_lines(text):
-    """The lines outside fenced code blocks, inline code spans removed, with their numbers."""
-    fenced = False
-    for n, line in enumerate(text.split('\n'), 1):
+def prose_links(text):
+    """(line, target) of every link outside fenced code blocks and code spans; a link's text
+    may run over lines."""
+    fenced, kept = False, []
+    for line in text.split('\n'):
         if line.lstrip().startswith('```'):
             fenced = not fenced
-            continue
-        if not fenced:
-            yield n, re.sub(r'`[^`]*`', '', line)
+            line = ''
+        kept.append('' if fenced else line)
+    prose = re.sub(r'`[^`\n]*`', lambda m: ' ' * len(m.group(0)), '\n'.join(kept))
+    for m in LINK.finditer(prose):
+        yield prose.count('\n', 0, m.start(1)) + 1, m.group(1)
 
 
 def anchors(path):
@@ -62,6 +65,7 @@ def main():
     files = sys.argv[2:] or tree_markdown(src)
     problems = []
     linked_from_readme = set()
+    checked = 0
     for rel in files:
         path = os.path.join(src, rel)
         with open(path, encoding='utf-8') as f:
@@ -71,21 +75,21 @@ def main():
             if lines > MAX_README_LINES:
                 problems.append(f'README.md has {lines} lines, more than {MAX_README_LINES}: it is the front door; '
                                 'move the detail into the docs/ page of its task and link it')
-        for n, line in prose_lines(text):
-            for target in LINK.findall(line):
-                if re.match(r'^[a-z][a-z0-9+.-]*:', target):  # https:, mailto:
-                    continue
-                file_part, _, fragment = target.partition('#')
-                dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
-                where = f'{rel}:{n}: link "{target}"'
-                if not os.path.exists(dest):
-                    problems.append(f'{where}: no file {os.path.relpath(dest, src)}')
-                    continue
-                if rel == 'README.md':
-                    linked_from_readme.add(os.path.relpath(dest, src))
-                if fragment and dest.endswith('.md') and fragment not in anchors(dest):
-                    problems.append(f'{where}: {os.path.relpath(dest, src)} has no heading with the anchor '
-                                    f'"#{fragment}" (it has: {", ".join(sorted(anchors(dest)))})')
+        for n, target in prose_links(text):
+            if re.match(r'^[a-z][a-z0-9+.-]*:', target):  # https:, mailto:
+                continue
+            checked += 1
+            file_part, _, fragment = target.partition('#')
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
+            where = f'{rel}:{n}: link "{target}"'
+            if not os.path.exists(dest):
+                problems.append(f'{where}: no file {os.path.relpath(dest, src)}')
+                continue
+            if rel == 'README.md':
+                linked_from_readme.add(os.path.relpath(dest, src))
+            if fragment and dest.endswith('.md') and fragment not in anchors(dest):
+                problems.append(f'{where}: {os.path.relpath(dest, src)} has no heading with the anchor '
+                                f'"#{fragment}" (it has: {", ".join(sorted(anchors(dest)))})')
     if 'README.md' in files:
         for page in sorted(os.listdir(os.path.join(src, 'docs'))):
             if page.endswith('.md') and f'docs/{page}' not in linked_from_readme:
@@ -93,7 +97,7 @@ def main():
     if problems:
         print('\n'.join(problems))
         return 1
-    print(f'{len(files)} files: every relative link and anchor resolves, README.md links every docs/ page')
+    print(f'{len(files)} files, {checked} relative links: each file and anchor resolves; README.md links every docs/ page')
     return 0
 
 
