@@ -8,8 +8,8 @@
 #                       driver over ref, for ZE_ENABLE_ALT_DRIVERS)
 #   share/ipcheck/      data: expectations/ (read by default by `ipcheck run` and `list`),
 #                       baselines/ (the committed reference runs, for `ipcheck report diff`)
-#   share/doc/ipcheck/  README.md, SECURITY.md, CONTRIBUTING.md, ARCHITECTURE.md,
-#                       SPEC-CLAUSES.md, the reports' SCHEMA.md and STORE.md
+#   share/doc/ipcheck/  README.md, SECURITY.md, CONTRIBUTING.md, the reports' SCHEMA.md and
+#                       STORE.md, and docs/ (the user guide, ARCHITECTURE.md, SPEC-CLAUSES.md)
 #
 # In the build folder: bin/ holds every program (the lookup tries beside ipcheck first, then
 # lib/ipcheck/), lib/ the libraries, share/ipcheck/expectations/ the expectations.

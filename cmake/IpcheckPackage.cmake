@@ -32,9 +32,11 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/cases/expectations/ DESTINATION ${IPCHEC
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/reports/baselines/ DESTINATION ${IPCHECK_INSTALL_DATADIR}/baselines
         FILES_MATCHING PATTERN "*.json" PATTERN "*.md" PATTERN "*.txt")
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/SECURITY.md ${PROJECT_SOURCE_DIR}/CONTRIBUTING.md
-              ${PROJECT_SOURCE_DIR}/docs/ARCHITECTURE.md ${PROJECT_SOURCE_DIR}/docs/SPEC-CLAUSES.md
               ${PROJECT_SOURCE_DIR}/reports/SCHEMA.md ${PROJECT_SOURCE_DIR}/reports/STORE.md
         DESTINATION ${IPCHECK_INSTALL_DOCDIR})
+# The user guide and the design pages in docs/ beside the README, as in the tree, so the
+# README's links (docs/running.md, ...) hold in the installed copy too.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${IPCHECK_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
 
 # The Debian package: ipcheck_<version>-<release>_<arch>.deb, installed under /usr.
 set(IPCHECK_PACKAGE_CONTACT "ipcheck maintainers <maintainers@users.noreply.a-seed-97092aec.example>"
@@ -82,7 +84,7 @@ if(NOT IPCHECK_SANITIZE AND IPCHECK_DPKG_DEB)
   set(_scratch "${CMAKE_BINARY_DIR}/package-test")
   set(_script "${PROJECT_SOURCE_DIR}/cmake/package_test.cmake")
   set(_common -DSCRATCH=${_scratch} -DBUILD=${CMAKE_BINARY_DIR} -DCPACK=${CMAKE_CPACK_COMMAND}
-              -DDPKG_DEB=${IPCHECK_DPKG_DEB} -DVERSION=${PROJECT_VERSION} -P ${_script})
+              -DDPKG_DEB=${IPCHECK_DPKG_DEB} -DVERSION=${PROJECT_VERSION} -DSRC=${PROJECT_SOURCE_DIR} -P ${_script})
   if(TARGET ze_ipcheck AND ZE_LOADER_LIBRARY)
     list(PREPEND _common -DWITH_ZE=ON)  # the driver is packaged, and the loader is here to load it
   endif()

@@ -4,8 +4,8 @@
 #   STEP=run      run the unpacked ipcheck from SCRATCH/root/usr/bin and check what it did
 #   STEP=cleanup  remove SCRATCH (the fixture's cleanup: runs whether the others passed or not)
 # cmake -DSTEP=... -DSCRATCH=DIR -DBUILD=DIR -DCPACK=cpack -DDPKG_DEB=dpkg-deb -DVERSION=X.Y.Z
-#       [-DWITH_ZE=ON] -P package_test.cmake
-foreach(v STEP SCRATCH BUILD CPACK DPKG_DEB VERSION)
+#       -DSRC=<source folder> [-DWITH_ZE=ON] -P package_test.cmake
+foreach(v STEP SCRATCH BUILD CPACK DPKG_DEB VERSION SRC)
   if(NOT DEFINED ${v} OR "${${v}}" STREQUAL "")
     message(FATAL_ERROR "package_test.cmake: -D${v}=... is missing")
   endif()
@@ -95,6 +95,14 @@ if(STEP STREQUAL "deb")
            ./usr/share/ipcheck/expectations/ref.txt ./usr/share/ipcheck/expectations/vk.txt
            ./usr/share/ipcheck/baselines/ref-${VERSION}.json ./usr/share/doc/ipcheck/README.md
            ./usr/share/doc/ipcheck/SECURITY.md ./usr/share/doc/ipcheck/SCHEMA.md)
+  # Every page of docs/ (the user guide the README links, ARCHITECTURE.md, SPEC-CLAUSES.md).
+  file(GLOB pages RELATIVE ${SRC}/docs ${SRC}/docs/*.md)
+  if(NOT pages)
+    message(FATAL_ERROR "no docs/*.md under ${SRC}")
+  endif()
+  foreach(page ${pages})
+    list(APPEND want ./usr/share/doc/ipcheck/docs/${page})
+  endforeach()
   if(WITH_ZE)
     list(APPEND want ./usr/lib/ipcheck/libze_ipcheck.so.1)
   endif()

@@ -1,4 +1,4 @@
-# docs:bench-goals: README.md and bench/README.md each carry the goals table exactly as
+# docs:bench-goals: docs/benchmarks.md and bench/README.md each carry the goals table exactly as
 # `ipcheck bench --goals` prints it (bench/goals.md, compiled in). Run with -DIPCHECK= -DSRC=.
 execute_process(COMMAND ${IPCHECK} bench --goals RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE err)
 if(NOT rc EQUAL 0 OR table STREQUAL "")
@@ -9,7 +9,7 @@ string(FIND "${source}" "${table}" at)
 if(at EQUAL -1)
   message(FATAL_ERROR "the table ipcheck was built with is not bench/goals.md's: build again")
 endif()
-foreach(doc README.md bench/README.md)
+foreach(doc docs/benchmarks.md bench/README.md)
   file(READ ${SRC}/${doc} text)
   string(FIND "${text}" "${table}" at)
   if(at EQUAL -1)
@@ -17,4 +17,4 @@ foreach(doc README.md bench/README.md)
                         "'| figure |' line to the last row) into ${doc}:\n${table}")
   endif()
 endforeach()
-message(STATUS "README.md and bench/README.md carry the goals table of bench/goals.md")
+message(STATUS "docs/benchmarks.md and bench/README.md carry the goals table of bench/goals.md")

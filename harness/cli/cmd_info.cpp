@@ -17,7 +17,7 @@ int info(const std::vector<std::string>& args) {
             "With --resource-spec, prints a CTest resource specification (version 1.0) with one\n"
             "'gpus' entry per device the adapter finds (ids 0, 1, ... in the runtime's order), for\n"
             "'ctest --resource-spec-file': the cuda and ze case tests then run side by side, each\n"
-            "on its own GPU (README: Running across a fleet).");
+            "on its own GPU (docs/gpus.md).");
   add_adapter_options(o, "adapter to ask (default: ref; cuda with --resource-spec)");
   o.flag("--resource-spec", "print a CTest resource spec of the machine's GPUs")
       .value("--slots", "N", "with --resource-spec: tests that may share one GPU", "1")

@@ -71,7 +71,7 @@ Options run_cli_options() {
              "cannot load), proc (each role lists its own descriptors and mappings) or off",
              "bpf")
       .value("--shard", "K/N",
-             "run only the K-th of N balanced parts of the selection (1-based; README: Running across a fleet); "
+             "run only the K-th of N balanced parts of the selection (1-based; docs/fleets.md); "
              "auto: from a CI system's variables; without it, from IPCHECK_SHARD when set")
       .value("--shard-total", "N", "with --shard auto: the number of shards for JOB_COMPLETION_INDEX (Kubernetes "
              "indexed jobs give none)")

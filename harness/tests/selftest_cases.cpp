@@ -364,7 +364,7 @@ IPCHECK_CASE(Case("selftest.flaky", "Fails on its first runs when IPCHECK_SELFTE
                                          ": the first " + std::to_string(failures) + " fail)");
                  }));
 
-// What a role holds of the runner's privileges (README, "What a role may do"): the
+// What a role holds of the runner's privileges (docs/security.md, "What a role may do"): the
 // no_new_privs flag, its capability sets and ignored signals as /proc/self/status shows
 // them, and the names of its environment, each an observation for the hostile test.
 IPCHECK_CASE(Case("selftest.privileges", "A role reports its no_new_privs flag, capabilities, ignored signals and "

@@ -47,7 +47,7 @@ enum ipcaudit_class {
   IPCAUDIT_SYS_RECVMSG,
 };
 
-/* Counters of the call profile, per role and verb. Names: ipcaudit.cpp. */
+/* Counters of the call profile, per role and verb. Names: ipcaudit_document.cpp. */
 enum ipcaudit_counter {
   IPCAUDIT_C_SYSCALLS = 0,    /* every syscall */
   IPCAUDIT_C_FAILED,          /* syscalls that returned an error */

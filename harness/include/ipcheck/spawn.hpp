@@ -32,7 +32,7 @@ struct SpawnSpec {
   // O_NOFOLLOW: nothing planted there is followed or truncated), so callers name a file in
   // a folder of their own (bench's private temporary folder).
   std::string output_file;
-  // A role (the default): started with least privilege (README, "What a role may do"):
+  // A role (the default): started with least privilege (docs/security.md, "What a role may do"):
   // no_new_privs, every capability dropped (bounding set included) but what taking a
   // peer's descriptor needs (role_capabilities()), and the environment reduced to
   // role_environment_allowed() plus `env`. false for a child that is itself a whole
@@ -42,7 +42,7 @@ struct SpawnSpec {
 };
 
 // Whether an environment variable of the runner reaches a role: the allow-list of the
-// README's "What a role may do" (PATH, HOME, the loader's LD_LIBRARY_PATH and LD_PRELOAD,
+// docs/security.md's "What a role may do" (PATH, HOME, the loader's LD_LIBRARY_PATH and LD_PRELOAD,
 // locale and temporary folder, the adapters' own CUDA_*, ZE_*, UR_*, UMF_*, SYCL_*, VK_*,
 // MESA_*, the sanitizers' *SAN_OPTIONS, IPCHECK_*, IPCREF_*), and the names listed in
 // IPCHECK_ROLE_ENV (comma-separated). Everything else (CI secrets: AWS_*, GITHUB_TOKEN)
