@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -218,13 +219,29 @@ class InheritedCounter {
 };
 
 std::uint64_t tracepoint_id(const char* name, std::string& why) {
+  std::string refused;
   for (const char* root : {"/sys/kernel/tracing/events/", "/sys/kernel/debug/tracing/events/"}) {
-    std::ifstream in(std::string(root) + name + "/id");
+    const std::string path = std::string(root) + name + "/id";
+    std::ifstream in(path);
     std::uint64_t id = 0;
     if (in >> id) return id;
+    if (::access(path.c_str(), F_OK) == 0 || errno == EACCES) refused = path;
   }
-  why = std::string("the tracepoint ") + name + " is in neither /sys/kernel/tracing nor /sys/kernel/debug/tracing (mount tracefs)";
+  why = refused.empty() ? std::string("the tracepoint ") + name +
+                              " is in neither /sys/kernel/tracing nor /sys/kernel/debug/tracing (mount tracefs)"
+                        : "cannot read " + refused +
+                              " (counting every process's system calls needs root, or a readable tracefs and "
+                              "kernel.perf_event_paranoid -1)";
   return 0;
+}
+
+std::string json_text(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out;
 }
 
 std::string json_list(const std::vector<std::uint64_t>& v) {
@@ -249,7 +266,7 @@ int counts(const std::string& file) {
     why = !calls->why_not().empty() ? calls->why_not() : faults->why_not();
   }
   if (!why.empty()) {
-    out << "{\"unmeasured\": \"" << why << "\"}\n";
+    out << "{\"unmeasured\": \"" << json_text(why) << "\"}\n";
     std::fprintf(stderr, "ipcheck-bench-harness: %s\n", why.c_str());
     return 0;
   }
