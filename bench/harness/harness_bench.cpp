@@ -14,17 +14,32 @@
 // step_verdict (leftovers, the audit, the verdict).
 //
 //   ipcheck-bench-harness --ipcheck PATH --peer PATH [Google Benchmark flags]
+//   ipcheck-bench-harness --ipcheck PATH --peer PATH --counts FILE
+//
+// --counts: no timing; the case and its floor run kWarm + kCounted times each, and FILE gets
+// the system calls and page faults of each counted run, the runner's and every process it
+// started together (perf_event_open counters inherited by the children: the tracepoint
+// raw_syscalls:sys_enter and the software page-fault event; the tracepoint needs root or
+// kernel.perf_event_paranoid -1, and without it FILE says so: the gate then calls the
+// figures unmeasured). The bench gate (ipcheck bench --gate counts) judges them.
 //
 // `ipcheck bench` starts it (fork + exec); it loads no GPU runtime: the roles use `ref`.
 #include <benchmark/benchmark.h>
+#include <linux/perf_event.h>
 #include <poll.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -169,16 +184,142 @@ void two_role_floor(benchmark::State& st) {
   st.SetLabel(make_label(l));
 }
 
+// ---------------------------------------------------------------- --counts
+
+// One perf counter of this process and every process and thread it starts from now on.
+class InheritedCounter {
+ public:
+  InheritedCounter(std::uint32_t type, std::uint64_t config, const char* what) {
+    perf_event_attr a{};
+    a.size = sizeof a;
+    a.type = type;
+    a.config = config;
+    a.inherit = 1;
+    fd_ = static_cast<int>(::syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+    if (fd_ < 0)
+      why_ = std::string("perf_event_open(") + what + "): " + std::strerror(errno) +
+             " (counting another process's system calls needs root or kernel.perf_event_paranoid -1)";
+  }
+  ~InheritedCounter() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  InheritedCounter(const InheritedCounter&) = delete;
+  InheritedCounter& operator=(const InheritedCounter&) = delete;
+  const std::string& why_not() const { return why_; }
+  // The count so far, the exited children's included.
+  std::uint64_t value() const {
+    std::uint64_t v = 0;
+    if (fd_ < 0 || ::read(fd_, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) return 0;
+    return v;
+  }
+
+ private:
+  int fd_ = -1;
+  std::string why_;
+};
+
+std::uint64_t tracepoint_id(const char* name, std::string& why) {
+  std::string refused;
+  for (const char* root : {"/sys/kernel/tracing/events/", "/sys/kernel/debug/tracing/events/"}) {
+    const std::string path = std::string(root) + name + "/id";
+    std::ifstream in(path);
+    std::uint64_t id = 0;
+    if (in >> id) return id;
+    if (::access(path.c_str(), F_OK) == 0 || errno == EACCES) refused = path;
+  }
+  why = refused.empty() ? std::string("the tracepoint ") + name +
+                              " is in neither /sys/kernel/tracing nor /sys/kernel/debug/tracing (mount tracefs)"
+                        : "cannot read " + refused +
+                              " (counting every process's system calls needs root, or a readable tracefs and "
+                              "kernel.perf_event_paranoid -1)";
+  return 0;
+}
+
+std::string json_text(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out;
+}
+
+std::string json_list(const std::vector<std::uint64_t>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+int counts(const std::string& file) {
+  constexpr int kWarm = 1, kCounted = 5;
+  std::string why;
+  const std::uint64_t sys_enter = tracepoint_id("raw_syscalls/sys_enter", why);
+  std::ofstream out(file);
+  if (!out) {
+    std::fprintf(stderr, "ipcheck-bench-harness: cannot write %s\n", file.c_str());
+    return 1;
+  }
+  std::unique_ptr<InheritedCounter> calls, faults;
+  if (why.empty()) {
+    calls = std::make_unique<InheritedCounter>(PERF_TYPE_TRACEPOINT, sys_enter, "raw_syscalls:sys_enter");
+    faults = std::make_unique<InheritedCounter>(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, "page-faults");
+    why = !calls->why_not().empty() ? calls->why_not() : faults->why_not();
+  }
+  if (!why.empty()) {
+    out << "{\"unmeasured\": \"" << json_text(why) << "\"}\n";
+    std::fprintf(stderr, "ipcheck-bench-harness: %s\n", why.c_str());
+    return 0;
+  }
+  const CaseDef* def = find_case("bench.two_roles");
+  if (!def) {
+    std::fprintf(stderr, "ipcheck-bench-harness: case bench.two_roles is not linked into this program\n");
+    return 1;
+  }
+  RunOptions o;
+  o.adapter = "ref";
+  o.role_executable = g_ipcheck;
+  o.timeout_s = 30;
+  std::string error;
+  auto measure = [&](const char* name, const std::function<std::string()>& once) {
+    std::vector<std::uint64_t> c, f;
+    for (int run = 0; run < kWarm + kCounted && error.empty(); ++run) {
+      const std::uint64_t c0 = calls->value(), f0 = faults->value();
+      error = once();
+      const std::uint64_t c1 = calls->value(), f1 = faults->value();
+      if (run >= kWarm) {
+        c.push_back(c1 - c0);
+        f.push_back(f1 - f0);
+      }
+    }
+    return std::string("{\"name\": \"") + name + "\", \"syscalls\": " + json_list(c) + ", \"faults\": " + json_list(f) + "}";
+  };
+  const std::string run = measure("harness/two_role_case", [&] {
+    const reports::CaseResult r = run_case(*def, o);
+    return r.status == reports::Status::pass ? std::string()
+                                             : "bench.two_roles ended " + std::string(reports::to_string(r.status)) + ": " + r.reason;
+  });
+  Steps steps;
+  const std::string floor = measure("harness/floor/two_role_case", [&] { return floor_once(steps); });
+  if (!error.empty()) {
+    std::fprintf(stderr, "ipcheck-bench-harness: %s\n", error.c_str());
+    return 1;
+  }
+  out << "{\"figures\": [" << run << ", " << floor << "]}\n";
+  return out ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace ipcheck::bench
 
 int main(int argc, char** argv) {
   using namespace ipcheck::bench;
   std::vector<char*> rest{argv[0]};
+  std::string counts_file;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     if (k == "--ipcheck" && i + 1 < argc) g_ipcheck = argv[++i];
     else if (k == "--peer" && i + 1 < argc) g_peer = argv[++i];
+    else if (k == "--counts" && i + 1 < argc) counts_file = argv[++i];
     else rest.push_back(argv[i]);
   }
   if (g_ipcheck.empty() || g_peer.empty()) {
@@ -186,6 +327,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   ::signal(SIGPIPE, SIG_IGN);
+  if (!counts_file.empty()) return counts(counts_file);
   int n = static_cast<int>(rest.size());
   rest.push_back(nullptr);
   benchmark::Initialize(&n, rest.data());

@@ -5,6 +5,8 @@
 //
 //   ipcheck-bench-ipc --role producer --adapter A [--transport T] [--adapter-opt K=V]...
 //   ipcheck-bench-ipc --role consumer --adapter A [...] [Google Benchmark flags]
+//   ipcheck-bench-count --out TRACE -- ipcheck-bench-ipc --role consumer --adapter A [...]
+//                       --counts NAMES [--counts-filter REGEX]     (the count gate: no timing)
 //
 // The producer allocates and exports memory, physical memory and two events, and echoes
 // event pings; the consumer opens what it was sent and runs every benchmark. Neither
@@ -72,6 +74,8 @@ Args parse_args(int argc, char** argv) {
     if (k == "--role" && has_value) a.role = argv[++i];
     else if (k == "--adapter" && has_value) a.adapter = argv[++i];
     else if (k == "--transport" && has_value) a.transport = argv[++i];
+    else if (k == "--counts" && has_value) a.counts = argv[++i];
+    else if (k == "--counts-filter" && has_value) a.counts_filter = argv[++i];
     else if (k == "--adapter-opt" && has_value) {
       const std::string kv = argv[++i];
       const auto eq = kv.find('=');

@@ -40,6 +40,11 @@ struct Args {
   std::string adapter = "ref";
   std::string transport = "auto";
   std::map<std::string, std::string> options;
+  // --counts FILE: no Google Benchmark; each gated figure and its floor run a few times
+  // between count markers, under ipcheck-bench-count (count_tracer.c), which counts them;
+  // FILE gets the figures' names and region ids. --counts-filter: which figures (a regex).
+  std::string counts;
+  std::string counts_filter;
   std::vector<char*> rest;  // for Google Benchmark, argv[0] first
 };
 

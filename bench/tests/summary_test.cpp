@@ -1,6 +1,7 @@
 // The arithmetic and the parsing behind the bench section: medians, spreads, floors and
 // ratios from Google Benchmark's output. Figures here are made up; real ones are never
 // asserted.
+#include "ipcheck/bench/counts.hpp"
 #include "ipcheck/bench/goals.hpp"
 #include "ipcheck/bench/summary.hpp"
 
@@ -276,3 +277,91 @@ TEST(Goals, ABadRowIsRefusedNamingItsLineAndCell) {
 
 }  // namespace
 }  // namespace ipcheck::bench
+
+// ---------------------------------------------------------------- the count gate's table
+
+namespace {
+ipcheck::bench::MeasuredCounts counted(double instructions, double syscalls, double faults) {
+  ipcheck::bench::MeasuredCounts m;
+  m.counts = {{"instructions", instructions}, {"syscalls", syscalls}, {"faults", faults}};
+  return m;
+}
+}  // namespace
+
+TEST(Counts, TheCompiledTableParses) {
+  using namespace ipcheck::bench;
+  const auto& rows = count_rows();
+  ASSERT_FALSE(rows.empty());
+  EXPECT_TRUE(std::any_of(rows.begin(), rows.end(), [](const CountRow& r) {
+    return r.figure == "ref/mem_open_close/*" && r.count == "syscalls" && r.over_floor;
+  }));
+  EXPECT_EQ(floor_of("ref/mem_open_close/4KiB"), "ref/floor/mem_open_close/4KiB");
+  EXPECT_EQ(floor_of("ref/floor/mem_open_close/4KiB"), "");
+  EXPECT_EQ(floor_of("harness/two_role_case"), "harness/floor/two_role_case");
+}
+
+TEST(Counts, AFigureIsJudgedOverItsFloorWithItsTolerance) {
+  using namespace ipcheck::bench;
+  const auto rows = parse_count_rows(
+      "| figure | count | expected | tolerance | why |\n|---|---|---|---|---|\n"
+      "| `ref/mem_open_close/*` | syscalls | +2 | 0 | x |\n"
+      "| `ref/mem_open_close/*` | instructions | +1000 | 10% | x |\n"
+      "| `ref/floor/mem_open_close/*` | syscalls | 6 | 0 | x |\n");
+  std::map<std::string, MeasuredCounts> m{{"ref/mem_open_close/4KiB", counted(1290, 8, 0)},
+                                          {"ref/floor/mem_open_close/4KiB", counted(200, 6, 0)}};
+  auto v = judge_counts(rows, m);
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0].verdict, "pass");
+  EXPECT_EQ(*v[0].value, 2);
+  EXPECT_EQ(v[1].verdict, "pass");  // 1090 is within 10% of 1000
+  EXPECT_EQ(v[2].verdict, "pass");
+  m["ref/mem_open_close/4KiB"] = counted(1290, 9, 0);  // one system call more: a sleep, say
+  m["ref/mem_open_close/4KiB"].calls = {{230, 1}, {310, 1}};
+  m["ref/floor/mem_open_close/4KiB"].calls = {{310, 1}};
+  v = judge_counts(rows, m);
+  EXPECT_EQ(v[0].verdict, "fail");
+  EXPECT_EQ(call_difference(m["ref/mem_open_close/4KiB"], m["ref/floor/mem_open_close/4KiB"]), "+1 clock_nanosleep");
+  m["ref/mem_open_close/4KiB"] = counted(1310, 8, 0);  // 1110 is beyond 10% of 1000
+  EXPECT_EQ(judge_counts(rows, m)[1].verdict, "fail");
+}
+
+TEST(Counts, AnUnmeasuredRowFigureOrFloorIsUnmeasured) {
+  using namespace ipcheck::bench;
+  const auto rows = parse_count_rows(
+      "| figure | count | expected | tolerance | why |\n|---|---|---|---|---|\n"
+      "| `ref/mem_open_close/*` | syscalls | +2 | 0 | x |\n"
+      "| `ref/phys_open_map/*` | syscalls | +2 | 0 | x |\n"
+      "| `harness/two_role_case` | instructions | +5 | 0 | x |\n");
+  std::map<std::string, MeasuredCounts> m{{"ref/mem_open_close/4KiB", counted(1290, 8, 0)}};  // no floor
+  MeasuredCounts harness;
+  harness.counts = {{"syscalls", 500}};
+  harness.unmeasured = "no instructions here";
+  m["harness/two_role_case"] = harness;
+  m["harness/floor/two_role_case"] = harness;
+  const auto v = judge_counts(rows, m);
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0].verdict, "unmeasured");
+  EXPECT_NE(v[0].why.find("its floor ref/floor/mem_open_close/4KiB was not measured"), std::string::npos);
+  EXPECT_EQ(v[1].verdict, "unmeasured");  // renamed or failed: nothing matches the row
+  EXPECT_NE(v[1].why.find("no measured figure matches ref/phys_open_map/*"), std::string::npos);
+  EXPECT_EQ(v[2].verdict, "unmeasured");
+  EXPECT_NE(v[2].why.find("no instructions here"), std::string::npos);
+}
+
+TEST(Counts, ABadRowIsRefusedNamingItsLineAndCell) {
+  using ipcheck::bench::parse_count_rows;
+  const std::string head = "| figure | count | expected | tolerance | why |\n|---|---|---|---|---|\n";
+  auto refused = [&](const std::string& row, const std::string& says) {
+    try {
+      parse_count_rows(head + row);
+      ADD_FAILURE() << "accepted: " << row;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused("| `ref/x` | cycles | 1 | 0 | x |\n", "line 3: count 'cycles' is none of instructions, syscalls, faults");
+  refused("| `ref/x` | syscalls | -1 | 0 | x |\n", "expected '-1' is not a number");
+  refused("| `ref/x` | syscalls | 1 | lots | x |\n", "tolerance 'lots'");
+  refused("| `nofloor` | syscalls | +1 | 0 | x |\n", "has none");
+  refused("| ref/x | syscalls | 1 | 0 | x |\n", "not a name in backquotes");
+}
