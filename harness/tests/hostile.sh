@@ -512,6 +512,32 @@ PY
     echo "ok  role: NoNewPrivs 1, CapEff/CapPrm/CapBnd $keep, SigIgn 0, environment: $envs"
     ;;
 
+  pg-server-stop)
+    # ci/pg-server runs as root and its server as an unprivileged user, who can write the
+    # server's postmaster.pid: a root process's pid planted there is never signalled, and the
+    # real server is stopped all the same (never left running with its folder gone).
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the script signals as root only there)"; exit 0; }
+    pg_server="$(dirname "$self")/../../ci/pg-server"
+    rc=0
+    "$pg_server" start state >start.out 2>&1 || rc=$?
+    [ "$rc" -eq 77 ] && { echo "SKIP: no PostgreSQL server binaries (apt-get install postgresql)"; exit 0; }
+    [ "$rc" -eq 0 ] || { fail "ci/pg-server start failed: $(cat start.out)"; exit 1; }
+    folder="$(cat state/server)"
+    server="$(head -n 1 "$folder/data/postmaster.pid")"
+    sleep 300 &
+    victim=$!
+    pg_user="$(stat -c %U "$folder/data")"
+    runuser -u "$pg_user" -- sed -i "1s/.*/$victim/" "$folder/data/postmaster.pid" || fail "could not plant the pid as $pg_user"
+    "$pg_server" stop state >stop.out 2>&1 || fail "ci/pg-server stop failed: $(cat stop.out)"
+    if kill -0 "$victim" 2>/dev/null; then echo "ok  root's sleep $victim (planted in postmaster.pid by $pg_user) not signalled"
+    else fail "ci/pg-server stop killed root's process $victim, whose pid $pg_user wrote into postmaster.pid"; fi
+    kill "$victim" 2>/dev/null; wait "$victim" 2>/dev/null
+    if [ -d "/proc/$server" ] && tr '\0' ' ' <"/proc/$server/cmdline" | grep -qF "$folder/data"; then
+      fail "the server (pid $server) was left running"; kill -KILL "$server"
+    else echo "ok  the server (pid $server) stopped"; fi
+    [ ! -e "$folder" ] || fail "$folder was not removed"
+    ;;
+
   deep-json)
     # 100,000 nested arrays: every JSON reader refuses the file before parsing it (exit 2,
     # naming it and the depth), never a stack overflow.
