@@ -90,6 +90,9 @@ case "$class" in
     expect 2 "cannot write 'disk/program.c'.*No space left on device" -- \
       "$ipcheck" fuzz --export-c confused_deputy-bytes_24 --results "$campaign" -o disk/program.c
     same disk/program.c program.c.good
+    # A first store add on the full disk: exit 2, and no store file left (not even 0 bytes).
+    expect 2 "disk/results.db" -- "$ipcheck" store add "$good" --db disk/results.db
+    [ ! -e disk/results.db ] || fail "a failed first store add left disk/results.db ($(stat -c %s disk/results.db) bytes)"
     no_temp disk
     no_temp disk/run
     ;;
@@ -536,6 +539,134 @@ PY
       fail "the server (pid $server) was left running"; kill -KILL "$server"
     else echo "ok  the server (pid $server) stopped"; fi
     [ ! -e "$folder" ] || fail "$folder was not removed"
+    ;;
+
+  store-passwords)
+    # A PostgreSQL password in every form a URI can hold it (user info with '?', '#', '/' or
+    # '@'; password=, %70assword=, an encoded value, sslpassword=) never shows: not in store add,
+    # store ls (text and JSON), nor in an error. On a server of our own (trust authentication:
+    # the password is never checked, only never shown); without PostgreSQL, the errors only.
+    pg_server="$(dirname "$self")/../../ci/pg-server"
+    trap '"$pg_server" stop "$work/state" >/dev/null 2>&1' EXIT
+    rc=0
+    "$pg_server" start state >start.out 2>&1 || rc=$?
+    if [ "$rc" -eq 0 ] && "$ipcheck" store ls --db "$(cat state/url)" 2>&1 | grep -q "without PostgreSQL support"; then rc=77; fi
+    if [ "$rc" -eq 0 ]; then host="$(cat state/server)"; else host=/nonexistent-ipcheck-socket-dir; fi
+    check_quiet() { # SECRET WHAT FILE
+      if grep -qF -- "$1" "$3"; then fail "$2 shows the password '$1': $(head -c 400 "$3")"; else echo "ok  $2: no '$1'"; fi
+    }
+    forms=("ipcheck:pa?ss@/postgres?host=$host" "pa?ss"
+           "ipcheck:pa#ss@/postgres?host=$host" "pa#ss"
+           "ipcheck:p%61ss%3Fw0rd@/postgres?host=$host" "pass?w0rd"
+           "/postgres?host=$host&user=ipcheck&password=s3cret" "s3cret"
+           "/postgres?host=$host&user=ipcheck&%70assword=s3cret" "s3cret"
+           "/postgres?host=$host&user=ipcheck&password=s%33cr%65t" "s3cret"
+           "/postgres?host=$host&user=ipcheck&sslpassword=k3ypass" "k3ypass")
+    for ((i = 0; i < ${#forms[@]}; i += 2)); do
+      db="postgresql://${forms[i]}" secret="${forms[i + 1]}"
+      "$ipcheck" store add "$good" --db "$db" >add.out 2>&1
+      add_rc=$?
+      check_quiet "$secret" "store add ($add_rc) of ${forms[i]%%@*}" add.out
+      if [ "$rc" -eq 0 ]; then
+        [ "$add_rc" -eq 0 ] || fail "store add failed: $(cat add.out)"
+        "$ipcheck" store ls --db "$db" >ls.out 2>&1 || fail "store ls failed: $(cat ls.out)"
+        check_quiet "$secret" "store ls" ls.out
+        grep -qF '***' ls.out || fail "store ls does not name the store redacted: $(head -3 ls.out)"
+        "$ipcheck" store ls --db "$db" --format json >ls.json 2>&1 || fail "store ls --format json failed: $(cat ls.json)"
+        check_quiet "$secret" "store ls --format json" ls.json
+      fi
+    done
+    # A '/' or '@' in the user info's password: libpq would end the password there and take the
+    # rest for a host (and quote it in its error); refused before connecting.
+    for pass in pa/ss pa@ss; do
+      expect 2 "percent-encode those characters" -- "$ipcheck" store ls --db "postgresql://ipcheck:$pass@/postgres?host=$host"
+      "$ipcheck" store ls --db "postgresql://ipcheck:$pass@/postgres?host=$host" >err.out 2>&1
+      check_quiet "$pass" "the error for a password with '${pass:2:1}'" err.out
+      check_quiet "ss@" "the error for a password with '${pass:2:1}'" err.out
+    done
+    ;;
+
+  store-lies)
+    # A store is not trusted for what its columns say: a hand-edited source store (its digest
+    # and summary columns) is refused by store copy, naming the run and the column; and store add
+    # never answers "already stored" for a run whose stored results are another run's.
+    python3 - "$good" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for name, start in (("a.json", "2026-01-01T00:00:00Z"), ("b.json", "2026-01-02T00:00:00Z")):
+    doc["run"]["start"] = start
+    json.dump(doc, open(name, "w"))
+PY
+    "$ipcheck" store add b.json --db scratch.db >/dev/null || fail "store add b.json failed"
+    digest_b="$(sqlite3 scratch.db 'SELECT digest FROM runs')"
+    "$ipcheck" store add a.json --db src.db >/dev/null || fail "store add a.json failed"
+    sqlite3 src.db "UPDATE runs SET digest = '$digest_b', total = 999, unexpected = 0" || fail "could not edit src.db"
+    expect 2 "src.db: run 1: digest is '$digest_b', the results say '[0-9a-f]{64}' \(the store was edited or is damaged\); not copied" -- \
+      "$ipcheck" store copy --from src.db --to dst.db
+    if [ -e dst.db ]; then
+      n="$(sqlite3 dst.db 'SELECT count(*) FROM runs' 2>/dev/null)"
+      [ "${n:-0}" -eq 0 ] || fail "store copy copied $n run(s) of the edited store into dst.db"
+    fi
+    expect 2 "src.db: run 1 has this run's digest [0-9a-f]{12} but other results \(the store was edited or is damaged\): this run is not stored" -- \
+      "$ipcheck" store add b.json --db src.db
+    # The edited summary alone (the digest true): refused by copy too, naming the column.
+    "$ipcheck" store add a.json --db src2.db >/dev/null || fail "store add a.json failed"
+    sqlite3 src2.db "UPDATE runs SET total = 999"
+    expect 2 "src2.db: run 1: total is '999', the results say '[0-9]+'" -- "$ipcheck" store copy --from src2.db --to dst2.db
+    ;;
+
+  store-hung-server)
+    # A PostgreSQL server that stops answering (SIGSTOP, as a hung host would) inside an add's
+    # transaction, at its commit: store add gives up in bounded time (--busy-timeout S and 30 s
+    # more) with exit 2, saying the add may have landed; before the transaction (the server
+    # stopped from the start): exit 2 in bounded time too.
+    pg_server="$(dirname "$self")/../../ci/pg-server"
+    stopped=""
+    trap '[ -z "$stopped" ] || kill -CONT $stopped 2>/dev/null; rm -f "$work/paused"; "$pg_server" stop "$work/state" >/dev/null 2>&1' EXIT
+    rc=0
+    "$pg_server" start state >start.out 2>&1 || rc=$?
+    if [ "$rc" -eq 0 ] && "$ipcheck" store ls --db "$(cat state/url)" 2>&1 | grep -q "without PostgreSQL support"; then rc=77; fi
+    if [ "$rc" -eq 0 ]; then
+      python3 - "$good" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for i in (1, 2, 3):
+    doc["run"]["start"] = "2026-02-%02dT00:00:00Z" % i
+    json.dump(doc, open("run%d.json" % i, "w"))
+PY
+      db="$(cat state/url)"
+      "$ipcheck" store add run1.json --db "$db" >add1.out 2>&1 || fail "store add run1: $(cat add1.out)"
+      server="$(cut -d' ' -f1 state/pid 2>/dev/null || head -n 1 "$(cat state/server)/data/postmaster.pid")"
+      IPCHECK_STORE_TEST_PAUSE_BEFORE_COMMIT="$work/paused" timeout 120 "$ipcheck" store add run2.json --db "$db" --busy-timeout 1 >add2.out 2>&1 &
+      adder=$!
+      for _ in $(seq 600); do [ -e paused ] && break; sleep 0.1; done
+      [ -e paused ] || fail "the add never reached its commit: $(cat add2.out)"
+      stopped="$server $(pgrep -P "$server" | tr '\n' ' ')"
+      kill -STOP $stopped
+      t0=$(date +%s)
+      rm -f paused
+      rc=0
+      wait "$adder" || rc=$?
+      t=$(( $(date +%s) - t0 ))
+      kill -CONT $stopped; stopped=""
+      if [ "$rc" -eq 124 ]; then fail "store add hung on a server that stopped answering at its commit (killed after 120 s)"
+      elif [ "$rc" -ne 2 ]; then fail "store add exited $rc on a stopped server, expected 2: $(cat add2.out)"
+      elif ! grep -q "did not answer within 31 s" add2.out || ! grep -q "whether it committed is unknown" add2.out; then
+        fail "the error does not say the server stopped answering and that the add may have landed: $(cat add2.out)"
+      else echo "ok  a server stopped at the commit: exit 2 after $t s: $(head -c 300 add2.out)"; fi
+      # Stopped before the add begins: the connection's own limit.
+      stopped="$server $(pgrep -P "$server" | tr '\n' ' ')"
+      kill -STOP $stopped
+      rc=0
+      timeout 120 "$ipcheck" store add run3.json --db "$db" --busy-timeout 1 >add3.out 2>&1 || rc=$?
+      kill -CONT $stopped; stopped=""
+      if [ "$rc" -eq 124 ]; then fail "store add hung on a stopped server (killed after 120 s)"
+      elif [ "$rc" -ne 2 ]; then fail "store add exited $rc on a stopped server, expected 2: $(cat add3.out)"
+      else echo "ok  a server stopped before the add: exit 2: $(head -c 300 add3.out)"; fi
+    else
+      echo "(no PostgreSQL server here: its half is not run)"
+    fi
+    # (A failed first add on SQLite leaving no store file: class full-disk.)
     ;;
 
   deep-json)
