@@ -409,6 +409,32 @@ case "$class" in
     fi
     ;;
 
+  terminal-lines)
+    # Every line a report command prints goes through the one terminal escaper: report
+    # compare's first line (the adapters' names) and report first-bad's header (case id,
+    # adapter, driver, GPUs, versions, reason) included.
+    checker="$(dirname "$self")/hostile_text.py"
+    python3 "$checker" make "$good" hostile.json || { fail "cannot make hostile.json"; exit 1; }
+    "$ipcheck" report compare "$good" hostile.json >compare.txt 2>&1 || [ $? -eq 1 ] || fail "report compare failed: $(head -c 300 compare.txt)"
+    "$ipcheck" report compare hostile.json "$good" --all >>compare.txt 2>&1 || [ $? -eq 1 ] || fail "report compare --all failed"
+    # A case id a command line can carry (no NUL): escapes and C1 controls, in a run whose
+    # every other field is the hostile payload.
+    python3 - <<'PY'
+import json
+doc = json.load(open("hostile.json"))
+doc["cases"][0]["id"] = "memory.x\x1b]0;PWNED-title\x07\x1b[31mred\u009b2J"
+json.dump(doc, open("hostile-id.json", "w"))
+open("id.txt", "w").write(doc["cases"][0]["id"])
+PY
+    "$ipcheck" store add hostile-id.json --db store.db >/dev/null 2>&1 || fail "store add failed"
+    id="$(cat id.txt)"
+    "$ipcheck" report first-bad "$id" --db store.db >first-bad.txt 2>&1 || [ $? -eq 1 ] || fail "report first-bad failed: $(head -c 300 first-bad.txt)"
+    grep -q "ipcheck report first-bad" first-bad.txt || fail "report first-bad printed no header: $(head -c 300 first-bad.txt)"
+    for t in compare.txt first-bad.txt; do
+      if python3 "$checker" term "$t"; then echo "ok  $t: no control sequence"; else fail "$t"; fi
+    done
+    ;;
+
   machine-limits)
     # Limits that would turn a driver's allocation into EFBIG or ENOMEM make every case
     # `error` naming the limit, never the adapter's `fail`; a bad adapter option value is
@@ -669,6 +695,57 @@ PY
     # (A failed first add on SQLite leaving no store file: class full-disk.)
     ;;
 
+  reproducer-paths)
+    # A results file's reproducer stays inside its folder: `../../x.repro` (there, and a
+    # valid reproducer) is refused by fuzz --export-c, never read; and a campaign merged into a
+    # run's results.json from a folder beside it has its reproducers copied in (findings/),
+    # never named with '..'.
+    fixtures="$(dirname "$self")/../../fuzz/tests/fixtures"
+    mkdir -p a/b
+    cp "$fixtures/cuda-offset-learned.repro" outside.repro
+    python3 - "$good" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["fuzz"] = {"status": "completed", "findings": [
+    {"id": "planted", "outcome": "confused_deputy", "reproducer": "../../outside.repro"},
+    {"id": "absolute", "outcome": "confused_deputy", "reproducer": "/etc/hostname.repro"}]}
+json.dump(doc, open("a/b/results.json", "w"))
+PY
+    expect 2 "names reproducer '../../outside.repro', not a \*.repro inside the results' folder" -- \
+      "$ipcheck" fuzz --export-c planted --results a/b/results.json -o a/b/planted.c
+    [ ! -e a/b/planted.c ] || fail "fuzz --export-c wrote a program from a reproducer outside the results' folder"
+    mkdir -p a/b/findings
+    ln -s ../../../outside.repro a/b/findings/linked.repro
+    python3 - <<'PY'
+import json
+doc = json.load(open("a/b/results.json"))
+doc["fuzz"]["findings"].append({"id": "linked", "outcome": "confused_deputy", "reproducer": "findings/linked.repro"})
+json.dump(doc, open("a/b/results.json", "w"))
+PY
+    expect 2 "names reproducer 'findings/linked.repro', not a \*.repro inside the results' folder" -- \
+      "$ipcheck" fuzz --export-c linked --results a/b/results.json -o a/b/linked.c
+    # The merge: a campaign in a folder beside the run's.
+    "$ipcheck" run --adapter ref --filter memory.roundtrip.page --exact --audit proc --quiet --out run >/dev/null ||
+      fail "ipcheck run failed"
+    defects="$(dirname "$ipcheck")/ipcheck-defects"
+    if [ -x "$defects" ]; then
+      IPCREF_DEFECT=crash_on_truncated "$defects" fuzz --adapter ref --runs 3000 --minimise-time 5 --quiet \
+        --out campaign --results run/results.json >fuzz.out 2>&1
+      python3 - <<'PY' || fail "the merged results name a reproducer outside their folder"
+import json, os, sys
+doc = json.load(open("run/results.json"))
+named = [f["reproducer"] for f in doc.get("fuzz", {}).get("findings", []) if isinstance(f.get("reproducer"), str)]
+print("merged reproducers: %s" % (", ".join(named) or "none"))
+bad = [n for n in named if n.startswith("/") or ".." in n.split("/") or not os.path.isfile(os.path.join("run", n))]
+if bad or not named:
+    print("outside or missing: %s" % bad)
+    sys.exit(1)
+PY
+    else
+      fail "no $defects: build the ipcheck-defects target"
+    fi
+    ;;
+
   deep-json)
     # 100,000 nested arrays: every JSON reader refuses the file before parsing it (exit 2,
     # naming it and the depth), never a stack overflow.
@@ -767,7 +844,7 @@ PY
     [ -e LOADED ] || fail "--adapter-opt library= on the command line was not used"$'\n'"$(tail -5 cmdline.out)"
     # A results file names no reproducer outside its folder.
     printf '{"schema": "ipcheck.results/2", "run": {"adapter": "cuda"}, "cases": [], "fuzz": {"findings": [{"id": "x", "reproducer": "/etc/passwd"}]}}\n' >escape.json
-    expect 2 "names reproducer '/etc/passwd', not a \*.repro relative to the results' folder" -- \
+    expect 2 "names reproducer '/etc/passwd', not a \*.repro (relative to|inside) the results' folder" -- \
       "$ipcheck" fuzz --export-c x --results escape.json -o x.c
     ;;
 
