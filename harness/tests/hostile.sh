@@ -679,6 +679,41 @@ PY
     expect 2 "src2.db: run 1: total is '999', the results say '[0-9]+'" -- "$ipcheck" store copy --from src2.db --to dst2.db
     ;;
 
+  role-user)
+    # Under a root run a role owns nothing (issue 41): it runs as an unprivileged uid, and
+    # from inside it cannot read or append to a root-only file, read /etc/shadow, open
+    # /etc/passwd for writing, write /proc/sys, or signal a process of another user.
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (roles change their user only under a root runner)"; exit 0; }
+    selftest="$(dirname "$ipcheck")/ipcheck-selftest"
+    [ -x "$selftest" ] || { fail "no $selftest: build the ipcheck-selftest target"; exit 1; }
+    echo "root's secret" >root-only
+    chmod 600 root-only
+    sleep 300 &
+    other=$!
+    IPCHECK_SELFTEST_ROOT_ONLY="$work/root-only" IPCHECK_SELFTEST_OTHER_PID="$other" \
+      "$selftest" run --adapter ref --filter selftest.privileges --exact --audit proc --quiet --out run ||
+      fail "the selftest run failed"
+    obs() { python3 -c 'import json,sys; c=[c for c in json.load(open("run/results.json"))["cases"] if c["id"]=="selftest.privileges"][0]; print(c.get("observations",{}).get(sys.argv[1],"(none)"))' "$1"; }
+    uid="$(obs Uid)"
+    echo "role: Uid $uid, Gid $(obs Gid), Groups '$(obs Groups)'"
+    read -r ruid euid suid fsuid <<<"$uid"
+    for u in "$ruid" "$euid" "$suid" "$fsuid"; do
+      case "$u" in '' | 0 | *[!0-9]*) fail "the role's /proc/self/status Uid is '$uid': not an unprivileged uid"; break ;; esac
+    done
+    for probe in read_root_only append_root_only read_shadow write_passwd write_proc_sys signal_other_uid; do
+      got="$(obs probe.$probe)"
+      case "$got" in
+        EACCES | EPERM | EROFS) echo "ok  $probe: $got" ;;
+        *) fail "$probe from inside a role: $got (expected a refusal)" ;;
+      esac
+    done
+    kill -0 "$other" || fail "the root process $other is gone"
+    kill "$other"; wait "$other" 2>/dev/null
+    home="$(obs home)"
+    case "$home" in */ipcheck-role-home.*) [ ! -e "$home" ] || fail "the role's temporary home $home was left" ;;
+      *) fail "the role's HOME is '$home', not a temporary home of its own" ;; esac
+    ;;
+
   store-hung-server)
     # A PostgreSQL server that stops answering (SIGSTOP, as a hung host would) inside an add's
     # transaction, at its commit: store add gives up in bounded time (--busy-timeout S and 30 s
@@ -856,7 +891,10 @@ PY
       echo "SKIP: no C compiler to build the marker library"
       exit 0
     fi
-    printf '#include <stdio.h>\n__attribute__((constructor)) static void mark(void) { FILE* f = fopen("%s/LOADED", "w"); if (f) fclose(f); }\n' \
+    # The marker goes into a folder every user may write: the fuzz workers that load the
+    # library are roles, which under a root run have a user of their own.
+    mkdir -p mark && chmod 1777 mark
+    printf '#include <stdio.h>\n__attribute__((constructor)) static void mark(void) { FILE* f = fopen("%s/mark/LOADED", "w"); if (f) fclose(f); }\n' \
       "$PWD" >marker.c
     cc -shared -fPIC -o libmarker.so marker.c || { echo "SKIP: cc cannot build a shared library"; exit 0; }
     for adapter in cuda vk ur; do
@@ -872,14 +910,14 @@ PY
         fail "$adapter: the replay did not say it ignored $key="
       grep -q "ignored  the reproducer's adapter option colour=green (no option of adapter $adapter)" <<<"$out" ||
         fail "$adapter: the replay did not say it ignored colour="
-      [ ! -e LOADED ] || fail "$adapter: replaying $adapter.repro loaded the library it named"
-      rm -f LOADED
+      [ ! -e mark/LOADED ] || fail "$adapter: replaying $adapter.repro loaded the library it named"
+      rm -f mark/LOADED
     done
     # Given on the command line, the same option is the person's choice and is used.
     printf '{"schema": "ipcheck.fuzz-repro/1", "adapter": "cuda", "setup": "ipcheck.fuzz-setup/1",
       "input": {"base": "producer.export[0]", "changes": [], "length": 64, "tail": ""}}\n' >plain.repro
     timeout 120 "$ipcheck" fuzz --replay plain.repro --adapter cuda --adapter-opt "library=$PWD/libmarker.so" >cmdline.out 2>&1
-    [ -e LOADED ] || fail "--adapter-opt library= on the command line was not used"$'\n'"$(tail -5 cmdline.out)"
+    [ -e mark/LOADED ] || fail "--adapter-opt library= on the command line was not used"$'\n'"$(tail -5 cmdline.out)"
     # A results file names no reproducer outside its folder.
     printf '{"schema": "ipcheck.results/2", "run": {"adapter": "cuda"}, "cases": [], "fuzz": {"findings": [{"id": "x", "reproducer": "/etc/passwd"}]}}\n' >escape.json
     expect 2 "names reproducer '/etc/passwd', not a \*.repro (relative to|inside) the results' folder" -- \
