@@ -266,8 +266,11 @@ const RoleUser& role_user() {
       u.uid = u.gid = kTransientRoleUid + static_cast<uid_t>(::getpid());
       u.how = "as transient uid " + std::to_string(u.uid);
     }
+    // In the runner's TMPDIR where the role's user may pass through it, else in /tmp.
     const char* tmp = std::getenv("TMPDIR");
-    std::string dir = std::string(tmp && *tmp == '/' ? tmp : "/tmp") + "/ipcheck-role-home.XXXXXX";
+    struct stat st {};
+    const bool usable = tmp && *tmp == '/' && ::stat(tmp, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_IXOTH);
+    std::string dir = std::string(usable ? tmp : "/tmp") + "/ipcheck-role-home.XXXXXX";
     if (::mkdtemp(dir.data()) || (dir = "/tmp/ipcheck-role-home.XXXXXX", ::mkdtemp(dir.data()))) {
       if (::chown(dir.c_str(), u.uid, u.gid) == 0 && ::chmod(dir.c_str(), 0700) == 0) {
         u.home = dir;
