@@ -133,6 +133,11 @@ class PrivateFolder {
       throw reports::FileError("cannot make a private folder in '" + out + "': " + std::strerror(errno) +
                                "; choose a folder you can write to");
     path_ = templ;
+    // The bench programs are roles: under a root run they have a user of their own
+    // (ipcheck::role_user), and write their files here, so the folder is theirs.
+    if (const RoleUser& u = role_user(); u.drop && ::chown(path_.c_str(), u.uid, u.gid) != 0)
+      throw reports::FileError("cannot give the private folder '" + path_ + "' to the roles' user: " +
+                               std::strerror(errno));
   }
   ~PrivateFolder() {
     std::error_code ec;

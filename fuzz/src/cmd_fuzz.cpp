@@ -13,6 +13,7 @@
 #include "ipcheck/cli.hpp"
 #include "ipcheck/fuzz/campaign.hpp"
 #include "ipcheck/fuzz/oracle.hpp"
+#include "ipcheck/reports/files.hpp"
 #include "ipcheck/reports/report_set.hpp"
 #include "ipcheck/reports/results.hpp"
 #include "export_c.hpp"
@@ -119,6 +120,29 @@ int export_c_command(const cli::Options& o) {
   x.results = o.get("--results");
   x.campaign_dir = o.has("--out") ? o.get("--out") : "ipcheck-results/fuzz-cuda";
   x.output = o.get("-o");
+  // The finding's reproducer as the results file names it stays inside the results' folder:
+  // one outside it that is there (and so would be read) is refused; one that is not there is
+  // not read either (the export then takes the finding's description, as for any missing one).
+  if (!x.results.empty()) {
+    nlohmann::json doc;
+    try {
+      doc = reports::read_json_file(x.results, "results file", reports::kMaxResultsBytes);
+    } catch (const std::exception&) {  // export_c says what is wrong with the file
+    }
+    if (doc.is_object() && doc.contains("fuzz") && doc["fuzz"].is_object() && doc["fuzz"].contains("findings") &&
+        doc["fuzz"]["findings"].is_array())
+      for (const auto& f : doc["fuzz"]["findings"])
+        if (f.is_object() && f.value("id", std::string()) == x.finding && f.contains("reproducer") &&
+            f["reproducer"].is_string())
+          try {
+            const std::string named = f["reproducer"].get<std::string>();
+            std::error_code ec;
+            if (std::filesystem::exists(std::filesystem::path(x.results).parent_path() / named, ec))
+              reports::reproducer_path(x.results, x.finding, named);
+          } catch (const reports::FileError& e) {
+            throw UsageError(std::string("--export-c ") + x.finding + ": " + e.what());
+          }
+  }
   try {
     std::printf("%s\n", export_c(x).c_str());
   } catch (const std::invalid_argument& e) {
@@ -192,11 +216,31 @@ void merge_fuzz_section(const std::string& results_path, reports::Results& merge
   namespace fs = std::filesystem;
   merged.fuzz = fuzz;
   const std::string dir = reports::results_folder(results_path);
-  // Reproducer paths are relative to the campaign's folder; make them relative to
-  // the results.json they now live in.
-  for (auto& x : merged.fuzz["findings"])
-    if (x.contains("reproducer") && x["reproducer"].is_string())
-      x["reproducer"] = fs::proximate(fs::path(out) / x["reproducer"].get<std::string>(), dir).string();
+  // Reproducer paths are relative to the campaign's folder; make them relative to the
+  // results.json they now live in. A results file's reproducer stays inside its folder
+  // (reports::reproducer_path): a campaign folder outside it has its reproducers (and their
+  // descriptions) copied into the results' findings/.
+  for (auto& x : merged.fuzz["findings"]) {
+    if (!x.contains("reproducer") || !x["reproducer"].is_string()) continue;
+    const fs::path from = fs::path(out) / x["reproducer"].get<std::string>();
+    const fs::path rel = fs::proximate(from, dir);
+    if (!rel.empty() && *rel.begin() != ".." && rel.is_relative()) {
+      x["reproducer"] = rel.string();
+      continue;
+    }
+    const fs::path to = fs::path(dir) / "findings" / from.filename();
+    fs::create_directories(to.parent_path());
+    for (const char* ext : {".repro", ".json"}) {
+      fs::path src = from, dst = to;
+      src.replace_extension(ext);
+      dst.replace_extension(ext);
+      if (ext == std::string(".json") && !fs::exists(src)) continue;
+      reports::write_file_atomic(dst.string(), reports::read_regular_file(src.string(), "reproducer",
+                                                                          reports::kMaxSmallInputBytes));
+      written.push_back(dst.string());
+    }
+    x["reproducer"] = (fs::path("findings") / from.filename()).string();
+  }
   for (const auto& p : write_merged_results(results_path, merged)) written.push_back(p);
 }
 

@@ -37,12 +37,14 @@ void add_output(Options& o) {
   o.value("-o", "OUT", "write to OUT instead of standard output").value("--output", "OUT", "the same as -o");
 }
 
-// Writes to -o OUT when given, else to standard output.
+// Writes to -o OUT when given, else to standard output: there through the one terminal
+// escaper (reports::terminal_text) whatever the format, so that no renderer's line reaches a
+// terminal with a control sequence (each renderer escapes its fields too: this is the net).
 void emit(const Options& o, const std::string& content) {
   if (o.has("-o") && o.has("--output")) throw UsageError("-o and --output are the same option; give one");
   const std::string out = o.has("-o") ? o.get("-o") : o.get("--output");
   if (out.empty() || out == "-") {
-    std::cout << content;
+    std::cout << reports::terminal_text(content);
     std::cout.flush();
     if (!std::cout) throw FileError("cannot write to standard output (a full disk, a closed pipe?); give -o FILE");
     return;
@@ -253,25 +255,27 @@ std::string first_bad_text(const std::string& id, const std::vector<reports::Sto
     for (const auto u : v.unjudged) s += std::string(s.empty() ? "" : ", ") + reports::to_string(u);
     return s;
   };
-  std::string s = "ipcheck report first-bad: " + id + " on " + kept.front().adapter + " (" + kept.front().driver_name +
-                  "; " + gpu_list + "): " + std::to_string(kept.size()) + " run" + (kept.size() == 1 ? "" : "s") +
-                  ", " + std::to_string(fb.versions.size()) + " driver version" + (fb.versions.size() == 1 ? "" : "s") +
-                  "\n";
+  const auto t = [](const std::string& x) { return reports::terminal_text(x); };
+  std::string s = "ipcheck report first-bad: " + t(id) + " on " + t(kept.front().adapter) + " (" +
+                  t(kept.front().driver_name) + "; " + t(gpu_list) + "): " + std::to_string(kept.size()) + " run" +
+                  (kept.size() == 1 ? "" : "s") + ", " + std::to_string(fb.versions.size()) + " driver version" +
+                  (fb.versions.size() == 1 ? "" : "s") + "\n";
   if (fb.first_bad) {
     const auto& bad = fb.versions[*fb.first_bad];
     const auto& good = fb.versions[*fb.last_good];
-    s += "  last good  " + good.version + "  " + reports::to_string(*good.status) + "\n";
-    s += "  first bad  " + bad.version + "  " + reports::to_string(*bad.status) +
-         (bad.reason.empty() ? "" : ": " + bad.reason) + "\n";
+    s += "  last good  " + t(good.version) + "  " + reports::to_string(*good.status) + "\n";
+    s += "  first bad  " + t(bad.version) + "  " + reports::to_string(*bad.status) +
+         (bad.reason.empty() ? "" : ": " + t(bad.reason)) + "\n";
   } else {
     s += "  never got worse on these versions\n";
   }
   s += "versions, oldest first (the worst status over each version's runs):\n";
   std::size_t w = 0;
-  for (const auto& v : fb.versions) w = std::max(w, v.version.size());
+  for (const auto& v : fb.versions) w = std::max(w, t(v.version).size());
   for (std::size_t i = 0; i < fb.versions.size(); ++i) {
     const auto& v = fb.versions[i];
-    std::string line = "  " + v.version + std::string(w - v.version.size() + 2, ' ') + statuses(v);
+    const std::string version = t(v.version);
+    std::string line = "  " + version + std::string(w - version.size() + 2, ' ') + statuses(v);
     line += "  (" + std::to_string(v.runs.size()) + " run" + (v.runs.size() == 1 ? "" : "s") + ")";
     if (fb.first_bad && i == *fb.first_bad) line += "  <- first bad";
     if (fb.last_good && i == *fb.last_good) line += "  <- last good";

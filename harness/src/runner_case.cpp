@@ -317,8 +317,10 @@ void CaseRun::account_silence() {
   double held = 0;
   unsigned long long runner_wait = 0;
   if (run_queue_wait("/proc/thread-self/schedstat", runner_wait)) {
-    if (runner_sampled_ && runner_wait >= runner_wait_ns_)
+    if (runner_sampled_ && runner_wait >= runner_wait_ns_) {
       held = std::min(dt, static_cast<double>(runner_wait - runner_wait_ns_) / 1e9);
+      runner_starved_s_ += held;
+    }
     runner_wait_ns_ = runner_wait;
     runner_sampled_ = true;
   }
@@ -582,7 +584,13 @@ void CaseRun::loop() {
   while (!all_exited()) {
     PollSet set = poll_set();
     if (admission_ && !terminating_) retry_pending_starts();
-    const int n = ::poll(set.fds.data(), set.fds.size(), poll_wait_ms(inactivity));
+    const int wait_ms = poll_wait_ms(inactivity);
+    const auto before = Clock::now();
+    const int n = ::poll(set.fds.data(), set.fds.size(), wait_ms);
+    // A poll that returns much later than asked: the runner was stopped (SIGSTOP, a tracer, a
+    // suspended VM) or could not get a CPU.
+    const double late = std::chrono::duration<double>(Clock::now() - before).count() - wait_ms / 1000.0;
+    if (late > kRunnerLateS) runner_stopped_s_ += late;
     account_silence();
     if (n < 0 && errno != EINTR) {
       harness_fault(std::string("the runner's poll failed: ") + std::strerror(errno));
@@ -627,6 +635,8 @@ CaseResult CaseRun::run() {
   if (inject_) check_leftovers();
   classify();
   if (held_back_s_ >= 1) result_.audit["held_back_s"] = static_cast<int>(held_back_s_ * 10) / 10.0;
+  if (const double runner = std::max(runner_stopped_s_, runner_starved_s_); runner >= kRunnerHeldS)
+    result_.audit["runner_held_s"] = static_cast<int>(runner * 10) / 10.0;
   result_.duration_s = seconds_since(start_);
   timeline_.judged = result_.duration_s;
   if (opt_.timeline) *opt_.timeline = timeline_;

@@ -33,6 +33,12 @@ using reports::CaseResult;
 using reports::Status;
 using Clock = std::chrono::steady_clock;
 
+// A poll that returns this much later than asked counts as time the runner did not run; an
+// attempt whose runner was held back this long in all has its fail or timeout run again
+// (SuiteWorkers::run_attempts): the runner's own pauses are never the adapter's verdict.
+inline constexpr double kRunnerLateS = 0.25;
+inline constexpr double kRunnerHeldS = 0.5;
+
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 inline std::vector<std::string> role_args(const RunOptions& o, const std::string& case_id, const std::string& role) {
@@ -217,6 +223,11 @@ class CaseRun {
   // silent while the runner cannot run.
   bool runner_sampled_ = false;
   unsigned long long runner_wait_ns_ = 0;
+  // The runner itself held back (it relays every message between roles, so a role's timed
+  // wait may end while it cannot run): time it spent stopped (a poll that returned later than
+  // it was asked to by more than kRunnerLateS) and waiting for a CPU (its schedstat).
+  double runner_stopped_s_ = 0;
+  double runner_starved_s_ = 0;
   double timeout_s_ = 0;
   bool terminating_ = false;
   CaseTimeline timeline_;

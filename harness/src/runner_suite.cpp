@@ -160,13 +160,30 @@ std::string load_behind(int others, const MachineLoad& load, const CaseResult& r
 // runs again (--rerun-failures), and the attempts make one result. A timeout while the
 // machine was loaded is run again alone before it stands: if that attempt ends otherwise,
 // the first is kept as an `error` naming the load, never a timeout of the driver.
+// Likewise a fail or a timeout of an attempt during which the runner itself was stopped or
+// starved (it relays every message between the roles, so a role's timed wait may run out while
+// it cannot run): run again alone, the first kept as an `error` naming the cause.
 CaseResult SuiteWorkers::run_attempts(const SuiteJob& job) {
   std::vector<CaseResult> attempts;
-  bool alone = false;
+  bool alone = false, runner_rerun = false;
   for (bool again = true; again;) {
     const int others_before = admission_.running();
     CaseResult res = attempt(job, alone);
     if (job.inject) res.id += "@" + job.inject->describe();
+    if ((res.status == Status::fail || res.status == Status::timeout) && !runner_rerun &&
+        res.audit.contains("runner_held_s") && res.audit.at("runner_held_s").get<double>() >= kRunnerHeldS &&
+        !(o_.interrupted && o_.interrupted->load())) {
+      char held[200];
+      std::snprintf(held, sizeof held,
+                    "the runner itself was stopped or starved %.1f s during this attempt (not a role: the messages "
+                    "between the roles waited on it), so its %s is not the adapter's: run again alone to judge it; ",
+                    res.audit.at("runner_held_s").get<double>(), reports::to_string(res.status));
+      res.status = Status::error;
+      res.reason = held + res.reason;
+      attempts.push_back(std::move(res));
+      alone = runner_rerun = true;
+      continue;
+    }
     if (res.status == Status::timeout && !alone && o_.rerun_timeouts_alone && !(o_.interrupted && o_.interrupted->load())) {
       const int others = std::max(others_before, admission_.running());  // this case no longer counts
       const std::string load = load_behind(others, machine_load(), res);

@@ -5,8 +5,13 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <ftw.h>
+#include <grp.h>
 #include <linux/capability.h>
+#include <linux/securebits.h>
+#include <pwd.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -98,6 +103,14 @@ void build_exec_image(const SpawnSpec& spec, ExecImage& image) {
     if (spec.role && !role_environment_allowed(name)) continue;
     env[std::move(name)] = kv;
   }
+  // A role of another user: its own temporary home and temporary folder (the runner's
+  // may be root's alone).
+  if (spec.role) {
+    if (const RoleUser& u = role_user(); u.drop && !u.home.empty()) {
+      env["HOME"] = "HOME=" + u.home;
+      env["TMPDIR"] = "TMPDIR=" + u.home;
+    }
+  }
   for (const auto& kv : spec.env) env[kv.substr(0, kv.find('='))] = kv;
   for (auto& [k, v] : env) image.env_s.push_back(v);
   for (auto& v : image.env_s) image.envp.push_back(v.data());
@@ -111,7 +124,14 @@ struct Privileges {
   bool reduce = false;
   int last_cap = 0;
   unsigned long long keep = 0;
+  bool change_user = false;  // a root runner: the role runs as `uid`:`gid`, no supplementary groups
+  uid_t uid = 0;
+  gid_t gid = 0;
 };
+
+// The status a child writes to the runner when it cannot become the role's user (errno
+// added): told apart from an exec's errno.
+constexpr int kUserChangeFailed = 1 << 20;
 
 Privileges role_privileges(const SpawnSpec& spec) {
   // Read once per process: the kernel's highest capability and Yama's scope do not change
@@ -124,6 +144,10 @@ Privileges role_privileges(const SpawnSpec& spec) {
     std::ifstream in("/proc/sys/kernel/cap_last_cap");
     int n = 0;
     if (in >> n && n >= 0 && n < 64) p.last_cap = n;
+    const RoleUser& u = role_user();
+    p.change_user = u.drop;
+    p.uid = u.uid;
+    p.gid = u.gid;
     return p;
   }();
   return spec.role ? kRole : Privileges{};
@@ -134,23 +158,49 @@ Privileges role_privileges(const SpawnSpec& spec) {
 // exec'd root process gets its bounding set as its permitted set, so this is what the role
 // holds after exec. Raw system calls only (async-signal-safe); a step refused (an
 // unprivileged runner has no CAP_SETPCAP, and nothing to drop) is no error.
-void drop_privileges(const Privileges& p) noexcept {
-  if (!p.reduce) return;
+// A root runner's role becomes its user after the bounding set is cut (that needs
+// CAP_SETPCAP, which the change of user takes away) and before the other sets are: kept
+// capabilities (CAP_SYS_PTRACE under Yama 2) survive the change (SECBIT_KEEP_CAPS) and the
+// exec of a non-root process only as ambient ones. Raw system calls: glibc's setresuid would
+// signal the runner's threads, whose memory this child shares until its exec. False when the
+// user cannot be changed (the child then exits: a role never runs as root by mistake).
+bool drop_privileges(const Privileges& p) noexcept {
+  if (!p.reduce) return true;
   ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   for (int cap = 0; cap <= p.last_cap; ++cap)
     if (!(p.keep >> cap & 1)) ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
   ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  if (p.change_user) {
+    if (p.keep) ::prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS, 0, 0, 0);
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0 || ::syscall(SYS_setresgid, p.gid, p.gid, p.gid) != 0 ||
+        ::syscall(SYS_setresuid, p.uid, p.uid, p.uid) != 0)
+      return false;
+  }
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2]{};
-  if (::syscall(SYS_capget, &header, data) != 0) return;
+  if (::syscall(SYS_capget, &header, data) != 0) return !p.change_user || ::getuid() == p.uid;
   for (int i = 0; i < 2; ++i) {
     const auto keep = static_cast<std::uint32_t>(p.keep >> (32 * i));
     data[i].permitted &= keep;
     data[i].effective &= keep;
-    data[i].inheritable = 0;
+    data[i].inheritable = p.change_user ? data[i].permitted : 0;
   }
   (void)::syscall(SYS_capset, &header, data);
+  if (p.change_user)
+    for (int cap = 0; cap <= p.last_cap; ++cap)
+      if (p.keep >> cap & 1) ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0);
+  return true;
 }
+
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
+
+// The role user's temporary home, removed when the runner exits.
+struct RoleHome {
+  std::string path;
+  ~RoleHome() {
+    if (!path.empty()) ::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+};
 
 }  // namespace
 
@@ -177,6 +227,61 @@ bool role_environment_allowed(std::string_view name) {
     }
   }
   return false;
+}
+
+const RoleUser& role_user() {
+  static RoleHome home;
+  static const RoleUser user = [] {
+    RoleUser u;
+    if (::geteuid() != 0) return u;
+    const char* asked = std::getenv("IPCHECK_ROLE_USER");
+    const std::string want = asked && *asked ? asked : "";
+    if (want == "root" || want == "0") {
+      u.how = "as root (IPCHECK_ROLE_USER=" + want + ")";
+      return u;
+    }
+    u.drop = true;
+    const passwd* pw = nullptr;
+    if (!want.empty()) {
+      char* end = nullptr;
+      const unsigned long n = std::strtoul(want.c_str(), &end, 10);
+      if (*end == '\0' && n > 0 && n < 0xFFFFFFFFul) {
+        u.uid = static_cast<uid_t>(n);
+        u.gid = static_cast<gid_t>(n);
+        u.how = "as uid " + want + " (IPCHECK_ROLE_USER)";
+      } else if ((pw = ::getpwnam(want.c_str())) && pw->pw_uid != 0) {
+        u.uid = pw->pw_uid;
+        u.gid = pw->pw_gid;
+        u.how = "as user " + want + " (IPCHECK_ROLE_USER)";
+      } else {
+        u.uid = u.gid = kTransientRoleUid + static_cast<uid_t>(::getpid());
+        u.how = "as transient uid " + std::to_string(u.uid) + " (IPCHECK_ROLE_USER=" + want +
+                " names no unprivileged user)";
+      }
+    } else if ((pw = ::getpwnam("ipcheck-role")) && pw->pw_uid != 0) {
+      u.uid = pw->pw_uid;
+      u.gid = pw->pw_gid;
+      u.how = "as user ipcheck-role";
+    } else {
+      u.uid = u.gid = kTransientRoleUid + static_cast<uid_t>(::getpid());
+      u.how = "as transient uid " + std::to_string(u.uid);
+    }
+    // In the runner's TMPDIR where the role's user may pass through it, else in /tmp.
+    const char* tmp = std::getenv("TMPDIR");
+    struct stat st {};
+    const bool usable = tmp && *tmp == '/' && ::stat(tmp, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_IXOTH);
+    std::string dir = std::string(usable ? tmp : "/tmp") + "/ipcheck-role-home.XXXXXX";
+    if (::mkdtemp(dir.data()) || (dir = "/tmp/ipcheck-role-home.XXXXXX", ::mkdtemp(dir.data()))) {
+      if (::chown(dir.c_str(), u.uid, u.gid) == 0 && ::chmod(dir.c_str(), 0700) == 0) {
+        u.home = dir;
+        home.path = dir;
+      } else {
+        ::rmdir(dir.c_str());
+      }
+    }
+    return u;
+  }();
+  return user;
 }
 
 unsigned long long role_capabilities() {
@@ -216,7 +321,11 @@ struct ChildArgs {
   sigset_t none;
   ::sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  drop_privileges(*a.privileges);
+  if (!drop_privileges(*a.privileges)) {
+    const int err = errno + kUserChangeFailed;
+    (void)!::write(st_w, &err, sizeof err);
+    ::_exit(127);
+  }
   // Move every source above the target numbers first, so no dup2 clobbers another.
   const int hi_null = ::fcntl(devnull, F_DUPFD, 10);
   const int hi_out = ::fcntl(out_w, F_DUPFD, 10);
@@ -340,7 +449,15 @@ void RoleProcess::confirm_exec() {
     ::waitpid(pid_, &status, 0);
     pid_ = 0;
     output_.reset();
-    throw SpawnError("exec " + executable_ + ": " + std::strerror(err), err);
+    if (err >= kUserChangeFailed)
+      throw SpawnError("cannot start a role " + role_user().how + ": setresuid/setresgid: " +
+                           std::strerror(err - kUserChangeFailed) + " (IPCHECK_ROLE_USER names another user)",
+                       err - kUserChangeFailed);
+    throw SpawnError("exec " + executable_ + ": " + std::strerror(err) +
+                         (err == EACCES && role_user().drop ? " (roles run " + role_user().how +
+                                                                  ": the install must be readable and executable by it)"
+                                                            : ""),
+                     err);
   }
 }
 

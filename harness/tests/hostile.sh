@@ -90,6 +90,9 @@ case "$class" in
     expect 2 "cannot write 'disk/program.c'.*No space left on device" -- \
       "$ipcheck" fuzz --export-c confused_deputy-bytes_24 --results "$campaign" -o disk/program.c
     same disk/program.c program.c.good
+    # A first store add on the full disk: exit 2, and no store file left (not even 0 bytes).
+    expect 2 "disk/results.db" -- "$ipcheck" store add "$good" --db disk/results.db
+    [ ! -e disk/results.db ] || fail "a failed first store add left disk/results.db ($(stat -c %s disk/results.db) bytes)"
     no_temp disk
     no_temp disk/run
     ;;
@@ -406,6 +409,70 @@ case "$class" in
     fi
     ;;
 
+  terminal-lines)
+    # Every line a report command prints goes through the one terminal escaper: report
+    # compare's first line (the adapters' names) and report first-bad's header (case id,
+    # adapter, driver, GPUs, versions, reason) included.
+    checker="$(dirname "$self")/hostile_text.py"
+    python3 "$checker" make "$good" hostile.json || { fail "cannot make hostile.json"; exit 1; }
+    "$ipcheck" report compare "$good" hostile.json >compare.txt 2>&1 || [ $? -eq 1 ] || fail "report compare failed: $(head -c 300 compare.txt)"
+    "$ipcheck" report compare hostile.json "$good" --all >>compare.txt 2>&1 || [ $? -eq 1 ] || fail "report compare --all failed"
+    # A case id a command line can carry (no NUL): escapes and C1 controls, in a run whose
+    # every other field is the hostile payload.
+    python3 - <<'PY'
+import json
+doc = json.load(open("hostile.json"))
+doc["cases"][0]["id"] = "memory.x\x1b]0;PWNED-title\x07\x1b[31mred\u009b2J"
+json.dump(doc, open("hostile-id.json", "w"))
+open("id.txt", "w").write(doc["cases"][0]["id"])
+PY
+    "$ipcheck" store add hostile-id.json --db store.db >/dev/null 2>&1 || fail "store add failed"
+    id="$(cat id.txt)"
+    "$ipcheck" report first-bad "$id" --db store.db >first-bad.txt 2>&1 || [ $? -eq 1 ] || fail "report first-bad failed: $(head -c 300 first-bad.txt)"
+    grep -q "ipcheck report first-bad" first-bad.txt || fail "report first-bad printed no header: $(head -c 300 first-bad.txt)"
+    for t in compare.txt first-bad.txt; do
+      if python3 "$checker" term "$t"; then echo "ok  $t: no control sequence"; else fail "$t"; fi
+    done
+    ;;
+
+  runner-stopped)
+    # The runner stopped (SIGSTOP) for 5 s while event.pending's consumer waits for the
+    # signal: the roles' messages wait on the runner ("waiting" never reaches the producer),
+    # so the consumer's 3-s wait runs out. That is never the adapter's fail: the attempt is
+    # kept as an `error` naming the runner, and the case runs again (and passes). The stop
+    # comes right after the consumer starts (its handle, open and 150-ms wait come first);
+    # a few offsets are tried until one meets the consumer's wait.
+    staged=0
+    for off in 0 0.03 0.06 0.1; do
+      rm -rf run
+      "$ipcheck" run --adapter ref --filter event.pending --exact --audit proc --quiet --out run >run.out 2>&1 &
+      runner=$!
+      for _ in $(seq 3000); do pgrep -P "$runner" -f -- "--role consumer" >/dev/null && break; sleep 0.005; done
+      sleep "$off"
+      kill -STOP "$runner" && sleep 5 && kill -CONT "$runner"
+      wait "$runner"
+      verdict="$(python3 - run/results.json "$off" <<'PY'
+import json, sys
+c = [c for c in json.load(open(sys.argv[1]))["cases"] if c["id"] == "event.pending"][0]
+attempts = c.get("attempts", [])
+print("stopped %s s after the consumer started: %s; attempts: %s" % (sys.argv[2], c["status"],
+      ", ".join("%s (%s)" % (a["status"], a.get("reason", "")[:170]) for a in attempts) or "one"))
+if c["status"] in ("fail", "timeout") or any(a["status"] in ("fail", "timeout") for a in attempts):
+    print("CHARGED: the runner's stop was charged to the adapter: " + c.get("reason", ""))
+elif attempts and attempts[0]["status"] == "error" and "the runner itself was stopped" in attempts[0].get("reason", ""):
+    print("STAGED")
+PY
+)"
+      echo "$verdict"
+      case "$verdict" in
+        *CHARGED*) fail "$verdict"; break ;;
+        *STAGED*) staged=1; break ;;
+      esac
+    done
+    [ "$failures" -gt 0 ] || [ "$staged" = 1 ] ||
+      { echo "SKIP: no stop met the consumer's wait (the machine's timing); nothing was charged to the adapter"; exit 0; }
+    ;;
+
   machine-limits)
     # Limits that would turn a driver's allocation into EFBIG or ENOMEM make every case
     # `error` naming the limit, never the adapter's `fail`; a bad adapter option value is
@@ -512,6 +579,246 @@ PY
     echo "ok  role: NoNewPrivs 1, CapEff/CapPrm/CapBnd $keep, SigIgn 0, environment: $envs"
     ;;
 
+  pg-server-stop)
+    # ci/pg-server runs as root and its server as an unprivileged user, who can write the
+    # server's postmaster.pid: a root process's pid planted there is never signalled, and the
+    # real server is stopped all the same (never left running with its folder gone).
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the script signals as root only there)"; exit 0; }
+    pg_server="$(dirname "$self")/../../ci/pg-server"
+    rc=0
+    "$pg_server" start state >start.out 2>&1 || rc=$?
+    [ "$rc" -eq 77 ] && { echo "SKIP: no PostgreSQL server binaries (apt-get install postgresql)"; exit 0; }
+    [ "$rc" -eq 0 ] || { fail "ci/pg-server start failed: $(cat start.out)"; exit 1; }
+    folder="$(cat state/server)"
+    server="$(head -n 1 "$folder/data/postmaster.pid")"
+    sleep 300 &
+    victim=$!
+    pg_user="$(stat -c %U "$folder/data")"
+    runuser -u "$pg_user" -- sed -i "1s/.*/$victim/" "$folder/data/postmaster.pid" || fail "could not plant the pid as $pg_user"
+    "$pg_server" stop state >stop.out 2>&1 || fail "ci/pg-server stop failed: $(cat stop.out)"
+    if kill -0 "$victim" 2>/dev/null; then echo "ok  root's sleep $victim (planted in postmaster.pid by $pg_user) not signalled"
+    else fail "ci/pg-server stop killed root's process $victim, whose pid $pg_user wrote into postmaster.pid"; fi
+    kill "$victim" 2>/dev/null; wait "$victim" 2>/dev/null
+    if [ -d "/proc/$server" ] && tr '\0' ' ' <"/proc/$server/cmdline" | grep -qF "$folder/data"; then
+      fail "the server (pid $server) was left running"; kill -KILL "$server"
+    else echo "ok  the server (pid $server) stopped"; fi
+    [ ! -e "$folder" ] || fail "$folder was not removed"
+    ;;
+
+  store-passwords)
+    # A PostgreSQL password in every form a URI can hold it (user info with '?', '#', '/' or
+    # '@'; password=, %70assword=, an encoded value, sslpassword=) never shows: not in store add,
+    # store ls (text and JSON), nor in an error. On a server of our own (trust authentication:
+    # the password is never checked, only never shown); without PostgreSQL, the errors only.
+    pg_server="$(dirname "$self")/../../ci/pg-server"
+    trap '"$pg_server" stop "$work/state" >/dev/null 2>&1' EXIT
+    rc=0
+    "$pg_server" start state >start.out 2>&1 || rc=$?
+    if [ "$rc" -eq 0 ] && "$ipcheck" store ls --db "$(cat state/url)" 2>&1 | grep -q "without PostgreSQL support"; then rc=77; fi
+    if [ "$rc" -eq 0 ]; then host="$(cat state/server)"; else host=/nonexistent-ipcheck-socket-dir; fi
+    check_quiet() { # SECRET WHAT FILE
+      if grep -qF -- "$1" "$3"; then fail "$2 shows the password '$1': $(head -c 400 "$3")"; else echo "ok  $2: no '$1'"; fi
+    }
+    forms=("ipcheck:pa?ss@/postgres?host=$host" "pa?ss"
+           "ipcheck:pa#ss@/postgres?host=$host" "pa#ss"
+           "ipcheck:p%61ss%3Fw0rd@/postgres?host=$host" "pass?w0rd"
+           "/postgres?host=$host&user=ipcheck&password=s3cret" "s3cret"
+           "/postgres?host=$host&user=ipcheck&%70assword=s3cret" "s3cret"
+           "/postgres?host=$host&user=ipcheck&password=s%33cr%65t" "s3cret"
+           "/postgres?host=$host&user=ipcheck&sslpassword=k3ypass" "k3ypass")
+    for ((i = 0; i < ${#forms[@]}; i += 2)); do
+      db="postgresql://${forms[i]}" secret="${forms[i + 1]}"
+      "$ipcheck" store add "$good" --db "$db" >add.out 2>&1
+      add_rc=$?
+      check_quiet "$secret" "store add ($add_rc) of ${forms[i]%%@*}" add.out
+      if [ "$rc" -eq 0 ]; then
+        [ "$add_rc" -eq 0 ] || fail "store add failed: $(cat add.out)"
+        "$ipcheck" store ls --db "$db" >ls.out 2>&1 || fail "store ls failed: $(cat ls.out)"
+        check_quiet "$secret" "store ls" ls.out
+        grep -qF '***' ls.out || fail "store ls does not name the store redacted: $(head -3 ls.out)"
+        "$ipcheck" store ls --db "$db" --format json >ls.json 2>&1 || fail "store ls --format json failed: $(cat ls.json)"
+        check_quiet "$secret" "store ls --format json" ls.json
+      fi
+    done
+    # A '/' or '@' in the user info's password: libpq would end the password there and take the
+    # rest for a host (and quote it in its error); refused before connecting.
+    for pass in pa/ss pa@ss; do
+      expect 2 "percent-encode those characters" -- "$ipcheck" store ls --db "postgresql://ipcheck:$pass@/postgres?host=$host"
+      "$ipcheck" store ls --db "postgresql://ipcheck:$pass@/postgres?host=$host" >err.out 2>&1
+      check_quiet "$pass" "the error for a password with '${pass:2:1}'" err.out
+      check_quiet "ss@" "the error for a password with '${pass:2:1}'" err.out
+    done
+    ;;
+
+  store-lies)
+    # A store is not trusted for what its columns say: a hand-edited source store (its digest
+    # and summary columns) is refused by store copy, naming the run and the column; and store add
+    # never answers "already stored" for a run whose stored results are another run's.
+    python3 - "$good" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for name, start in (("a.json", "2026-01-01T00:00:00Z"), ("b.json", "2026-01-02T00:00:00Z")):
+    doc["run"]["start"] = start
+    json.dump(doc, open(name, "w"))
+PY
+    "$ipcheck" store add b.json --db scratch.db >/dev/null || fail "store add b.json failed"
+    digest_b="$(sqlite3 scratch.db 'SELECT digest FROM runs')"
+    "$ipcheck" store add a.json --db src.db >/dev/null || fail "store add a.json failed"
+    sqlite3 src.db "UPDATE runs SET digest = '$digest_b', total = 999, unexpected = 0" || fail "could not edit src.db"
+    expect 2 "src.db: run 1: digest is '$digest_b', the results say '[0-9a-f]{64}' \(the store was edited or is damaged\); not copied" -- \
+      "$ipcheck" store copy --from src.db --to dst.db
+    if [ -e dst.db ]; then
+      n="$(sqlite3 dst.db 'SELECT count(*) FROM runs' 2>/dev/null)"
+      [ "${n:-0}" -eq 0 ] || fail "store copy copied $n run(s) of the edited store into dst.db"
+    fi
+    expect 2 "src.db: run 1 has this run's digest [0-9a-f]{12} but other results \(the store was edited or is damaged\): this run is not stored" -- \
+      "$ipcheck" store add b.json --db src.db
+    # The edited summary alone (the digest true): refused by copy too, naming the column.
+    "$ipcheck" store add a.json --db src2.db >/dev/null || fail "store add a.json failed"
+    sqlite3 src2.db "UPDATE runs SET total = 999"
+    expect 2 "src2.db: run 1: total is '999', the results say '[0-9]+'" -- "$ipcheck" store copy --from src2.db --to dst2.db
+    ;;
+
+  role-user)
+    # Under a root run a role owns nothing (issue 41): it runs as an unprivileged uid, and
+    # from inside it cannot read or append to a root-only file, read /etc/shadow, open
+    # /etc/passwd for writing, write /proc/sys, or signal a process of another user.
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (roles change their user only under a root runner)"; exit 0; }
+    selftest="$(dirname "$ipcheck")/ipcheck-selftest"
+    [ -x "$selftest" ] || { fail "no $selftest: build the ipcheck-selftest target"; exit 1; }
+    echo "root's secret" >root-only
+    chmod 600 root-only
+    sleep 300 &
+    other=$!
+    IPCHECK_SELFTEST_ROOT_ONLY="$work/root-only" IPCHECK_SELFTEST_OTHER_PID="$other" \
+      "$selftest" run --adapter ref --filter selftest.privileges --exact --audit proc --quiet --out run ||
+      fail "the selftest run failed"
+    obs() { python3 -c 'import json,sys; c=[c for c in json.load(open("run/results.json"))["cases"] if c["id"]=="selftest.privileges"][0]; print(c.get("observations",{}).get(sys.argv[1],"(none)"))' "$1"; }
+    uid="$(obs Uid)"
+    echo "role: Uid $uid, Gid $(obs Gid), Groups '$(obs Groups)'"
+    read -r ruid euid suid fsuid <<<"$uid"
+    for u in "$ruid" "$euid" "$suid" "$fsuid"; do
+      case "$u" in '' | 0 | *[!0-9]*) fail "the role's /proc/self/status Uid is '$uid': not an unprivileged uid"; break ;; esac
+    done
+    for probe in read_root_only append_root_only read_shadow write_passwd write_proc_sys signal_other_uid; do
+      got="$(obs probe.$probe)"
+      case "$got" in
+        EACCES | EPERM | EROFS) echo "ok  $probe: $got" ;;
+        *) fail "$probe from inside a role: $got (expected a refusal)" ;;
+      esac
+    done
+    kill -0 "$other" || fail "the root process $other is gone"
+    kill "$other"; wait "$other" 2>/dev/null
+    home="$(obs home)"
+    case "$home" in */ipcheck-role-home.*) [ ! -e "$home" ] || fail "the role's temporary home $home was left" ;;
+      *) fail "the role's HOME is '$home', not a temporary home of its own" ;; esac
+    ;;
+
+  store-hung-server)
+    # A PostgreSQL server that stops answering (SIGSTOP, as a hung host would) inside an add's
+    # transaction, at its commit: store add gives up in bounded time (--busy-timeout S and 30 s
+    # more) with exit 2, saying the add may have landed; before the transaction (the server
+    # stopped from the start): exit 2 in bounded time too.
+    pg_server="$(dirname "$self")/../../ci/pg-server"
+    stopped=""
+    trap '[ -z "$stopped" ] || kill -CONT $stopped 2>/dev/null; rm -f "$work/paused"; "$pg_server" stop "$work/state" >/dev/null 2>&1' EXIT
+    rc=0
+    "$pg_server" start state >start.out 2>&1 || rc=$?
+    if [ "$rc" -eq 0 ] && "$ipcheck" store ls --db "$(cat state/url)" 2>&1 | grep -q "without PostgreSQL support"; then rc=77; fi
+    if [ "$rc" -eq 0 ]; then
+      python3 - "$good" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for i in (1, 2, 3):
+    doc["run"]["start"] = "2026-02-%02dT00:00:00Z" % i
+    json.dump(doc, open("run%d.json" % i, "w"))
+PY
+      db="$(cat state/url)"
+      "$ipcheck" store add run1.json --db "$db" >add1.out 2>&1 || fail "store add run1: $(cat add1.out)"
+      server="$(cut -d' ' -f1 state/pid 2>/dev/null || head -n 1 "$(cat state/server)/data/postmaster.pid")"
+      IPCHECK_STORE_TEST_PAUSE_BEFORE_COMMIT="$work/paused" timeout 120 "$ipcheck" store add run2.json --db "$db" --busy-timeout 1 >add2.out 2>&1 &
+      adder=$!
+      for _ in $(seq 600); do [ -e paused ] && break; sleep 0.1; done
+      [ -e paused ] || fail "the add never reached its commit: $(cat add2.out)"
+      stopped="$server $(pgrep -P "$server" | tr '\n' ' ')"
+      kill -STOP $stopped
+      t0=$(date +%s)
+      rm -f paused
+      rc=0
+      wait "$adder" || rc=$?
+      t=$(( $(date +%s) - t0 ))
+      kill -CONT $stopped; stopped=""
+      if [ "$rc" -eq 124 ]; then fail "store add hung on a server that stopped answering at its commit (killed after 120 s)"
+      elif [ "$rc" -ne 2 ]; then fail "store add exited $rc on a stopped server, expected 2: $(cat add2.out)"
+      elif ! grep -q "did not answer within 31 s" add2.out || ! grep -q "whether it committed is unknown" add2.out; then
+        fail "the error does not say the server stopped answering and that the add may have landed: $(cat add2.out)"
+      else echo "ok  a server stopped at the commit: exit 2 after $t s: $(head -c 300 add2.out)"; fi
+      # Stopped before the add begins: the connection's own limit.
+      stopped="$server $(pgrep -P "$server" | tr '\n' ' ')"
+      kill -STOP $stopped
+      rc=0
+      timeout 120 "$ipcheck" store add run3.json --db "$db" --busy-timeout 1 >add3.out 2>&1 || rc=$?
+      kill -CONT $stopped; stopped=""
+      if [ "$rc" -eq 124 ]; then fail "store add hung on a stopped server (killed after 120 s)"
+      elif [ "$rc" -ne 2 ]; then fail "store add exited $rc on a stopped server, expected 2: $(cat add3.out)"
+      else echo "ok  a server stopped before the add: exit 2: $(head -c 300 add3.out)"; fi
+    else
+      echo "(no PostgreSQL server here: its half is not run)"
+    fi
+    # (A failed first add on SQLite leaving no store file: class full-disk.)
+    ;;
+
+  reproducer-paths)
+    # A results file's reproducer stays inside its folder: `../../x.repro` (there, and a
+    # valid reproducer) is refused by fuzz --export-c, never read; and a campaign merged into a
+    # run's results.json from a folder beside it has its reproducers copied in (findings/),
+    # never named with '..'.
+    fixtures="$(dirname "$self")/../../fuzz/tests/fixtures"
+    mkdir -p a/b
+    cp "$fixtures/cuda-offset-learned.repro" outside.repro
+    python3 - "$good" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["fuzz"] = {"status": "completed", "findings": [
+    {"id": "planted", "outcome": "confused_deputy", "reproducer": "../../outside.repro"},
+    {"id": "absolute", "outcome": "confused_deputy", "reproducer": "/etc/hostname.repro"}]}
+json.dump(doc, open("a/b/results.json", "w"))
+PY
+    expect 2 "names reproducer '../../outside.repro', not a \*.repro inside the results' folder" -- \
+      "$ipcheck" fuzz --export-c planted --results a/b/results.json -o a/b/planted.c
+    [ ! -e a/b/planted.c ] || fail "fuzz --export-c wrote a program from a reproducer outside the results' folder"
+    mkdir -p a/b/findings
+    ln -s ../../../outside.repro a/b/findings/linked.repro
+    python3 - <<'PY'
+import json
+doc = json.load(open("a/b/results.json"))
+doc["fuzz"]["findings"].append({"id": "linked", "outcome": "confused_deputy", "reproducer": "findings/linked.repro"})
+json.dump(doc, open("a/b/results.json", "w"))
+PY
+    expect 2 "names reproducer 'findings/linked.repro', not a \*.repro inside the results' folder" -- \
+      "$ipcheck" fuzz --export-c linked --results a/b/results.json -o a/b/linked.c
+    # The merge: a campaign in a folder beside the run's.
+    "$ipcheck" run --adapter ref --filter memory.roundtrip.page --exact --audit proc --quiet --out run >/dev/null ||
+      fail "ipcheck run failed"
+    defects="$(dirname "$ipcheck")/ipcheck-defects"
+    if [ -x "$defects" ]; then
+      IPCREF_DEFECT=crash_on_truncated "$defects" fuzz --adapter ref --runs 3000 --minimise-time 5 --quiet \
+        --out campaign --results run/results.json >fuzz.out 2>&1
+      python3 - <<'PY' || fail "the merged results name a reproducer outside their folder"
+import json, os, sys
+doc = json.load(open("run/results.json"))
+named = [f["reproducer"] for f in doc.get("fuzz", {}).get("findings", []) if isinstance(f.get("reproducer"), str)]
+print("merged reproducers: %s" % (", ".join(named) or "none"))
+bad = [n for n in named if n.startswith("/") or ".." in n.split("/") or not os.path.isfile(os.path.join("run", n))]
+if bad or not named:
+    print("outside or missing: %s" % bad)
+    sys.exit(1)
+PY
+    else
+      fail "no $defects: build the ipcheck-defects target"
+    fi
+    ;;
+
   deep-json)
     # 100,000 nested arrays: every JSON reader refuses the file before parsing it (exit 2,
     # naming it and the depth), never a stack overflow.
@@ -584,7 +891,10 @@ PY
       echo "SKIP: no C compiler to build the marker library"
       exit 0
     fi
-    printf '#include <stdio.h>\n__attribute__((constructor)) static void mark(void) { FILE* f = fopen("%s/LOADED", "w"); if (f) fclose(f); }\n' \
+    # The marker goes into a folder every user may write: the fuzz workers that load the
+    # library are roles, which under a root run have a user of their own.
+    mkdir -p mark && chmod 1777 mark
+    printf '#include <stdio.h>\n__attribute__((constructor)) static void mark(void) { FILE* f = fopen("%s/mark/LOADED", "w"); if (f) fclose(f); }\n' \
       "$PWD" >marker.c
     cc -shared -fPIC -o libmarker.so marker.c || { echo "SKIP: cc cannot build a shared library"; exit 0; }
     for adapter in cuda vk ur; do
@@ -600,17 +910,17 @@ PY
         fail "$adapter: the replay did not say it ignored $key="
       grep -q "ignored  the reproducer's adapter option colour=green (no option of adapter $adapter)" <<<"$out" ||
         fail "$adapter: the replay did not say it ignored colour="
-      [ ! -e LOADED ] || fail "$adapter: replaying $adapter.repro loaded the library it named"
-      rm -f LOADED
+      [ ! -e mark/LOADED ] || fail "$adapter: replaying $adapter.repro loaded the library it named"
+      rm -f mark/LOADED
     done
     # Given on the command line, the same option is the person's choice and is used.
     printf '{"schema": "ipcheck.fuzz-repro/1", "adapter": "cuda", "setup": "ipcheck.fuzz-setup/1",
       "input": {"base": "producer.export[0]", "changes": [], "length": 64, "tail": ""}}\n' >plain.repro
     timeout 120 "$ipcheck" fuzz --replay plain.repro --adapter cuda --adapter-opt "library=$PWD/libmarker.so" >cmdline.out 2>&1
-    [ -e LOADED ] || fail "--adapter-opt library= on the command line was not used"$'\n'"$(tail -5 cmdline.out)"
+    [ -e mark/LOADED ] || fail "--adapter-opt library= on the command line was not used"$'\n'"$(tail -5 cmdline.out)"
     # A results file names no reproducer outside its folder.
     printf '{"schema": "ipcheck.results/2", "run": {"adapter": "cuda"}, "cases": [], "fuzz": {"findings": [{"id": "x", "reproducer": "/etc/passwd"}]}}\n' >escape.json
-    expect 2 "names reproducer '/etc/passwd', not a \*.repro relative to the results' folder" -- \
+    expect 2 "names reproducer '/etc/passwd', not a \*.repro (relative to|inside) the results' folder" -- \
       "$ipcheck" fuzz --export-c x --results escape.json -o x.c
     ;;
 

@@ -11,6 +11,7 @@
 #include <vector>
 #include <ctime>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "ipcheck/case.hpp"
@@ -376,9 +377,31 @@ IPCHECK_CASE(Case("selftest.privileges", "A role reports its no_new_privs flag, 
                      const auto colon = line.find(':');
                      if (colon == std::string::npos) continue;
                      const std::string key = line.substr(0, colon);
-                     if (key == "NoNewPrivs" || key.rfind("Cap", 0) == 0 || key == "SigIgn")
-                       r.observe(key, line.substr(line.find_first_not_of(" \t", colon + 1)));
+                     if (key == "NoNewPrivs" || key.rfind("Cap", 0) == 0 || key == "SigIgn" || key == "Uid" ||
+                         key == "Gid" || key == "Groups")
+                       r.observe(key, line.substr(std::min(line.size(), line.find_first_not_of(" \t", colon + 1))));
                    }
+                   // What the role may touch of the machine (issue 41): each probe's answer, "allowed"
+                   // or the errno's name. A root-only file (IPCHECK_SELFTEST_ROOT_ONLY), /etc/shadow,
+                   // /etc/passwd for writing, /proc/sys, and a signal to a process of another user
+                   // (IPCHECK_SELFTEST_OTHER_PID).
+                   const auto answer = [](bool ok) { return ok ? std::string("allowed") : std::string(::strerrorname_np(errno)); };
+                   const auto try_open = [&](const char* path, int flags) {
+                     const int fd = ::open(path, flags | O_CLOEXEC);
+                     const std::string a = answer(fd >= 0);
+                     if (fd >= 0) ::close(fd);
+                     return a;
+                   };
+                   if (const char* f = std::getenv("IPCHECK_SELFTEST_ROOT_ONLY")) {
+                     r.observe("probe.read_root_only", try_open(f, O_RDONLY));
+                     r.observe("probe.append_root_only", try_open(f, O_WRONLY | O_APPEND));
+                   }
+                   r.observe("probe.read_shadow", try_open("/etc/shadow", O_RDONLY));
+                   r.observe("probe.write_passwd", try_open("/etc/passwd", O_WRONLY | O_APPEND));
+                   r.observe("probe.write_proc_sys", try_open("/proc/sys/kernel/core_pattern", O_WRONLY));
+                   if (const char* h = std::getenv("HOME")) r.observe("home", h);
+                   if (const char* p = std::getenv("IPCHECK_SELFTEST_OTHER_PID"))
+                     r.observe("probe.signal_other_uid", answer(::kill(static_cast<pid_t>(std::atoi(p)), 0) == 0));
                    std::vector<std::string> names;
                    for (char** e = environ; e && *e; ++e) {
                      const std::string kv(*e);

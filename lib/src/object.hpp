@@ -24,12 +24,13 @@
 //     passed with the data descriptor (pread; its inode must be the one the name gives).
 // Once an export of an object was proven so, the importer remembers the fact (exporter pid
 // and identity guard, descriptor number -> control page, witness, header): a later open of
-// the same descriptor of the same exporter takes the descriptor, checks with fstat that it is
-// the object's data memfd still, and reads the slot and the witness (one process_vm_readv),
-// without the identity guard's fstat, the control inode and /proc/<pid>/maps. An intact
-// witness proves the object alive when the descriptor was taken, and the process the
-// exporter, since the witness page is wiped in every child. Anything else (a miss, a
-// witness gone, a slot that does not match) takes the whole proof above, which also gives
+// the same descriptor of the same exporter checks the identity guard on the exporter's pidfd,
+// takes the descriptor, checks with fstat that it is the object's data memfd still, and reads
+// the slot and the witness (one process_vm_readv), without the control inode and
+// /proc/<pid>/maps. An intact witness proves the object alive when the descriptor was taken;
+// the guard proves the process the exporter (a process sharing its memory, clone(CLONE_VM),
+// shows the witness too). Anything else (a miss, a guard or witness that differs, a slot that
+// does not match) takes the whole proof above, which also gives
 // every refusal its message.
 // The slot's token, offset and size must be the handle's, the header's data inode the
 // descriptor's. Revoking an export (put, free) clears its slot.

@@ -434,8 +434,11 @@ std::optional<imported_object> import_proven(const record::fields& rec, record::
     return std::nullopt;
   unique_fd fd;
   {
+    // The identity guard, as the whole proof takes it: the witness proves the memory is the
+    // exporter's, not that the process at its pid is the exporter (a process that shares its
+    // memory, clone(CLONE_VM), wipes nothing and may take its pid once it exits).
     unique_fd pidfd(sys::pidfd_open(static_cast<pid_t>(rec.pid)));
-    if (!pidfd) return std::nullopt;
+    if (!pidfd || check_guard(pidfd.get(), rec, verb)) return std::nullopt;
     fd.reset(sys::pidfd_getfd(pidfd.get(), rec.fd));
   }
   if (!fd) return std::nullopt;

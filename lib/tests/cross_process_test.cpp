@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/sched.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -531,6 +532,146 @@ TEST_F(CrossProcess, rb_open_pid_reuse_by_descendant) {
   const auto outcome = failure_of([&] { opened_ptr(mem::open(rec, ctx, dev), ctx); });
   cleanup(static_cast<pid_t>(g));
   ASSERT_TRUE(outcome.has_value()) << "opened a record of an exporter that has exited, through its descendant";
+  EXPECT_EQ(outcome->code, errc::exporter_gone) << outcome->message;
+  EXPECT_NE(outcome->message.find("rb.open.pid_reuse"), std::string::npos) << outcome->message;
+}
+
+// Pid reuse by a process that shares the exporter's memory, after this process has opened
+// the export (so that its next open takes the fast path). The exporter E makes C with
+// clone(CLONE_VM): C shares E's memory, so nothing is wiped (no fork), and holds a copy of its
+// descriptors. E exits; C makes G at E's pid (ns_last_pid, then clone(CLONE_VM)). G shows
+// everything E showed, the witness included, and is not E: its identity guard differs. The
+// fast path must check the guard as the whole proof does: exporter_gone (rb.open.pid_reuse).
+namespace clone_vm_reuse {
+
+struct shared {
+  int to_c = -1, from_c = -1;  // C's pipe ends
+  pid_t want = 0;
+};
+
+int g_main(void*) {
+  for (;;) ::pause();  // G: holds E's memory and descriptors until killed
+}
+
+// C: on "go" (E's pid through the pipe), makes G at that pid and says which pid it got
+// (-errno when it cannot choose one). Raw system calls only: C runs on E's memory and TLS.
+int c_main(void* arg) {
+  auto* sh = static_cast<shared*>(arg);
+  pid_t want = 0;
+  if (::read(sh->to_c, &want, sizeof want) != static_cast<ssize_t>(sizeof want)) ::_exit(4);
+  static char stack[64 * 1024] __attribute__((aligned(16)));
+  long said = -EEXIST;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int f = ::open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+    if (f < 0) {
+      said = -errno;
+      break;
+    }
+    char digits[16];
+    int n = 0;
+    for (long v = want - 1; v > 0 || n == 0; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+    char text[16];
+    for (int i = 0; i < n; ++i) text[i] = digits[n - 1 - i];
+    const bool wrote = ::write(f, text, static_cast<std::size_t>(n)) == n;
+    const int err = errno;
+    ::close(f);
+    if (!wrote) {
+      said = -err;
+      break;
+    }
+    const pid_t g = ::clone(g_main, stack + sizeof stack, CLONE_VM | SIGCHLD, nullptr);
+    if (g == want) {
+      said = g;
+      break;
+    }
+    if (g > 0) {
+      ::kill(g, SIGKILL);
+      ::waitpid(g, nullptr, 0);
+    }
+  }
+  (void)!::write(sh->from_c, &said, sizeof said);
+  for (;;) ::pause();
+}
+
+}  // namespace clone_vm_reuse
+
+TEST_F(CrossProcess, rb_open_pid_reuse_by_clone_vm) {
+  int to_e[2], from_e[2], to_c[2], from_c[2];
+  ASSERT_EQ(::pipe2(to_e, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(from_e, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(to_c, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(from_c, O_CLOEXEC), 0);
+  const int was_subreaper = [] {
+    int v = 0;
+    ::prctl(PR_GET_CHILD_SUBREAPER, &v);
+    return v;
+  }();
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // C, orphaned when E exits, comes here
+  const pid_t e = ::fork();
+  ASSERT_GE(e, 0);
+  if (e == 0) {  // E: export, make C (sharing this memory), wait to be told to exit
+    char go = 0;
+    try {
+      void* a = malloc_device(4096, dev, ctx);
+      fill_pattern(a, 4096, 35);
+      const handle h = mem::get(a, ctx);
+      (void)!::write(from_e[1], h.data().data(), h.data().size());
+    } catch (...) {
+      ::_exit(3);
+    }
+    static clone_vm_reuse::shared sh;
+    sh.to_c = to_c[0];
+    sh.from_c = from_c[1];
+    static char stack[64 * 1024] __attribute__((aligned(16)));
+    const pid_t c = ::clone(clone_vm_reuse::c_main, stack + sizeof stack, CLONE_VM | SIGCHLD, &sh);
+    (void)!::write(from_e[1], &c, sizeof c);
+    (void)!::read(to_e[0], &go, 1);
+    ::_exit(0);
+  }
+  record::bytes rec{};
+  ASSERT_EQ(::read(from_e[0], rec.data(), rec.size()), static_cast<ssize_t>(rec.size()));
+  pid_t c = 0;
+  ASSERT_EQ(::read(from_e[0], &c, sizeof c), static_cast<ssize_t>(sizeof c));
+  ASSERT_GT(c, 0) << "clone(CLONE_VM) failed in the exporter";
+  bool e_reaped = false;
+  auto cleanup = [&](pid_t g) {
+    for (pid_t p : {c, g, e_reaped ? 0 : e})
+      if (p > 0) {
+        ::kill(p, SIGKILL);
+        ::waitpid(p, nullptr, 0);
+      }
+    for (int* fds : {to_e, from_e, to_c, from_c}) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+    }
+    ::prctl(PR_SET_CHILD_SUBREAPER, was_subreaper);
+  };
+  for (int i = 0; i < 2; ++i) {  // opened twice while E lives: the second open is the fast path's
+    opened_ptr o(mem::open(rec, ctx, dev), ctx);
+    EXPECT_EQ(find_mismatch(o.get(), 4096, 35), SIZE_MAX);
+  }
+  ASSERT_EQ(::write(to_e[1], "x", 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(e, &status, 0), e);
+  e_reaped = true;
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  const pid_t e_pid = e;
+  ASSERT_EQ(::write(to_c[1], &e_pid, sizeof e_pid), static_cast<ssize_t>(sizeof e_pid));
+  long g = 0;
+  ASSERT_EQ(::read(from_c[0], &g, sizeof g), static_cast<ssize_t>(sizeof g));
+  if (g == -EPERM || g == -EACCES || g == -EROFS || g == -ENOENT || g == -EEXIST) {
+    cleanup(0);
+    GTEST_SKIP() << (g == -EEXIST ? "E's pid was taken by another process first (200 tries)"
+                                  : "cannot choose a pid (writing ns_last_pid needs CAP_SYS_ADMIN)");
+  }
+  if (g != e_pid) {
+    cleanup(g > 0 ? static_cast<pid_t>(g) : 0);
+    FAIL() << "ns_last_pid + clone for pid " << e_pid << " answered " << g;
+  }
+  const auto outcome = failure_of([&] { opened_ptr(mem::open(rec, ctx, dev), ctx); });
+  cleanup(static_cast<pid_t>(g));
+  ASSERT_TRUE(outcome.has_value())
+      << "opened a record of an exporter that has exited, through a process sharing its memory at its pid";
   EXPECT_EQ(outcome->code, errc::exporter_gone) << outcome->message;
   EXPECT_NE(outcome->message.find("rb.open.pid_reuse"), std::string::npos) << outcome->message;
 }

@@ -125,7 +125,7 @@ Comparison compare_results(const Results& a, const Results& b, const std::string
 }
 
 std::string render_compare_text(const Comparison& c, bool all) {
-  std::string s = fmt("ipcheck report compare: %s and %s\n", c.a.adapter.c_str(), c.b.adapter.c_str());
+  std::string s = "ipcheck report compare: " + text::plain(c.a.adapter) + " and " + text::plain(c.b.adapter) + "\n";
   for (const auto* side : {&c.a, &c.b})
     s += "  " + text::plain(side->adapter) + "  " + text::plain(side->label) + "  " +
          text::plain(side->driver_name + " " + side->driver_version) + "  " + std::to_string(side->total) + " cases\n";

@@ -436,4 +436,28 @@ void prepare_output_dir(const std::string& dir) {
   ::unlink(probe.c_str());
 }
 
+std::string reproducer_path(const std::string& results, const std::string& finding, const std::string& named) {
+  const fs::path folder = fs::path(results).parent_path();
+  const fs::path p(named);
+  bool inside = !named.empty() && p.is_relative() && !p.has_root_name() && p.extension() == ".repro";
+  int depth = 0;
+  for (const auto& part : p.lexically_normal()) {
+    if (!inside) break;
+    if (part == "..") inside = --depth >= 0;
+    else if (part != "." && !part.empty()) ++depth;
+  }
+  const fs::path base = folder.empty() ? fs::path(".") : folder;
+  const fs::path full = base / p;
+  std::error_code ec;
+  if (inside && fs::exists(full, ec)) {  // the folder's own links may lead out of it, too
+    const auto rel = fs::weakly_canonical(full, ec).lexically_relative(fs::weakly_canonical(base, ec));
+    inside = !ec && !rel.empty() && *rel.begin() != "..";
+  }
+  if (!inside)
+    throw FileError("'" + escape_invalid_utf8(results) + "': fuzz finding " + escape_invalid_utf8(finding) +
+                    " names reproducer '" + escape_invalid_utf8(named) +
+                    "', not a *.repro inside the results' folder; ipcheck writes findings/<id>.repro there");
+  return full.string();
+}
+
 }  // namespace ipcheck::reports

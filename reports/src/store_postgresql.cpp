@@ -13,8 +13,11 @@
 #include "ipcheck/reports/files.hpp"
 
 #include <libpq-fe.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -26,6 +29,34 @@
 namespace ipcheck::reports {
 
 bool postgresql_store_available() { return true; }
+
+const std::vector<std::string>& conninfo_secret_keywords() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    char* err = nullptr;
+    PQconninfoOption* o = PQconninfoParse("", &err);  // every keyword, with its display flag
+    for (const PQconninfoOption* p = o; p && p->keyword; ++p)
+      if (p->dispchar && std::strchr(p->dispchar, '*')) out.push_back(p->keyword);
+    PQconninfoFree(o);
+    PQfreemem(err);
+    for (const char* k : {"password", "sslpassword"})
+      if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+    return out;
+  }();
+  return keys;
+}
+
+std::vector<std::string> conninfo_secrets_by_libpq(const std::string& conninfo) {
+  std::vector<std::string> out;
+  char* err = nullptr;
+  PQconninfoOption* o = PQconninfoParse(conninfo.c_str(), &err);
+  PQfreemem(err);
+  const auto& keys = conninfo_secret_keywords();
+  for (const PQconninfoOption* p = o; p && p->keyword; ++p)
+    if (p->val && *p->val && std::find(keys.begin(), keys.end(), p->keyword) != keys.end()) out.push_back(p->val);
+  PQconninfoFree(o);
+  return out;
+}
 
 namespace {
 
@@ -110,19 +141,20 @@ struct PgFailure {
 
 class PgBackend final : public StoreBackend {
  public:
-  PgBackend(PGconn* c, std::string shown) : c_(c), shown_(std::move(shown)) {}
+  PgBackend(PGconn* c, std::string shown, std::vector<std::string> secrets)
+      : c_(c), shown_(std::move(shown)), secrets_(std::move(secrets)) {}
   ~PgBackend() override { PQfinish(c_); }
   PgBackend(const PgBackend&) = delete;
   PgBackend& operator=(const PgBackend&) = delete;
 
   const char* name() const override { return "postgresql"; }
 
-  // A message from the server or libpq, without the password should one appear in it.
+  // A message from the server or libpq, without any secret of the connection string (as
+  // written and as decoded) or the password libpq used, should one appear in it.
   std::string scrub(std::string m) const {
-    const char* pass = PQpass(c_);
-    if (pass && *pass)
-      for (std::size_t i = 0; (i = m.find(pass, i)) != std::string::npos;) m.replace(i, std::strlen(pass), "***");
-    return trimmed(m);
+    std::vector<std::string> secrets = secrets_;
+    if (const char* pass = PQpass(c_); pass && *pass) secrets.push_back(pass);
+    return trimmed(scrubbed(std::move(m), secrets));
   }
 
   // Runs a statement; a failure comes back in `fail` (nullptr result) for the caller to judge.
@@ -138,10 +170,21 @@ class PgBackend final : public StoreBackend {
       lengths.push_back(static_cast<int>(v.size()));
       formats.push_back(p.binary ? 1 : 0);
     }
-    Result r(params.empty() && result_format == 0
-                 ? PQexec(c_, sql.c_str())
-                 : PQexecParams(c_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
-                                lengths.data(), formats.data(), result_format));
+    // Sent without blocking and waited for with a deadline: a server that stops answering
+    // (stopped, its host gone, a network that drops packets) never hangs the caller.
+    if (dead_) {
+      fail = {"", dead_why_, true};
+      return nullptr;
+    }
+    const int sent = params.empty() && result_format == 0
+                         ? PQsendQuery(c_, sql.c_str())
+                         : PQsendQueryParams(c_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
+                                             lengths.data(), formats.data(), result_format);
+    Result r = sent ? wait_result() : nullptr;
+    if (dead_) {
+      fail = {"", dead_why_, true};
+      return nullptr;
+    }
     const ExecStatusType st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
     const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
@@ -163,6 +206,66 @@ class PgBackend final : public StoreBackend {
     }
     return nullptr;
   }
+
+  // Every result of the statement sent, as PQexec gives them: the first error, or the last
+  // result. Each wait for the server is bounded by answer_limit_s_; past it the connection
+  // is shut down (dead_), and every later call fails at once.
+  Result wait_result() {
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + std::chrono::duration<double>(answer_limit_s_);
+    // One wait for the socket: false once the deadline passed (the connection then shut).
+    const auto wait_for = [&](short events) {
+      for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+        if (left <= 0) break;
+        pollfd p{PQsocket(c_), events, 0};
+        const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+        if (n > 0) return true;
+        if (n < 0 && errno != EINTR) return true;  // PQconsumeInput or PQflush says what it is
+      }
+      char why[200];
+      std::snprintf(why, sizeof why,
+                    "the server did not answer within %.0f s (the busy timeout and %.0f s more); the connection was "
+                    "closed",
+                    answer_limit_s_, kAnswerMarginS);
+      dead_ = true;
+      dead_why_ = why;
+      ::shutdown(PQsocket(c_), SHUT_RDWR);
+      return false;
+    };
+    // The statement out (the connection is non-blocking: a server that stops reading never
+    // blocks a write), then its results in.
+    for (int f; (f = PQflush(c_)) == 1;) {
+      if (!wait_for(POLLIN | POLLOUT)) return nullptr;
+      if (!PQconsumeInput(c_)) break;
+    }
+    Result kept;
+    for (;;) {
+      while (PQisBusy(c_)) {
+        if (!wait_for(POLLIN)) return nullptr;
+        if (!PQconsumeInput(c_)) break;  // the connection failed: PQgetResult says so
+      }
+      PGresult* next = PQgetResult(c_);
+      if (!next) break;
+      const ExecStatusType st = PQresultStatus(next);
+      const bool error = st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_EMPTY_QUERY;
+      const bool kept_error = kept && PQresultStatus(kept.get()) != PGRES_COMMAND_OK &&
+                              PQresultStatus(kept.get()) != PGRES_TUPLES_OK;
+      if (kept_error && !error) {
+        PQclear(next);
+      } else if (!kept_error) {
+        kept.reset(next);
+      } else {
+        PQclear(next);
+      }
+    }
+    return kept;
+  }
+
+  static constexpr double kAnswerMarginS = 30;
+  double answer_limit_s_ = kAnswerMarginS + 30;
+  bool dead_ = false;
+  std::string dead_why_;
 
   [[noreturn]] void failed(const PgFailure& f, const std::string& doing) const {
     if (f.connection_lost)
@@ -189,7 +292,8 @@ class PgBackend final : public StoreBackend {
   }
 
   void rollback() {
-    if (PQstatus(c_) == CONNECTION_OK) Result(PQexec(c_, "ROLLBACK"));
+    PgFailure ignored;
+    if (!dead_ && PQstatus(c_) == CONNECTION_OK) try_exec("ROLLBACK", {}, ignored);
   }
 
   static long long integer(const PGresult* r, int row, int col) {
@@ -437,6 +541,7 @@ class PgBackend final : public StoreBackend {
  private:
   PGconn* c_;
   std::string shown_;
+  std::vector<std::string> secrets_;
 };
 
 void quiet(void*, const char*) {}
@@ -446,17 +551,46 @@ void quiet(void*, const char*) {}
 std::unique_ptr<StoreBackend> open_postgresql_store(const std::string& uri, const std::string& shown, bool create,
                                                     int target, double busy_timeout_s) {
   const bool from_env = uri == "postgresql:" || uri == "postgres:";
+  // The string as libpq's own parser reads it, before any connection: a URI it cannot read is
+  // refused (its message scrubbed: a parser may quote the URI whole), and so is one whose
+  // password libpq would read other than as written (a '/' or '@' in it ends it early, and the
+  // rest would be taken for a host and shown in its errors).
+  std::vector<std::string> secrets = conninfo_secret_texts(uri);
+  if (!from_env) {
+    secrets.push_back(uri);
+    char* err = nullptr;
+    PQconninfoOption* parsed = PQconninfoParse(uri.c_str(), &err);
+    if (!parsed) {
+      std::string why = err ? err : "out of memory";
+      PQfreemem(err);
+      throw StoreError(shown + ": not a PostgreSQL URI libpq can read (" + trimmed(scrubbed(why, secrets)) +
+                       "); check it, percent-encoding reserved characters in its values (e.g. / as %2F)");
+    }
+    std::string libpq_password;
+    for (const PQconninfoOption* p = parsed; p->keyword; ++p)
+      if (std::strcmp(p->keyword, "password") == 0 && p->val) libpq_password = p->val;
+    PQconninfoFree(parsed);
+    if (const auto written = conninfo_uri_password(uri); written && *written != libpq_password)
+      throw StoreError(shown + ": libpq does not read the URI's password as written (a '/' or '@' in it ends it "
+                               "early); percent-encode those characters in the password (/ as %2F, @ as %40)");
+  }
   // Defaults first: the URI's own parameters (later in the list) override them.
-  const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
-  const char* values[] = {"10", "ipcheck", from_env ? nullptr : uri.c_str(), nullptr};
+  // TCP keepalives and a TCP user timeout (ignored on a Unix socket) notice a host that is
+  // gone; the client-side deadline of every statement (PgBackend::wait_result) covers the rest.
+  const char* keys[] = {"connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
+                        "tcp_user_timeout", "application_name", "dbname", nullptr};
+  const char* values[] = {"10", "1", "10", "5", "3", "30000", "ipcheck", from_env ? nullptr : uri.c_str(), nullptr};
   PGconn* c = PQconnectdbParams(keys, values, 1);
   if (!c) throw StoreError(shown + ": cannot connect to the PostgreSQL store (out of memory)");
-  auto b = std::make_unique<PgBackend>(c, shown);
+  auto b = std::make_unique<PgBackend>(c, shown, std::move(secrets));
   if (PQstatus(c) != CONNECTION_OK)
     throw StoreError(shown + ": cannot connect to the PostgreSQL store: " + b->scrub(PQerrorMessage(c)) +
                      "; check the URI (or PGHOST, PGDATABASE, PGUSER; a password in ~/.pgpass or PGPASSWORD), "
                      "that the server runs and that it lets this user in");
   PQsetNoticeProcessor(c, quiet, nullptr);
+  b->answer_limit_s_ = std::clamp(busy_timeout_s, 0.0, 86400.0) + PgBackend::kAnswerMarginS;
+  if (PQsetnonblocking(c, 1) != 0)
+    throw StoreError(shown + ": cannot set up the connection (" + b->scrub(PQerrorMessage(c)) + ")");
   const long long ms = static_cast<long long>(std::clamp(busy_timeout_s, 0.0, 86400.0) * 1000);
   // lock_timeout 0 would mean "wait forever": the shortest wait is 1 ms.
   b->exec("SET lock_timeout = " + std::to_string(std::max(1LL, ms)), {}, "setting up the session");
@@ -471,6 +605,13 @@ std::unique_ptr<StoreBackend> open_postgresql_store(const std::string& uri, cons
 namespace ipcheck::reports {
 
 bool postgresql_store_available() { return false; }
+
+const std::vector<std::string>& conninfo_secret_keywords() {
+  static const std::vector<std::string> keys{"password", "sslpassword"};
+  return keys;
+}
+
+std::vector<std::string> conninfo_secrets_by_libpq(const std::string&) { return {}; }
 
 std::unique_ptr<StoreBackend> open_postgresql_store(const std::string&, const std::string& shown, bool, int, double) {
   throw StoreError(shown + ": this ipcheck was built without PostgreSQL support (libpq was not found when it was "

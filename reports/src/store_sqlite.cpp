@@ -1,6 +1,14 @@
 // The SQLite backend of the results store: one file, SQLite's locking between writers.
+#include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sqlite3.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include <algorithm>
 #include <filesystem>
@@ -11,6 +19,8 @@
 namespace ipcheck::reports {
 
 namespace {
+
+using fs_path = std::filesystem::path;
 
 // What a failed SQLite call means for the person running ipcheck: a lock held too long is
 // "busy" (never "not a database"), a file of another kind is not a store.
@@ -201,10 +211,56 @@ void migrate_to(sqlite3* raw, long long v, const std::string& path) {
   exec(raw, "PRAGMA user_version = " + std::to_string(v), path);
 }
 
+// A new store is made under a temporary name beside its path (".NAME.RANDOM.tmp", created
+// exclusively) and linked as its path when its first add commits: a failed first add (a full
+// disk, a bad run, a signal) leaves no store file behind, not even an empty one.
+std::string new_store_file(const std::string& path) {
+  const fs_path p(path);
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    unsigned char b[6];
+    if (::getrandom(b, sizeof b, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof b))
+      for (auto& c : b) c = static_cast<unsigned char>(std::rand());
+    char suffix[13];
+    std::snprintf(suffix, sizeof suffix, "%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5]);
+    const std::string tmp = (p.parent_path() / ("." + p.filename().string() + "." + suffix + ".tmp")).string();
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+      return tmp;
+    }
+    if (errno != EEXIST)
+      throw StoreError(path + ": cannot create the store (" + std::strerror(errno) +
+                       "); check that its folder exists and that this user may write there");
+  }
+  throw StoreError(path + ": cannot create the store (no free temporary name beside it)");
+}
+
+void remove_store_file(const std::string& f) {
+  ::unlink(f.c_str());
+  ::unlink((f + "-journal").c_str());
+}
+
 class SqliteBackend final : public StoreBackend {
  public:
-  SqliteBackend(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
-  ~SqliteBackend() override { sqlite3_close(db_); }
+  SqliteBackend(sqlite3* db, std::string path, std::string pending = "")
+      : db_(db), path_(std::move(path)), pending_(std::move(pending)) {}
+  // A new store not yet published: made at its path now (an empty store, as opened), unless
+  // opening it or an add failed, or another process made one there meanwhile: then removed.
+  ~SqliteBackend() override {
+    sqlite3_close(db_);
+    if (pending_.empty()) return;
+    if (failed_ || !link_into_place()) remove_store_file(pending_);
+  }
+
+  // renameat2's RENAME_NOREPLACE (never over a store another process made meanwhile); where
+  // a file system lacks it (EINVAL), a hard link and the temporary name removed.
+  bool link_into_place() {
+    int rc = ::renameat2(AT_FDCWD, pending_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE);
+    if (rc != 0 && errno == EINVAL && (rc = ::link(pending_.c_str(), path_.c_str())) == 0) ::unlink(pending_.c_str());
+    return rc == 0;
+  }
+
+  bool failed_ = true;  // until open_sqlite_store returns it; again when an add fails
   SqliteBackend(const SqliteBackend&) = delete;
   SqliteBackend& operator=(const SqliteBackend&) = delete;
 
@@ -257,10 +313,34 @@ class SqliteBackend final : public StoreBackend {
       exec(db_, "COMMIT", path_);
     } catch (...) {
       sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      failed_ = true;
       throw;
     }
+    if (!pending_.empty()) return publish(rec, id);
     return {id, true};
   }
+
+  // The first add of a new store has committed in its temporary file: linked as the store's
+  // path (never over a store another process made meanwhile: then the run is added there).
+  std::pair<long long, bool> publish(const RunRecord& rec, long long id) {
+    const bool placed = link_into_place();
+    const int err = errno;
+    if (!placed && err != EEXIST) {
+      failed_ = true;
+      throw StoreError(path_ + ": cannot create the store (" + std::strerror(err) + "); the run was not added");
+    }
+    // SQLite refuses to write a database file renamed under it: the store is opened again at
+    // its path (and, made by another process meanwhile, the run added there).
+    auto there = open_sqlite_store(path_, false, kStoreSchemaVersion, busy_timeout_s_);
+    auto* other = static_cast<SqliteBackend*>(there.get());
+    const auto out = placed ? std::pair<long long, bool>{id, true} : other->add(rec);
+    std::swap(db_, other->db_);
+    if (!placed) remove_store_file(pending_);
+    pending_.clear();
+    return out;
+  }
+
+  double busy_timeout_s_ = 30;
 
   std::vector<StoredRun> runs() override {
     Statement q(db_,
@@ -313,6 +393,7 @@ class SqliteBackend final : public StoreBackend {
  private:
   sqlite3* db_;
   std::string path_;
+  std::string pending_;  // a new store's temporary file, until its first add commits
 };
 
 }  // namespace
@@ -320,16 +401,20 @@ class SqliteBackend final : public StoreBackend {
 std::unique_ptr<StoreBackend> open_sqlite_store(const std::string& path, bool create, int target, double busy_timeout_s) {
   check_store_path(path);
   std::error_code ec;
-  if (!create && !std::filesystem::exists(path, ec))
+  const bool exists = std::filesystem::exists(path, ec);
+  if (!create && !exists)
     throw StoreError(path + ": no store there; create one by adding a run: ipcheck store add RESULTS.json --db " + path);
+  const std::string pending = exists ? std::string() : new_store_file(path);
   sqlite3* raw = nullptr;
-  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
-  if (sqlite3_open_v2(path.c_str(), &raw, flags, nullptr) != SQLITE_OK) {
+  const int flags = SQLITE_OPEN_READWRITE;
+  if (sqlite3_open_v2(pending.empty() ? path.c_str() : pending.c_str(), &raw, flags, nullptr) != SQLITE_OK) {
     const std::string why = raw ? sqlite3_errmsg(raw) : "out of memory";
     sqlite3_close(raw);
+    if (!pending.empty()) remove_store_file(pending);
     throw StoreError(path + ": cannot open the store (" + why + "); check the path and its permissions");
   }
-  auto s = std::make_unique<SqliteBackend>(raw, path);
+  auto s = std::make_unique<SqliteBackend>(raw, path, pending);
+  s->busy_timeout_s_ = busy_timeout_s;
   // CI jobs of one fleet add runs side by side: a writer waits this long for another's lock.
   sqlite3_busy_timeout(raw, static_cast<int>(std::clamp(busy_timeout_s, 0.0, 86400.0) * 1000));
   exec(raw, "PRAGMA foreign_keys = ON", path);
@@ -345,7 +430,10 @@ std::unique_ptr<StoreBackend> open_sqlite_store(const std::string& path, bool cr
     sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
-  if (seen >= target) return s;
+  if (seen >= target) {
+    s->failed_ = false;
+    return s;
+  }
   // Creation and migration: one exclusive transaction that reads the version again, so of
   // several writers opening a new store at once one creates it and the others find it made.
   exec(raw, "BEGIN EXCLUSIVE", path);
@@ -356,6 +444,7 @@ std::unique_ptr<StoreBackend> open_sqlite_store(const std::string& path, bool cr
     sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
+  s->failed_ = false;
   return s;
 }
 

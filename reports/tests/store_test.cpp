@@ -367,6 +367,53 @@ TEST(StoreUri, PasswordsAreNeverShown) {
   }
 }
 
+// Every form a password may take in a connection string (issue 41): in a URI's user info
+// (holding '?', '#', '/', '@', '%'-encoded), as a parameter (password=, %70assword=, an encoded
+// value, sslpassword=), and in libpq's keyword form (bare, quoted, with escapes). None shows in
+// the redacted name, and a store opened on no server never shows it in its error.
+TEST(StoreUri, EveryPasswordFormIsRedacted) {
+  struct Form {
+    const char* conninfo;
+    const char* secret;
+  };
+  const Form forms[] = {
+      {"postgresql://ci:s3cret@db/r", "s3cret"},
+      {"postgresql://ci:pa?ss@db/r", "pa?ss"},
+      {"postgresql://ci:pa#ss@/r?host=/nonexistent-ipcheck-socket-dir", "pa#ss"},
+      {"postgresql://ci:pa/ss@/r?host=/nonexistent-ipcheck-socket-dir", "pa/ss"},
+      {"postgresql://ci:pa@ss@/r?host=/nonexistent-ipcheck-socket-dir", "pa@ss"},
+      {"postgresql://ci:p%61ssw0rd@/r?host=/nonexistent-ipcheck-socket-dir", "passw0rd"},
+      {"postgres://ci:s3cret@db:5432/r?sslmode=disable", "s3cret"},
+      {"postgresql:///r?host=/nonexistent-ipcheck-socket-dir&password=s3cret", "s3cret"},
+      {"postgresql:///r?host=/nonexistent-ipcheck-socket-dir&%70assword=s3cret", "s3cret"},
+      {"postgresql:///r?host=/nonexistent-ipcheck-socket-dir&pass%77ord=s3cret", "s3cret"},
+      {"postgresql:///r?password=s%33cret&host=/nonexistent-ipcheck-socket-dir", "s3cret"},
+      {"postgresql:///r?host=/nonexistent-ipcheck-socket-dir&sslpassword=k3ypass", "k3ypass"},
+      {"postgresql:///r?host=/nonexistent-ipcheck-socket-dir&ssl%70assword=k3ypass", "k3ypass"},
+      {"host=/nonexistent-ipcheck-socket-dir dbname=r password=s3cret", "s3cret"},
+      {"host=/nonexistent-ipcheck-socket-dir password = 's3 cret' dbname=r", "s3 cret"},
+      {"password='it\\'s' host=db", "it's"},
+      {"sslpassword=k3ypass host=db", "k3ypass"},
+  };
+  for (const auto& f : forms) {
+    const std::string shown = redact_conninfo(f.conninfo);
+    EXPECT_EQ(shown.find(f.secret), std::string::npos) << f.conninfo << " -> " << shown;
+    EXPECT_NE(shown.find("***"), std::string::npos) << f.conninfo << " -> " << shown;
+    if (!is_postgresql_store(f.conninfo)) continue;
+    EXPECT_EQ(redact_store_name(f.conninfo), shown);
+    try {
+      Store::open(std::string(f.conninfo) + (std::string(f.conninfo).find('?') == std::string::npos ? "?" : "&") +
+                      "connect_timeout=2",
+                  true);
+      ADD_FAILURE() << "a store on no server was opened: " << f.conninfo;
+    } catch (const StoreError& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(m.find(f.secret), std::string::npos) << f.conninfo << ": " << m;
+      EXPECT_NE(m.find("***"), std::string::npos) << f.conninfo << ": " << m;
+    }
+  }
+}
+
 StoredRun run(long long id, std::string version, std::string label = "") {
   StoredRun r;
   r.id = id;

@@ -54,6 +54,24 @@ bool role_environment_allowed(std::string_view name);
 // peer and dumpable, passes the kernel's ptrace check without any capability).
 unsigned long long role_capabilities();
 
+// Who a role runs as. Under a root runner a role owns nothing: it runs as an unprivileged
+// uid and gid, without supplementary groups: IPCHECK_ROLE_USER (a user name or a uid; "root"
+// keeps roles root), else the user ipcheck-role where it exists, else a transient uid of this
+// runner's own, kTransientRoleUid + its pid, which no file and no other process has. All the
+// roles of a run share it, so a role takes its peers' descriptors (pidfd_getfd: the kernel's
+// ptrace check passes between processes of one uid, dumpable, with the same capabilities).
+// Its HOME and TMPDIR are a temporary folder of its own (mode 0700, removed when the runner
+// exits). An unprivileged runner's roles stay its user (drop is false).
+struct RoleUser {
+  bool drop = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string home;  // the role's HOME and TMPDIR ("" when none could be made)
+  std::string how;   // "as transient uid 1610613000", for messages
+};
+inline constexpr uid_t kTransientRoleUid = 0x60000000;
+const RoleUser& role_user();
+
 // A failed exec, with the errno the child reported.
 class SpawnError : public std::runtime_error {
  public:

@@ -15,6 +15,10 @@ foreach(v IPCHECK CASE_TESTS FAKE_CUDA_DIR OUT)
 endforeach()
 file(REMOVE_RECURSE "${OUT}")
 file(MAKE_DIRECTORY "${OUT}/tests" "${OUT}/log" "${OUT}/log-nospec")
+# The fake libcuda writes its records from the roles, which under a root run have a user of
+# their own (README, "What a role may do"): the log folders are writable by every user.
+file(CHMOD "${OUT}/log" "${OUT}/log-nospec" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_WRITE
+     GROUP_EXECUTE WORLD_READ WORLD_WRITE WORLD_EXECUTE)
 
 # The generated cuda case tests, read by a ctest of their own (its Testing/ stays here).
 file(WRITE "${OUT}/tests/CTestTestfile.cmake" "include(\"${CASE_TESTS}\")\n")

@@ -46,6 +46,13 @@ std::string json_too_deep(std::string_view text, std::size_t max_depth = kMaxJso
 // read_regular_file + parse_json_text.
 nlohmann::json read_json_file(const std::string& path, const std::string& what, std::size_t max_bytes);
 
+// A results file's fuzz finding `reproducer` (`named`, read from the file `results`): a
+// `*.repro` path relative to the results' folder that stays inside it: lexically (no
+// absolute path, no `..` that leaves the folder: "findings/x.repro" yes, "../x.repro" no)
+// and, where it exists, once its links are resolved. Returns the path to open (the folder
+// joined with it); throws FileError naming the file, the finding, the value and the fix.
+std::string reproducer_path(const std::string& results, const std::string& finding, const std::string& named);
+
 // Bounds for inputs (bytes).
 inline constexpr std::size_t kMaxResultsBytes = std::size_t{512} << 20;
 inline constexpr std::size_t kMaxSmallInputBytes = std::size_t{16} << 20;  // reproducers, expectations

@@ -36,9 +36,13 @@ class StoreError : public std::runtime_error {
 // Which backend a --db value names: postgresql://..., postgres://... or postgresql: (the
 // PG* environment variables) is PostgreSQL; anything else is an SQLite file's path.
 bool is_postgresql_store(const std::string& db);
-// A --db value as it may be shown: a PostgreSQL URI's password (user:PASSWORD@ or
-// password=...) replaced by ***; a path as it is.
+// A --db value as it may be shown: a PostgreSQL URI's password (user:PASSWORD@, up to the
+// last '@'; any parameter whose keyword, percent-decoded, libpq keeps secret: password=,
+// %70assword=, sslpassword=) and every secret value libpq's own parser (PQconninfoParse)
+// finds replaced by ***; a path as it is.
 std::string redact_store_name(const std::string& db);
+// The same for any libpq connection string: a URI or the keyword form (password='a b').
+std::string redact_conninfo(const std::string& conninfo);
 // Whether this ipcheck was built with libpq (the PostgreSQL backend).
 bool postgresql_store_available();
 
