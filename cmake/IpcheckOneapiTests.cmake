@@ -66,3 +66,51 @@ foreach(_row IN LISTS _ur_rel_findings)
                          ENVIRONMENT "${_env};UR_LOADER_USE_LEVEL_ZERO_V2=${_v2}" PASS_REGULAR_EXPRESSION "${_re}")
   endforeach()
 endforeach()
+
+# Baselines per release, gated by `ipcheck report diff` like the others
+# (reports/baselines/check.cmake): sycl-l0<v>-oneapi-<release>.json and
+# ur-l0<v>-oneapi-<release>.json, each the catalog over our driver with that release's own UR.
+# refresh-<name>-baseline rewrites one; reports/baselines/oneapi-2026.1.2-to-2026.2.0.md is the
+# report between the two releases (README: gating a new release against the last).
+set(_rel_baselines "${PROJECT_SOURCE_DIR}/reports/baselines")
+set(_rel_env "LD_LIBRARY_PATH=${IPCHECK_UR_STACK_PREFIX}/lib@@ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_ipcheck>")
+foreach(_rel IN LISTS IPCHECK_ONEAPI_RELEASES)
+  foreach(_adapter sycl ur)
+    foreach(_l0 v1 v2)
+      set(_name ${_adapter}-l0${_l0}-oneapi-${_rel})
+      set(_file "${_rel_baselines}/${_name}.json")
+      if(_adapter STREQUAL "sycl")
+        set(_labels "reports;baseline;sycl")
+      else()
+        set(_labels "reports;baseline;ur-release")
+      endif()
+      add_test(NAME "${_name}-baseline:diff"
+               COMMAND ${CMAKE_COMMAND} "-DIPCHECK=$<TARGET_FILE:ipcheck>" "-DBASELINE=${_file}"
+                       "-DOUT=${CMAKE_BINARY_DIR}/ctest-results/${_name}-baseline" -DADAPTER=${_adapter}
+                       "-DADAPTER_OPTS=release=${_rel}@@l0=${_l0}" -DNAME=${_name} "-DENV_VARS=${_rel_env}" -DJOBS=2
+                       -P "${_rel_baselines}/check.cmake")
+      set_tests_properties("${_name}-baseline:diff" PROPERTIES LABELS "${_labels}" TIMEOUT 900)
+      add_custom_target(refresh-${_name}-baseline
+                        COMMAND ${CMAKE_COMMAND} "-DIPCHECK=$<TARGET_FILE:ipcheck>" "-DBASELINE=${_file}"
+                                "-DOUT=${CMAKE_BINARY_DIR}/${_name}-refresh" -DADAPTER=${_adapter}
+                                "-DADAPTER_OPTS=release=${_rel}@@l0=${_l0}" -DNAME=${_name} "-DENV_VARS=${_rel_env}" -DJOBS=2
+                                -P "${_rel_baselines}/refresh.cmake"
+                        DEPENDS ipcheck ze_ipcheck USES_TERMINAL
+                        COMMENT "Refreshing reports/baselines/${_name}.json (${_adapter}, oneAPI ${_rel}, Level Zero ${_l0}, our driver)")
+    endforeach()
+  endforeach()
+endforeach()
+
+# The sycl catalog on the newest release again under the Level Zero validation layer (labels
+# sycl, validation), v1 and v2, diffed against the same baselines: the layer must change no
+# verdict.
+foreach(_l0 v1 v2)
+  set(_name sycl-l0${_l0}-oneapi-${_rel_new})
+  add_test(NAME "${_name}+validation-baseline:diff"
+           COMMAND ${CMAKE_COMMAND} "-DIPCHECK=$<TARGET_FILE:ipcheck>" "-DBASELINE=${_rel_baselines}/${_name}.json"
+                   "-DOUT=${CMAKE_BINARY_DIR}/ctest-results/${_name}+validation-baseline" -DADAPTER=sycl
+                   "-DADAPTER_OPTS=release=${_rel_new}@@l0=${_l0}" -DNAME=${_name}
+                   "-DENV_VARS=${_rel_env}@@ZE_ENABLE_VALIDATION_LAYER=1@@ZE_ENABLE_PARAMETER_VALIDATION=1" -DJOBS=2
+                   -P "${_rel_baselines}/check.cmake")
+  set_tests_properties("${_name}+validation-baseline:diff" PROPERTIES LABELS "reports;baseline;sycl;validation" TIMEOUT 900)
+endforeach()

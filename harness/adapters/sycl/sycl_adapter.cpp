@@ -251,8 +251,9 @@ Outcome SyclAdapter::lacking(const char* verb, const char* member) const {
   const char* demangled = member;
   for (std::size_t i = 0; i < kExportCount; ++i)
     if (std::strcmp(kExports[i].member, member) == 0) demangled = kExports[i].demangled;
-  return Outcome::failure(Errc::not_implemented, std::string("sycl: ") + verb + ": SYCL " + release_ + " (" +
-                                                     api_.sycl_path() + ") exports no " + demangled);
+  // The release, not the library's path (info has it): the message is the same on every machine.
+  return Outcome::failure(Errc::not_implemented,
+                          std::string("sycl: ") + verb + ": SYCL " + release_ + "'s libsycl.so.9 exports no " + demangled);
 }
 
 Outcome SyclAdapter::unknown(const char* verb, const char* kind, ObjectId id) const {
@@ -381,7 +382,8 @@ const AdapterRegistration registered_sycl{{"sycl",
                                              if (key == "l0") return option_one_of(value, {"v1", "v2", "auto"});
                                              return value.empty() ? "give a release (2026.2.0) or its folder" : "";
                                            },
-                                           {}}};
+                                           {},
+                                           /*shared_cxx_runtime=*/true}};
 
 }  // namespace
 }  // namespace ipcheck::sycl_adapter

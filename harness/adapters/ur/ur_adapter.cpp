@@ -168,7 +168,10 @@ bool Loader::optional(const char* name) {
 }
 
 Outcome Loader::lacking(const char* verb, const char* symbol) const {
-  return Outcome::failure(Errc::not_implemented, std::string("ur: ") + verb + ": the loader " + path_ +
+  // The loader's file name, not its path (info has it): the message is the same on every machine.
+  const auto slash = path_.rfind('/');
+  return Outcome::failure(Errc::not_implemented, std::string("ur: ") + verb + ": this " +
+                                                     (slash == std::string::npos ? path_ : path_.substr(slash + 1)) +
                                                      " exports no " + symbol +
                                                      " (a Unified Runtime release without that IPC entry point)");
 }
@@ -494,7 +497,7 @@ AdapterInfo UrAdapter::info() {
         {"event_put", "urIPCPutEventHandleExp"},   {"event_open", "urIPCOpenEventHandleExp"}};
     for (const auto& [verb, symbol] : verbs)
       for (const auto& n : api_.lacks())
-        if (n == symbol) i.unsupported_verbs[verb] = "the loader " + api_.path() + " exports no " + symbol;
+        if (n == symbol) i.unsupported_verbs[verb] = std::string("this Unified Runtime loader exports no ") + symbol;
   }
   return i;
 }
