@@ -285,10 +285,30 @@ std::string SyclAdapter::library_release() const {
 AdapterInfo SyclAdapter::info() {
   AdapterInfo i;
   const std::string built_by = library_release();
+  std::string platform, platform_version;
+  if (!devices_.empty()) {
+    SyclObject* p = api_.DPCTLDevice_GetPlatform(devices_[0]);
+    if (p) {
+      if (const char* s = api_.DPCTLPlatform_GetName(p)) {
+        platform = s;
+        api_.DPCTLCString_Delete(s);
+      }
+      if (const char* s = api_.DPCTLPlatform_GetVersion(p)) {
+        platform_version = s;
+        api_.DPCTLCString_Delete(s);
+      }
+      api_.DPCTLPlatform_Delete(p);
+    }
+  }
+  // UR's adapter under SYCL: as asked, or, for auto, as UR's platform name says ("Intel(R)
+  // oneAPI Unified Runtime over Level-Zero V2" is v2's; v1's has no "V2").
+  std::string l0 = l0_request_;
+  if (l0 == "auto" && platform.find("Level-Zero") != std::string::npos)
+    l0 = platform.find("Level-Zero V2") != std::string::npos ? "v2" : "v1";
   i.driver_name = "SYCL (Intel oneAPI DPC++ runtime)";
   // "level_zero/<l0> oneAPI <release>": the leading word lets an expectations file name the
   // backend, as on ur.
-  i.driver_version = "level_zero/" + l0_request_ + " oneAPI " + release_ +
+  i.driver_version = "level_zero/" + l0 + " oneAPI " + release_ +
                      (built_by.empty() ? "" : " (libsycl: " + built_by.substr(built_by.rfind('(') + 1));
   if (!built_by.empty() && i.driver_version.back() != ')') i.driver_version += ")";
   i.api_version = "SYCL 2020, sycl_ext_oneapi_ipc_memory" + std::string(api_.ipc_phys_get ? ", _ipc_physical_memory" : "") +
@@ -299,21 +319,10 @@ AdapterInfo SyclAdapter::info() {
   i.extra["libsycl_built_by"] = built_by.empty() ? "unknown (no compiler identification in libsycl)" : built_by;
   i.extra["backend"] = "level_zero";
   i.extra["l0_adapter_requested"] = l0_request_;
+  i.extra["l0_adapter"] = l0;
   i.extra["ipc_memory_namespace"] = ipc_namespace_ ? "ipc::memory" : "ipc_memory";
-  if (!devices_.empty()) {
-    SyclObject* p = api_.DPCTLDevice_GetPlatform(devices_[0]);
-    if (p) {
-      if (const char* s = api_.DPCTLPlatform_GetName(p)) {
-        i.extra["platform"] = s;
-        api_.DPCTLCString_Delete(s);
-      }
-      if (const char* s = api_.DPCTLPlatform_GetVersion(p)) {
-        i.extra["platform_version"] = s;
-        api_.DPCTLCString_Delete(s);
-      }
-      api_.DPCTLPlatform_Delete(p);
-    }
-  }
+  if (!platform.empty()) i.extra["platform"] = platform;
+  if (!platform_version.empty()) i.extra["platform_version"] = platform_version;
   std::string lacks;
   for (const auto& m : api_.lacks())
     for (std::size_t k = 0; k < kExportCount; ++k)
@@ -348,8 +357,8 @@ AdapterInfo SyclAdapter::info() {
     i.devices.push_back(std::move(di));
   }
   // SYCL's handle data is UR's (UMF's header and the provider's bytes).
-  i.handle_layout = l0_request_ == "v1" ? "ur-umf-l0-v1/1" : l0_request_ == "v2" ? "ur-umf-l0-v2/1" : "opaque";
-  if (l0_request_ == "v2") i.kind_layouts["physical"] = "ur-l0-v2-physical/1";
+  i.handle_layout = l0 == "v1" ? "ur-umf-l0-v1/1" : l0 == "v2" ? "ur-umf-l0-v2/1" : "opaque";
+  if (l0 == "v2") i.kind_layouts["physical"] = "ur-l0-v2-physical/1";
   else i.kind_layouts["physical"] = "opaque";
   i.kind_layouts["event"] = "opaque";
   i.opened_memory_is_host_mapping = toolkit::library_loaded("libze_ipcheck");
