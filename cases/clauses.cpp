@@ -24,6 +24,9 @@ const ClauseRegistration catalog{{
      "pointers already opened in any process stay valid after put and must still be closed", ""},
     {"sycl.mem.put.then_open", Level::observe, "SYCL sycl_ext_oneapi_inter_process_communication, ipc::memory",
      "opening the bytes after put (the spec calls it undefined; record what happens)", ""},
+    {"sycl.mem.put.dpctl_pattern", Level::observe, "SYCL sycl_ext_oneapi_inter_process_communication, ipc::memory",
+     "dpctl's IPCMemoryHandle sequence: get, put at once, the kept bytes opened by size in another process, closed "
+     "(use after put is undefined in the extension: what happens is recorded, nothing is required)", ""},
     {"sycl.mem.get.non_device", Level::observe, "SYCL sycl_ext_oneapi_inter_process_communication, ipc::memory",
      "get on host or shared allocations (the spec requires device USM)", ""},
     {"sycl.mem.get.interior", Level::observe, "SYCL sycl_ext_oneapi_inter_process_communication, ipc::memory",

@@ -15,7 +15,7 @@ if(TARGET ipcheck-bench-cuda-floor)
 endif()
 # What ipcheck execs for its roles, and what `ipcheck bench` starts (found beside ipcheck, or
 # in lib/ipcheck: install_layout.cpp).
-foreach(_t ipcheck-role ipcheck-bench-ipc ipcheck-bench-harness ipcheck-bench-peer ipcheck-bench-count)
+foreach(_t ipcheck-role ipcheck-role-shared ipcheck-bench-ipc ipcheck-bench-harness ipcheck-bench-peer ipcheck-bench-count)
   if(TARGET ${_t})
     install(TARGETS ${_t} RUNTIME DESTINATION ${IPCHECK_INSTALL_PKGLIBDIR})
   endif()

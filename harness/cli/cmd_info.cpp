@@ -54,6 +54,8 @@ int info(const std::vector<std::string>& args) {
                         {"devices", p.info.devices},
                         {"transport", p.info.transport}};
     if (!p.available) j["reason"] = p.reason;
+    // What the adapter records beside its driver (the release and library a runtime came from).
+    if (p.adapter_info && !p.adapter_info->extra.empty()) j["extra"] = p.adapter_info->extra;
     if (format == "json") {
       std::cout << j.dump(2) << "\n";
       return p.available ? kOk : kFailed;
@@ -69,6 +71,9 @@ int info(const std::vector<std::string>& args) {
     std::printf("driver     %s %s\n", reports::terminal_text(p.info.driver_name).c_str(),
                 reports::terminal_text(p.info.driver_version).c_str());
     std::printf("transport  %s\n", p.info.transport.c_str());
+    if (p.adapter_info)
+      for (const auto& [k, v] : p.adapter_info->extra)
+        std::printf("detail     %s: %s\n", reports::terminal_text(k).c_str(), reports::terminal_text(v).c_str());
     for (const auto& d : p.info.devices) {
       std::string aspects;
       for (const auto& [k, v] : d["aspects"].items()) aspects += "  " + k + (v.get<bool>() ? "=yes" : "=no");

@@ -172,7 +172,7 @@ AdapterProbe probe_adapter(const RunOptions& o, bool hold) {
     return p;
   }
   SpawnSpec spec;
-  spec.executable = o.role_executable.empty() ? role_executable() : o.role_executable;
+  spec.executable = o.role_executable.empty() ? role_executable_for(o.adapter) : o.role_executable;
   spec.args = role_args(o, kInfoCase, "info");
   spec.env = o.env;
   spec.channel_fd = theirs.get();

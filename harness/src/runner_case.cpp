@@ -75,7 +75,7 @@ void CaseRun::start_role(RoleState& r) {
     return;
   }
   SpawnSpec spec;
-  spec.executable = opt_.role_executable.empty() ? role_executable() : opt_.role_executable;
+  spec.executable = opt_.role_executable.empty() ? role_executable_for(opt_.adapter) : opt_.role_executable;
   spec.args = role_args(opt_, def_.id, r.name);
   spec.env = env_;
   spec.channel_fd = theirs.get();

@@ -331,7 +331,7 @@ reports::Results run_suite(const RunOptions& options) {
   const std::vector<std::string> orphans = reap_orphans();
   results.run.runner = {{"fds_at_start", fds_at_start}, {"fds_at_end", count_open_fds()}, {"orphans_reaped", orphans},
                         // The program the roles ran (its name: the path is the machine's).
-                        {"role_program", std::filesystem::path(o.role_executable.empty() ? role_executable()
+                        {"role_program", std::filesystem::path(o.role_executable.empty() ? role_executable_for(o.adapter)
                                                                                         : o.role_executable).filename().string()}};
   const Admission::StartStats st = admission.start_stats();
   results.run.runner["scheduling"] = {{"jobs", o.jobs},

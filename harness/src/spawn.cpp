@@ -1,5 +1,7 @@
 #include "ipcheck/spawn.hpp"
 
+#include "ipcheck/adapter.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -61,6 +63,13 @@ std::string role_executable() {
     return self_executable();
   }();
   return exe;
+}
+
+std::string role_executable_for(const std::string& adapter) {
+  const AdapterDesc* d = find_adapter(adapter);
+  if (!d || !d->shared_cxx_runtime || role_program_name().empty()) return role_executable();
+  static const std::string shared = find_helper_program(role_program_name() + "-shared");
+  return shared.empty() ? role_executable() : shared;
 }
 
 std::string last_line(const std::string& text) {

@@ -7,6 +7,9 @@
 // a library to load):
 //   loader=PATH          the libur_loader.so.0 to open (default: the search path, then the
 //                        stack the build was configured with, IPCHECK_UR_STACK)
+//   release=VERSION|DIR  the UR loader of a released oneAPI runtime that ci/oneapi-stack
+//                        installed (2026.1.2, 2026.2.0: toolkit::find_oneapi_release), with
+//                        its own Level Zero adapters and UMF; not with loader=
 //   backend=level_zero|cuda|auto   the UR platform to drive (auto: the first with devices)
 //   l0=v1|v2|auto        for Level Zero, UR's v1 or v2 adapter (UR_LOADER_USE_LEVEL_ZERO_V2=0
 //                        or 1, set before urLoaderInit; auto leaves UR's own choice)
@@ -39,6 +42,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "ipcheck/runtime_library.hpp"
 #include "ur_adapter.hpp"
 
 namespace ipcheck::ur_api {
@@ -53,6 +57,17 @@ const char* result_name(ur_result_t r) noexcept {
   return nullptr;
 }
 
+bool result_of(const char* name, ur_result_t& out) noexcept {
+#define IPCHECK_UR_RESULT_OF(n, value)   \
+  if (std::strcmp(name, #n) == 0) {      \
+    out = n;                             \
+    return true;                         \
+  }
+  IPCHECK_UR_RESULTS(IPCHECK_UR_RESULT_OF)
+#undef IPCHECK_UR_RESULT_OF
+  return false;
+}
+
 }  // namespace ipcheck::ur_api
 
 namespace ipcheck::ur_adapter {
@@ -61,13 +76,6 @@ namespace {
 std::string name_of(ur_result_t r) {
   if (const char* n = ur_api::result_name(r)) return n;
   return "ur_result_t " + std::to_string(static_cast<std::uint32_t>(r));
-}
-
-std::string resolved_path(void* handle, const std::string& fallback) {
-  link_map* map = nullptr;
-  if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name || !*map->l_name) return fallback;
-  char real[PATH_MAX];
-  return ::realpath(map->l_name, real) ? std::string(real) : std::string(map->l_name);
 }
 
 // "0.12.0" from ".../libur_loader.so.0.12.0"; "" when the file name carries no version.
@@ -94,22 +102,11 @@ std::map<std::string, std::string> stack_commits(const std::string& loader_path)
   return out;
 }
 
-bool library_loaded(const char* stem) {
-  struct Find {
-    const char* stem;
-    bool found = false;
-  } f{stem};
-  ::dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        auto* f = static_cast<Find*>(data);
-        if (info->dlpi_name && std::strstr(info->dlpi_name, f->stem)) f->found = true;
-        return 0;
-      },
-      &f);
-  return f.found;
-}
-
 }  // namespace
+
+}  // namespace ipcheck::ur_adapter
+
+namespace ipcheck::ur_api {
 
 Errc errc_of(ur_result_t r) noexcept {
   switch (r) {
@@ -152,7 +149,32 @@ Errc errc_of(ur_result_t r) noexcept {
   }
 }
 
+}  // namespace ipcheck::ur_api
+
+namespace ipcheck::ur_adapter {
+
 // ---------------------------------------------------------------- the loader
+
+// Entry points a released loader may lack (2026.1.2's has memory IPC only): the verbs that use
+// them answer not_implemented naming the symbol (Loader::lacking), and info lists them.
+bool Loader::optional(const char* name) {
+  static const char* const names[] = {"urIPCGetPhysMemHandleExp", "urIPCPutPhysMemHandleExp",
+                                      "urIPCOpenPhysMemHandleExp", "urIPCClosePhysMemHandleExp",
+                                      "urEventCreateExp",          "urIPCGetEventHandleExp",
+                                      "urIPCPutEventHandleExp",    "urIPCOpenEventHandleExp"};
+  for (const char* n : names)
+    if (std::strcmp(n, name) == 0) return true;
+  return false;
+}
+
+Outcome Loader::lacking(const char* verb, const char* symbol) const {
+  // The loader's file name, not its path (info has it): the message is the same on every machine.
+  const auto slash = path_.rfind('/');
+  return Outcome::failure(Errc::not_implemented, std::string("ur: ") + verb + ": this " +
+                                                     (slash == std::string::npos ? path_ : path_.substr(slash + 1)) +
+                                                     " exports no " + symbol +
+                                                     " (a Unified Runtime release without that IPC entry point)");
+}
 
 std::string Loader::open(const std::string& library) {
   std::vector<std::string> candidates;
@@ -176,11 +198,13 @@ std::string Loader::open(const std::string& library) {
     return "dlopen found no Unified Runtime loader (tried " + tried + ": " + first_error +
            "); build the stack with ci/ur-stack and put its lib/ on LD_LIBRARY_PATH, or name the library with "
            "--adapter-opt loader=PATH";
-  path_ = resolved_path(lib_, candidates.front());
+  path_ = toolkit::loaded_path(lib_, candidates.front());
   std::string missing;
+  lacks_.clear();
 #define IPCHECK_UR_RESOLVE(name, params)                                   \
   name = reinterpret_cast<PFN_##name>(::dlsym(lib_, #name));               \
-  if (!name) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+  if (!name && optional(#name)) lacks_.push_back(#name);                   \
+  else if (!name) missing += (missing.empty() ? "" : ", ") + std::string(#name);
   IPCHECK_UR_FUNCTIONS(IPCHECK_UR_RESOLVE)
 #undef IPCHECK_UR_RESOLVE
   if (!missing.empty()) {
@@ -199,7 +223,7 @@ UrAdapter::~UrAdapter() {
   // What a case left behind goes back to UR before the loader is torn down.
   if (!initialised_) return;
   for (auto& [id, x] : mem_exports_) api_.urIPCPutMemHandleExp(ctx_, x.data);
-  for (auto& [id, x] : phys_exports_) api_.urIPCPutPhysMemHandleExp(ctx_, x.data);
+  for (auto& [id, x] : phys_exports_) api_.urIPCPutPhysMemHandleExp(ctx_, x.data);  // none without the entry point
   for (auto& [id, x] : event_exports_) api_.urIPCPutEventHandleExp(ctx_, x.data);
   for (auto& [id, e] : events_)
     for (int i = 0; i < e.refs; ++i) api_.urEventRelease(e.handle);
@@ -219,7 +243,16 @@ Outcome UrAdapter::read_options(const AdapterConfig& config, std::string& librar
   for (const auto& [k, v] : config.options) {
     if (k == "loader") {
       if (v.empty()) return Outcome::failure(Errc::invalid, "ur: adapter option loader= is empty; name a libur_loader.so.0");
+      if (!library.empty()) return Outcome::failure(Errc::invalid, "ur: adapter options loader= and release= both name a loader; give one");
       library = v;
+    } else if (k == "release") {
+      // A released oneAPI runtime (ci/oneapi-stack): its own UR loader and Level Zero adapters.
+      toolkit::OneapiRelease rel;
+      if (std::string why = toolkit::find_oneapi_release(v, rel); !why.empty())
+        return Outcome::failure(Errc::not_implemented, "ur: " + why);
+      if (!library.empty()) return Outcome::failure(Errc::invalid, "ur: adapter options loader= and release= both name a loader; give one");
+      library = rel.dir + "/lib/libur_loader.so.0";
+      release_ = rel;
     } else if (k == "backend") {
       if (v != "level_zero" && v != "cuda" && v != "auto")
         return Outcome::failure(Errc::invalid, "ur: adapter option backend=" + v + "; use level_zero, cuda or auto");
@@ -229,7 +262,7 @@ Outcome UrAdapter::read_options(const AdapterConfig& config, std::string& librar
         return Outcome::failure(Errc::invalid, "ur: adapter option l0=" + v + "; use v1, v2 or auto");
       l0 = v;
     } else {
-      return Outcome::failure(Errc::invalid, "ur: unknown adapter option '" + k + "'; ur knows: loader, backend, l0");
+      return Outcome::failure(Errc::invalid, "ur: unknown adapter option '" + k + "'; ur knows: loader, release, backend, l0");
     }
   }
   if (l0 != "auto" && backend == "cuda")
@@ -248,6 +281,9 @@ Outcome UrAdapter::init(const AdapterConfig& config) {
   // UR's Level Zero adapters read this at urLoaderInit: "1" picks v2, "0" v1.
   if (l0_request_ != "auto") ::setenv("UR_LOADER_USE_LEVEL_ZERO_V2", l0_request_ == "v2" ? "1" : "0", 1);
 
+  if (!release_.dir.empty())
+    if (std::string why = toolkit::load_oneapi_runtime(release_); !why.empty())
+      return Outcome::failure(Errc::not_implemented, "no Unified Runtime: " + why);
   if (std::string why = api_.open(library); !why.empty())
     return Outcome::failure(Errc::not_implemented, "no Unified Runtime: " + why);
   if (Outcome o = call("urLoaderInit", api_.urLoaderInit(0, nullptr)); !o.ok()) {
@@ -395,11 +431,19 @@ AdapterInfo UrAdapter::info() {
   i.driver_name = "Unified Runtime";
   // "<backend>[/v1|/v2] <UR version> (commit ...)": the leading word lets an expectations file
   // name one backend (`@driver level_zero/v2`), the version the UR release.
+  // A released runtime (ci/oneapi-stack: RELEASE.txt beside lib/) names its release; its
+  // loader's file names carry no more than the soname's 0.
+  toolkit::OneapiRelease rel;
+  const auto slash = api_.path().rfind('/');
+  const bool released =
+      slash != std::string::npos && toolkit::find_oneapi_release(api_.path().substr(0, slash) + "/..", rel).empty();
   i.driver_version = backend_name() + (l0_adapter_name().empty() ? "" : "/" + l0_adapter_name()) + " " +
-                     (version.empty() ? "unknown-version" : version) +
-                     (ur_commit.empty() ? "" : " (commit " + ur_commit.substr(0, 12) + ")");
+                     (released ? "oneAPI " + rel.version
+                               : (version.empty() ? "unknown-version" : version) +
+                                     (ur_commit.empty() ? "" : " (commit " + ur_commit.substr(0, 12) + ")"));
   i.api_version = "UR exp-inter-process-communication (API 0.12 declarations)";
   i.extra["ur_loader"] = api_.path();
+  if (released) i.extra["oneapi_release"] = rel.version;
   i.extra["ur_version"] = version.empty() ? "unknown (the loader's file name carries none)" : version;
   i.extra["ur_commit"] = ur_commit.empty() ? "unknown (no STACK.txt beside the loader's lib/)" : ur_commit;
   for (const auto& [component, commit] : commits)
@@ -439,9 +483,22 @@ AdapterInfo UrAdapter::info() {
   if (backend_ == UR_BACKEND_LEVEL_ZERO && adapter_version_ == 2) i.kind_layouts["physical"] = "ur-l0-v2-physical/1";
   i.kind_layouts["event"] = "opaque";
   // libze_ipcheck maps opened memory with mmap; a GPU driver maps into device address space.
-  i.opened_memory_is_host_mapping = library_loaded("libze_ipcheck");
+  i.opened_memory_is_host_mapping = toolkit::library_loaded("libze_ipcheck");
   i.transport = "pidfd";
   i.extra["mem_open_flags_default"] = "0 (urIPCOpenMemHandleExp has no flags)";
+  if (!api_.lacks().empty()) {
+    std::string names;
+    for (const auto& n : api_.lacks()) names += (names.empty() ? "" : ", ") + n;
+    i.extra["ur_loader_lacks"] = names;
+    const std::pair<const char*, const char*> verbs[] = {
+        {"phys_get", "urIPCGetPhysMemHandleExp"}, {"phys_put", "urIPCPutPhysMemHandleExp"},
+        {"phys_open", "urIPCOpenPhysMemHandleExp"}, {"phys_close", "urIPCClosePhysMemHandleExp"},
+        {"event_create", "urEventCreateExp"},      {"event_get", "urIPCGetEventHandleExp"},
+        {"event_put", "urIPCPutEventHandleExp"},   {"event_open", "urIPCOpenEventHandleExp"}};
+    for (const auto& [verb, symbol] : verbs)
+      for (const auto& n : api_.lacks())
+        if (n == symbol) i.unsupported_verbs[verb] = std::string("this Unified Runtime loader exports no ") + symbol;
+  }
   return i;
 }
 
@@ -452,11 +509,12 @@ const AdapterRegistration registered_ur{{"ur",
                                          "v1/v2 or CUDA adapter, with UMF under it",
                                          {"sycl", "ur"},
                                          [] { return std::unique_ptr<Adapter>(new UrAdapter); },
-                                         {"loader", "backend", "l0"},
-                                         {"loader"},
+                                         {"loader", "release", "backend", "l0"},
+                                         {"loader", "release"},
                                          [](const std::string& key, const std::string& value) -> std::string {
                                            if (key == "backend") return option_one_of(value, {"level_zero", "cuda", "auto"});
                                            if (key == "l0") return option_one_of(value, {"v1", "v2", "auto"});
+                                           if (key == "release") return value.empty() ? "give a release (2026.2.0) or its folder" : "";
                                            return value.empty() ? "give libur_loader.so.0's path" : "";
                                          },
                                          // Over CUDA a role's start creates a context, as cuda's does.

@@ -18,6 +18,7 @@
 
 #include "ipcheck/adapter.hpp"
 #include "ipcheck/adapter_toolkit.hpp"
+#include "ipcheck/runtime_library.hpp"
 #include "ipcheck/ur/ur_api.hpp"
 
 namespace ipcheck::ur_adapter {
@@ -25,8 +26,7 @@ namespace ipcheck::ur_adapter {
 using namespace ur_api;
 using toolkit::hex;
 
-// The Errc of a UR result.
-Errc errc_of(ur_result_t r) noexcept;
+using ur_api::errc_of;
 
 // libur_loader.so.0 and the entry points the adapter uses, resolved with dlsym. The library is
 // never closed: UR's adapters keep threads and static state that outlive the adapter.
@@ -36,14 +36,20 @@ class Loader {
   // configured with); "" on success, else why not.
   std::string open(const std::string& library);
   const std::string& path() const noexcept { return path_; }
+  // The optional entry points the library does not export (null members), and the outcome of
+  // a verb that needs one of them.
+  const std::vector<std::string>& lacks() const noexcept { return lacks_; }
+  Outcome lacking(const char* verb, const char* symbol) const;
 
 #define IPCHECK_UR_MEMBER(name, params) PFN_##name name = nullptr;
   IPCHECK_UR_FUNCTIONS(IPCHECK_UR_MEMBER)
 #undef IPCHECK_UR_MEMBER
 
  private:
+  static bool optional(const char* name);
   void* lib_ = nullptr;
   std::string path_;
+  std::vector<std::string> lacks_;
 };
 
 class UrAdapter final : public Adapter {
@@ -152,6 +158,7 @@ class UrAdapter final : public Adapter {
   std::vector<ur_queue_handle_t> queues_;
   ur_context_handle_t ctx_ = nullptr;
   std::string l0_request_;  // the l0 option as given (v1, v2, auto)
+  toolkit::OneapiRelease release_;  // the oneAPI release named by release= (its own UR is loaded first)
   ObjectId next_id_ = 1;
   std::map<ObjectId, Export> mem_exports_, phys_exports_, event_exports_;
   std::map<ObjectId, Phys> phys_;

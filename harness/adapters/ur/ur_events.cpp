@@ -10,6 +10,7 @@
 namespace ipcheck::ur_adapter {
 
 Result<ObjectId> UrAdapter::event_create(int device, EventFlags flags) {
+  if (!api_.urEventCreateExp) return {api_.lacking("event_create", "urEventCreateExp")};
   ur_device_handle_t dev = nullptr;
   if (Outcome o = device_at(device, dev); !o.ok()) return {o};
   ur_exp_event_desc_t desc{UR_STRUCTURE_TYPE_EXP_EVENT_DESC, nullptr, 0};
@@ -23,6 +24,7 @@ Result<ObjectId> UrAdapter::event_create(int device, EventFlags flags) {
 }
 
 Result<Exported> UrAdapter::event_get(ObjectId ev) {
+  if (!api_.urIPCGetEventHandleExp) return {api_.lacking("event_get", "urIPCGetEventHandleExp")};
   Ev* e = event(ev);
   if (!e) return {unknown("event_get", "event", ev)};
   void* data = nullptr;
@@ -41,6 +43,7 @@ Result<Exported> UrAdapter::event_get(ObjectId ev) {
 }
 
 Outcome UrAdapter::event_put(ObjectId id) {
+  if (!api_.urIPCPutEventHandleExp) return api_.lacking("event_put", "urIPCPutEventHandleExp");
   auto it = event_exports_.find(id);
   if (it == event_exports_.end())
     return Outcome::failure(Errc::invalid, "ur: event_put: export id " + std::to_string(id) + " is not a live export");
@@ -50,6 +53,7 @@ Outcome UrAdapter::event_put(ObjectId id) {
 }
 
 Result<ObjectId> UrAdapter::event_open(std::span<const std::byte> bytes, int, int device) {
+  if (!api_.urIPCOpenEventHandleExp) return {api_.lacking("event_open", "urIPCOpenEventHandleExp")};
   ur_device_handle_t dev = nullptr;  // UR opens events per context; the device is where signals go
   if (Outcome o = device_at(device, dev); !o.ok()) return {o};
   ur_event_handle_t h = nullptr;
@@ -196,6 +200,7 @@ Outcome UrAdapter::null_argument(const std::string& verb, const std::string& arg
     return unknown_combination();
   }
   if (verb == "event_get") {
+    if (!api_.urIPCGetEventHandleExp) return api_.lacking("null_argument event_get", "urIPCGetEventHandleExp");
     void* data = nullptr;
     std::size_t size = 0;
     if (arg == "handle") return call("urIPCGetEventHandleExp", api_.urIPCGetEventHandleExp(nullptr, &data, &size));

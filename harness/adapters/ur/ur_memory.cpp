@@ -138,6 +138,7 @@ Result<ObjectId> UrAdapter::phys_create(int device, std::size_t bytes, bool ipc)
 }
 
 Result<Exported> UrAdapter::phys_get(ObjectId pm) {
+  if (!api_.urIPCGetPhysMemHandleExp) return {api_.lacking("phys_get", "urIPCGetPhysMemHandleExp")};
   Phys* p = phys(pm);
   if (!p) return {unknown("phys_get", "physical memory", pm)};
   void* data = nullptr;
@@ -157,6 +158,7 @@ Result<Exported> UrAdapter::phys_get(ObjectId pm) {
 }
 
 Outcome UrAdapter::phys_put(ObjectId id) {
+  if (!api_.urIPCPutPhysMemHandleExp) return api_.lacking("phys_put", "urIPCPutPhysMemHandleExp");
   auto it = phys_exports_.find(id);
   if (it == phys_exports_.end())
     return Outcome::failure(Errc::invalid, "ur: phys_put: export id " + std::to_string(id) + " is not a live export");
@@ -166,6 +168,7 @@ Outcome UrAdapter::phys_put(ObjectId id) {
 }
 
 Result<ObjectId> UrAdapter::phys_open(std::span<const std::byte> bytes, int, int device) {
+  if (!api_.urIPCOpenPhysMemHandleExp) return {api_.lacking("phys_open", "urIPCOpenPhysMemHandleExp")};
   ur_device_handle_t dev = nullptr;
   if (Outcome o = device_at(device, dev); !o.ok()) return {o};
   std::vector<std::byte> data(bytes.begin(), bytes.end());
@@ -180,6 +183,7 @@ Result<ObjectId> UrAdapter::phys_open(std::span<const std::byte> bytes, int, int
 }
 
 Outcome UrAdapter::phys_close(ObjectId pm) {
+  if (!api_.urIPCClosePhysMemHandleExp) return api_.lacking("phys_close", "urIPCClosePhysMemHandleExp");
   Phys* p = phys(pm);
   if (!p) return unknown("phys_close", "physical memory", pm);
   if (!p->opened)

@@ -267,6 +267,10 @@ struct AdapterDesc {
     // then starts each role for less. --hold-runtime no turns it off.
     bool hold_runtime = false;
   } cost;
+  // The runtime throws C++ exceptions from a library linked with the shared libstdc++ and
+  // libgcc_s (libsycl): its roles run the role program linked with them too
+  // (role_executable_for), whose unwinder and personality are the runtime's.
+  bool shared_cxx_runtime = false;
 };
 
 // What check_value helpers answer: "" when `value` is one of `allowed`, else "use a, b or c".

@@ -165,6 +165,11 @@ std::string self_executable();
 // process starts for less; test programs name none and run their own roles.
 void set_role_program(std::string name);
 std::string role_executable();
+// The role program for `adapter`: role_executable(), except for an adapter whose runtime
+// throws C++ exceptions through the shared libstdc++ (AdapterDesc::shared_cxx_runtime: sycl):
+// the same program linked with the shared libstdc++ and libgcc (`<role program>-shared`), since
+// a role with its own copy linked in cannot catch what the runtime throws (it aborts).
+std::string role_executable_for(const std::string& adapter);
 // The last line of `text` that holds more than spaces, without its trailing spaces ("" if
 // none): what a person is shown of a process's output tail.
 std::string last_line(const std::string& text);

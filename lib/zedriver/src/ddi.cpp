@@ -73,6 +73,13 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetDeviceProcAddrTable(ze_api_version_t ve
   t->pfnGetP2PProperties = DeviceGetP2PProperties;
   t->pfnCanAccessPeer = DeviceCanAccessPeer;
   t->pfnGetStatus = DeviceGetStatus;
+  t->pfnGetMemoryAccessProperties = DeviceGetMemoryAccessProperties;
+  t->pfnGetMemoryProperties = DeviceGetMemoryProperties;
+  t->pfnGetComputeProperties = DeviceGetComputeProperties;
+  t->pfnGetModuleProperties = DeviceGetModuleProperties;
+  t->pfnGetImageProperties = DeviceGetImageProperties;
+  auto* n = reinterpret_cast<ipcheck_ze_device_dditable_t*>(t);
+  put(version, IPCHECK_ZE_API_VERSION_1_7, n->pfnGetRootDevice, DeviceGetRootDevice);
   return ZE_RESULT_SUCCESS;
 }
 

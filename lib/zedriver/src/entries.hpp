@@ -35,6 +35,18 @@ ze_result_t ZE_APICALL DeviceGetP2PProperties(ze_device_handle_t hDevice, ze_dev
 ze_result_t ZE_APICALL DeviceCanAccessPeer(ze_device_handle_t hDevice, ze_device_handle_t hPeerDevice,
                                            ze_bool_t* value);
 ze_result_t ZE_APICALL DeviceGetStatus(ze_device_handle_t hDevice);
+// Device queries SYCL and UR's released adapters make (device_queries.cpp)
+ze_result_t ZE_APICALL DeviceGetMemoryAccessProperties(ze_device_handle_t hDevice,
+                                                       ze_device_memory_access_properties_t* pMemAccessProperties);
+ze_result_t ZE_APICALL DeviceGetMemoryProperties(ze_device_handle_t hDevice, uint32_t* pCount,
+                                                 ze_device_memory_properties_t* pMemProperties);
+ze_result_t ZE_APICALL DeviceGetComputeProperties(ze_device_handle_t hDevice,
+                                                  ze_device_compute_properties_t* pComputeProperties);
+ze_result_t ZE_APICALL DeviceGetModuleProperties(ze_device_handle_t hDevice,
+                                                 ze_device_module_properties_t* pModuleProperties);
+ze_result_t ZE_APICALL DeviceGetImageProperties(ze_device_handle_t hDevice,
+                                                ze_device_image_properties_t* pImageProperties);
+ze_result_t ZE_APICALL DeviceGetRootDevice(ze_device_handle_t hDevice, ze_device_handle_t* phRootDevice);  // 1.7
 
 // Contexts
 ze_result_t ZE_APICALL ContextCreate(ze_driver_handle_t hDriver, const ze_context_desc_t* desc,

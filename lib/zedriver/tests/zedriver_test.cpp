@@ -94,7 +94,7 @@ TEST(ZeDriverExports, NewerTableSlotsFollowTheVersion) {
   for (const Slot& s : {Slot{"zeGetMemProcAddrTable", 10, 10}, Slot{"zeGetPhysicalMemProcAddrTable", 2, 2},
                         Slot{"zeGetEventPoolProcAddrTable", 5, 5}, Slot{"zeGetDriverProcAddrTable", 6, 6},
                         Slot{"zeGetCommandListProcAddrTable", 28, 28}, Slot{"zeGetEventProcAddrTable", 7, 12},
-                        Slot{"zeGetEventProcAddrTable", 7, 14}}) {
+                        Slot{"zeGetEventProcAddrTable", 7, 14}, Slot{"zeGetDeviceProcAddrTable", 18, 18}}) {
     ASSERT_EQ(table(s.getter, v1_17, t), ZE_RESULT_SUCCESS) << s.getter;
     EXPECT_NE(t[s.index], nullptr) << s.getter << " slot " << s.index;
     EXPECT_NE(t[s.index], reinterpret_cast<void*>(std::uintptr_t{0x5a5a5a5a})) << s.getter << " slot " << s.index;
@@ -203,6 +203,36 @@ TEST_F(ZeDriver, ReportsItselfAndItsConvention) {
   ASSERT_EQ(zeDeviceGetProperties(devices[0], &props), ZE_RESULT_SUCCESS);
   EXPECT_EQ(props.vendorId, ze_ipcheck::kIntelVendorId);
   EXPECT_EQ(ipv.ipVersion, ze_ipcheck::kIntelIpVersion);
+}
+
+// What SYCL and UR's released adapters ask before they offer USM (device_queries.cpp): without
+// the memory access capabilities libsycl reports no usm_device_allocations aspect.
+TEST_F(ZeDriver, AnswersTheDeviceQueriesSyclMakes) {
+  ze_device_memory_access_properties_t ma{ZE_STRUCTURE_TYPE_DEVICE_MEMORY_ACCESS_PROPERTIES, nullptr, 0, 0, 0, 0, 0};
+  ASSERT_EQ(zeDeviceGetMemoryAccessProperties(devices[0], &ma), ZE_RESULT_SUCCESS);
+  EXPECT_EQ(ma.stype, ZE_STRUCTURE_TYPE_DEVICE_MEMORY_ACCESS_PROPERTIES);
+  EXPECT_NE(ma.hostAllocCapabilities & ZE_MEMORY_ACCESS_CAP_FLAG_RW, 0u);
+  EXPECT_NE(ma.deviceAllocCapabilities & ZE_MEMORY_ACCESS_CAP_FLAG_RW, 0u);
+  EXPECT_NE(ma.sharedSingleDeviceAllocCapabilities & ZE_MEMORY_ACCESS_CAP_FLAG_RW, 0u);
+  EXPECT_EQ(ma.sharedSystemAllocCapabilities, 0u);
+  uint32_t n = 0;
+  ASSERT_EQ(zeDeviceGetMemoryProperties(devices[0], &n, nullptr), ZE_RESULT_SUCCESS);
+  ASSERT_EQ(n, 1u);
+  ze_device_memory_properties_t mp{ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES, nullptr, 0, 0, 0, 0, {}};
+  ASSERT_EQ(zeDeviceGetMemoryProperties(devices[0], &n, &mp), ZE_RESULT_SUCCESS);
+  EXPECT_GT(mp.totalSize, 0u);
+  ze_device_compute_properties_t cp{ZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES, nullptr, 0, 0, 0, 0, 0, 0, 0, 0, 0, {}};
+  ASSERT_EQ(zeDeviceGetComputeProperties(devices[0], &cp), ZE_RESULT_SUCCESS);
+  EXPECT_EQ(cp.maxTotalGroupSize, 1u);
+  ze_device_module_properties_t mod{};
+  mod.stype = ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
+  ASSERT_EQ(zeDeviceGetModuleProperties(devices[0], &mod), ZE_RESULT_SUCCESS);
+  EXPECT_EQ(mod.spirvVersionSupported, 0u);  // no kernels
+  ze_device_image_properties_t ip{};
+  ip.stype = ZE_STRUCTURE_TYPE_DEVICE_IMAGE_PROPERTIES;
+  ASSERT_EQ(zeDeviceGetImageProperties(devices[0], &ip), ZE_RESULT_SUCCESS);
+  EXPECT_EQ(ip.maxImageDims2D, 0u);
+  EXPECT_EQ(zeDeviceGetMemoryAccessProperties(devices[0], nullptr), ZE_RESULT_ERROR_INVALID_NULL_POINTER);
 }
 
 TEST_F(ZeDriver, MemoryHandleOpensAsANewMappingOfTheSameBytes) {

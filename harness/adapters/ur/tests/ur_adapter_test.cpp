@@ -20,9 +20,28 @@ TEST(UrAdapter, ClaimsSyclAndUr) {
   const AdapterDesc* d = find_adapter("ur");
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->profiles, (std::vector<std::string>{"sycl", "ur"}));
-  EXPECT_EQ(d->options, (std::vector<std::string>{"loader", "backend", "l0"}));
-  // A library to load comes only from the command line.
-  EXPECT_EQ(d->path_options, (std::vector<std::string>{"loader"}));
+  EXPECT_EQ(d->options, (std::vector<std::string>{"loader", "release", "backend", "l0"}));
+  // A library to load (or a oneAPI release, which names one) comes only from the command line.
+  EXPECT_EQ(d->path_options, (std::vector<std::string>{"loader", "release"}));
+}
+
+TEST(UrAdapter, UnknownReleaseIsNotImplementedAndNamesTheFix) {
+  auto a = make_ur();
+  AdapterConfig c;
+  c.options["release"] = "1999.0.0";
+  const Outcome o = a->init(c);
+  EXPECT_EQ(o.code, Errc::not_implemented) << o.describe();
+  EXPECT_NE(o.message.find("no installed oneAPI release '1999.0.0'"), std::string::npos) << o.message;
+  EXPECT_NE(o.message.find("ci/oneapi-stack"), std::string::npos) << o.message;
+}
+
+TEST(UrAdapter, LoaderAndReleaseTogetherAreRefused) {
+  auto a = make_ur();
+  AdapterConfig c;
+  c.options["loader"] = "/nonexistent/libur_loader.so.0";
+  c.options["release"] = "/nonexistent/release";
+  const Outcome o = a->init(c);
+  EXPECT_NE(o.code, Errc::success) << o.describe();
 }
 
 TEST(UrAdapter, MissingLoaderIsNotImplemented) {

@@ -25,6 +25,12 @@ typedef struct ipcheck_ze_driver_dditable_t {
   ipcheck_pfnDriverGetLastErrorDescription_t pfnGetLastErrorDescription;  // 1.6
 } ipcheck_ze_driver_dditable_t;
 
+// ze_device_dditable_t: + GetRootDevice (1.7)
+typedef struct ipcheck_ze_device_dditable_t {
+  ze_device_dditable_t v1_4;  // ends with pfnPciGetPropertiesExt (1.3)
+  ze_result_t(ZE_APICALL* pfnGetRootDevice)(ze_device_handle_t, ze_device_handle_t*);  // 1.7
+} ipcheck_ze_device_dditable_t;
+
 // ze_mem_dditable_t: + PutIpcHandle (1.6), GetPitchFor2dImage (1.9), GetIpcHandleWithProperties (1.15)
 typedef struct ipcheck_ze_mem_dditable_t {
   ze_mem_dditable_t v1_4;  // ends with pfnFreeExt (1.3)
@@ -78,6 +84,8 @@ typedef struct ipcheck_ze_command_list_dditable_t {
 
 // The layouts extend the 1.4 tables without padding (every slot is one pointer).
 static_assert(offsetof(ipcheck_ze_mem_dditable_t, pfnPutIpcHandle) == sizeof(ze_mem_dditable_t));
+static_assert(offsetof(ipcheck_ze_device_dditable_t, pfnGetRootDevice) == sizeof(ze_device_dditable_t));
+static_assert(sizeof(ze_device_dditable_t) == 18 * sizeof(void*));  // the 1.32 table: pfnGetRootDevice is its 19th slot
 static_assert(sizeof(ze_mem_dditable_t) == 10 * sizeof(void*));
 static_assert(sizeof(ze_event_dditable_t) == 7 * sizeof(void*));
 static_assert(sizeof(ze_command_list_dditable_t) == 28 * sizeof(void*));

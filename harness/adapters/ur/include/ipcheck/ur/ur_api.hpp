@@ -10,6 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 
+namespace ipcheck {
+enum class Errc;  // ipcheck/adapter.hpp
+}
+
 namespace ipcheck::ur_api {
 
 // ---------------------------------------------------------------- handles
@@ -85,6 +89,12 @@ enum ur_result_t : std::uint32_t {
 
 // "UR_RESULT_ERROR_INVALID_VALUE"; "ur_result_t <n>" for a value the pinned API does not name.
 const char* result_name(ur_result_t r) noexcept;
+// The ur_result_t a name stands for ("UR_RESULT_ERROR_INVALID_VALUE"); false when the list
+// lacks it. The sycl adapter reads UR's result out of SYCL's exception messages with it.
+bool result_of(const char* name, ur_result_t& out) noexcept;
+// ipcheck's Errc of a UR result: one map for the ur adapter and the sycl adapter (whose SYCL
+// errors carry UR's result underneath).
+Errc errc_of(ur_result_t r) noexcept;
 
 // ---------------------------------------------------------------- enumerators
 
