@@ -104,6 +104,11 @@ const std::map<std::string, Collateral>& collateral() {
         {"multi_device.event.other_device"}}},
       {"phys_import_trusts_size",
        {{"robustness.open.garbage.physical"}, "garbage that changes the record's size field now imports"}},
+      {"fast_witness_only",
+       {{"robustness.open.confused_deputy*", "robustness.open.forged_range.*", "robustness.open.garbage.*",
+         "robustness.revoke.tamper.*"},
+        "a remembered export proven by its witness alone opens any record that names its descriptor once the real "
+        "handle was opened: resealed tokens, slots and ranges open as well as put ones"}},
   };
   return c;
 }
@@ -145,6 +150,12 @@ const std::map<std::string, const char*>& unreachable_on_ze() {
       {"other_device_event_private", "libze_ipcheck's events are slots of an event pool in memory the driver maps, "
                                      "not ipcref events; a pool opens for its context, with no device"},
       {"slow_wake", "libze_ipcheck's events are slots of an event pool in memory the driver maps, not ipcref events"},
+      {"fast_token_only", "the fd-first memory handle carries its descriptor (no fast path, which fetches the "
+                          "exporter's); a physical handle's range is the driver's to check before ipcref imports it"},
+      {"fast_no_identity", "the fd-first memory handle carries its descriptor: no open fetches the exporter's, so "
+                           "none can meet a descriptor the exporter replaced"},
+      {"fast_no_kind", "the fd-first memory handle carries its descriptor (no fast path), and the driver's codec "
+                       "refuses a physical handle relabelled as another kind before ipcref's import"},
   };
   return u;
 }
@@ -260,6 +271,11 @@ void score(const Scoring& sc) {
     const Seeded* d = &dd;
     if (auto u = sc.unreachable.find(d->name); u != sc.unreachable.end()) {
       skipped.push_back(d->name + ": " + u->second);
+      continue;
+    }
+    if (d->clause.rfind("run:", 0) == 0) {  // the runtime does not start: no case runs, the run fails
+      skipped.push_back(d->name + ": no runtime over the driver starts, so no case runs; the run and the diff "
+                        "against the baseline must fail (CTest defects:ur-l0v2.context_create_fails)");
       continue;
     }
     if (d->clause.rfind("bench:", 0) == 0) {  // a performance defect: no case's clause, the bench gate's figure
