@@ -286,6 +286,13 @@ AdapterConfig role_adapter_config(json& start) {
   return config;
 }
 
+// Whether a failed Adapter::init is the runtime's failing to start (a context or device it
+// could not make: its own answer, lost or broken) rather than the machine's lacking it (the
+// adapter found no library, or the runtime says this machine has nothing it supports).
+bool init_failed_by_runtime(const Outcome& init) {
+  return init.from_runtime() && init.code != Errc::not_implemented && init.code != Errc::feature_not_supported;
+}
+
 // The adapter probe's role ("info"): the driver and devices, why the adapter is not
 // available, or the limits that keep it from starting.
 int answer_info(Channel& ch, TracingAdapter& adapter, const AdapterConfig& config, const std::string& adapter_name,
@@ -300,7 +307,7 @@ int answer_info(Channel& ch, TracingAdapter& adapter, const AdapterConfig& confi
     info = init.ok() ? msg::info_doc(adapter.info())
                      : json{{"error", "adapter '" + adapter_name + "' is not available: " + init.describe()},
                             {"errc", errc_name(init.code)},
-                            {"by", init.from_runtime() ? "runtime_init" : ""}};
+                            {"by", init_failed_by_runtime(init) ? "runtime_init" : ""}};
   }
   ch.send(msg::Info{info});
   // Asked to hold the runtime (the runner's RuntimeHold, for adapters whose start costs most
@@ -372,7 +379,7 @@ std::optional<int> init_role_adapter(Channel& ch, RoleImpl& role, TracingAdapter
     if (init.code == Errc::not_implemented || init.code == Errc::feature_not_supported ||
         init.code == Errc::device_lost)
       return role_skips(ch, role, "adapter '" + adapter_name + "' is not available here: " + init.describe(),
-                        init.from_runtime() ? "runtime_init" : "");
+                        init_failed_by_runtime(init) ? "runtime_init" : "");
     role.check(false, "harness.adapter_init", "adapter '" + adapter_name + "' failed to initialise: " + init.describe(), Where::current());
     send_done(ch, true, "adapter init failed");
     return 0;
