@@ -174,13 +174,13 @@ Precondition needs_adapter(std::string adapter, std::string why) {
   };
 }
 
-Precondition needs_verb(std::string verb, std::string what) {
-  return [verb = std::move(verb), what = std::move(what)](const std::string& name,
+RuntimeNeed needs_verb(std::string verb, std::string what) {
+  return RuntimeNeed{[verb = std::move(verb), what = std::move(what)](const std::string& name,
                                                           const AdapterInfo& info) -> std::optional<std::string> {
     const auto it = info.unsupported_verbs.find(verb);
     if (it == info.unsupported_verbs.end()) return std::nullopt;
     return what + ": " + verb + " is not_implemented on adapter '" + name + "': " + it->second;
-  };
+  }};
 }
 
 void send_text(Role& r, const std::string& to, const std::string& tag, const std::string& text) {

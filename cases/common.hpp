@@ -104,7 +104,7 @@ Precondition needs_two_devices_with(std::string aspect);
 // the adapter `adapter` (cases about one API's rules), `why` saying so;
 Precondition needs_adapter(std::string adapter, std::string why);
 // the verb `verb` (AdapterInfo::unsupported_verbs), `what` naming what the case does with it.
-Precondition needs_verb(std::string verb, std::string what);
+RuntimeNeed needs_verb(std::string verb, std::string what);
 
 // Small text messages between roles (sizes, notices).
 void send_text(Role& r, const std::string& to, const std::string& tag, const std::string& text);

@@ -1,6 +1,16 @@
 // Forged handles (ipcref/1 only): records resealed so their framing is sound, naming
 // another descriptor of the exporter (rb.open.confused_deputy) or another live process
-// that took an exited exporter's pid (rb.open.pid_reuse).
+// that took an exited exporter's pid (rb.open.pid_reuse). The confused-deputy forgeries
+// meet a consumer that opened both real handles (closed again; `.held`: still open), and
+// where the record names the exporter's descriptor, the exporter then puts another file at
+// that number (a close-all loop or a dup2 behind its runtime's back): the real bytes must
+// not map that file.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <map>
 
 #include "forge.hpp"
@@ -21,6 +31,17 @@ struct Forgery {
 // --- rb.open.confused_deputy
 constexpr const char* kDeputy = "rb.open.confused_deputy";
 
+// The exporter's side of the replaced descriptor: descriptor `fd` (the export's, as its
+// record names it) now holds a memfd of pattern(kHiddenSeed); says "1" when it does.
+void replace_descriptor(Role& r, int fd) {
+  const std::vector<std::byte> bytes = pattern(kHiddenSeed, 2 * kPage);
+  unique_fd other(::memfd_create("ipcheck-not-the-export", MFD_CLOEXEC));
+  const bool done = other && ::write(other.get(), bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()) &&
+                    ::dup3(other.get(), fd, O_CLOEXEC) == fd;
+  if (!done) r.note(std::string("the export's descriptor could not be replaced: ") + std::strerror(errno));
+  send_text(r, "consumer", "replaced", done ? "1" : "0");
+}
+
 void deputy_producer(Role& r) {
   Target target = export_target(r, HandleKind::memory, kTargetSeed, kDeputy, 2 * kPage);
   Target decoy = export_target(r, HandleKind::memory, kDecoySeed, kDeputy, 2 * kPage);
@@ -32,6 +53,7 @@ void deputy_producer(Role& r) {
   // names a range of a larger object (CUDA's: an offset into a 2 MiB chunk).
   const auto delta = [&](DevPtr p) { return std::to_string(static_cast<long long>(p - target.object.get())); };
   send_text(r, "consumer", "deltas", delta(decoy.object.get()) + " " + delta(hidden.get()));
+  if (const std::string replace = receive_text(r, "replace"); !replace.empty()) replace_descriptor(r, std::stoi(replace));
   r.barrier("consumer-done");
 }
 
@@ -78,16 +100,36 @@ void deputy_by_offset(Role& r, const ReceivedTarget& target, const HandleLayout&
               std::to_string(wrong) + " reached another object");
 }
 
-// Both real handles open what they name: the objects the forgeries aim at are live.
-void check_real_handles(Role& r, const ReceivedTarget& target, const ReceivedTarget& decoy) {
-  SetupSteps setup(r);
-  for (auto* t : {&target, &decoy}) {
-    Opened o = open_target(r, HandleKind::memory, t->handle.bytes, t->handle.fd.get());
-    r.require_ok(o.outcome, kDeputy, "open of a real handle");
-    const std::uint64_t seed = t == &target ? kTargetSeed : kDecoySeed;
-    r.require(is_target(r, HandleKind::memory, o.object.get(), t->bytes, seed), kDeputy,
-              "a real handle maps the memory exported under it");
+// Both real handles open what they name: the objects the forgeries aim at are live. What
+// opened, for a held case to keep open.
+std::vector<Opened> check_real_handles(Role& r, const ReceivedTarget& target, const ReceivedTarget& decoy, Cache cache) {
+  std::vector<Opened> held;
+  for (auto* t : {&target, &decoy})
+    held.push_back(warm_up(r, cache, HandleKind::memory, t->handle.bytes, t->handle.fd.get(), t->bytes,
+                           t == &target ? kTargetSeed : kDecoySeed, kDeputy));
+  return held;
+}
+
+// The exporter put another file (pattern kHiddenSeed) at the descriptor number the export's
+// record names, after this process opened the export: the real bytes now name that file,
+// which was never exported. Refused, or the export (a runtime that kept its own reference):
+// never the file.
+void check_replaced_descriptor(Role& r, const ReceivedTarget& target, const Record& a, Cache cache) {
+  send_text(r, "producer", "replace", std::to_string(a.fd));
+  if (receive_text(r, "replaced") != "1") {
+    r.note("the exporter could not replace its descriptor: the replaced-descriptor open is not judged");
+    return;
   }
+  const std::string what = "the real handle, opened after the exporter put another file at its descriptor " +
+                           std::to_string(a.fd) + cache_words(cache, Cache::warm);
+  Opened o = open_target(r, HandleKind::memory, target.handle.bytes, -1);
+  if (!o.outcome.ok()) {
+    check_clean_refusal(r, o.outcome, kDeputy, what, "robustness.open.confused_deputy.replaced");
+    return;
+  }
+  const bool other = static_cast<bool>(is_target(r, HandleKind::memory, o.object.get(), 2 * kPage, kHiddenSeed));
+  r.check(!other, Evidence::of(o.outcome), kDeputy,
+          what + (other ? ": opened and maps that file" : ": opened, and does not map that file"));
 }
 
 // The export's record `a` resealed with parts of the decoy's record `d` and with every other
@@ -166,7 +208,7 @@ void open_forgeries(Role& r, const std::vector<Forgery>& forgeries) {
               " opened another object");
 }
 
-void deputy_consumer(Role& r) {
+void deputy_consumer(Role& r, Cache cache) {
   ReceivedTarget target = receive_target(r, "handle");
   ReceivedTarget decoy = receive_target(r, "decoy");
   const std::string deltas = receive_text(r, "deltas");
@@ -176,25 +218,42 @@ void deputy_consumer(Role& r) {
       r.skip("handle layout '" + r.adapter().info().handle_layout +
              "' is neither an ipcref record nor a layout with a known offset field: cannot forge");
     const auto space = deltas.find(' ');
-    deputy_by_offset(r, target, *l, std::stoll(deltas.substr(0, space)), std::stoll(deltas.substr(space + 1)));
+    {
+      std::vector<Opened> held = check_real_handles(r, target, decoy, cache);
+      deputy_by_offset(r, target, *l, std::stoll(deltas.substr(0, space)), std::stoll(deltas.substr(space + 1)));
+    }
+    send_text(r, "producer", "replace", "");
     r.barrier("consumer-done");
     return;
   }
   const Record a = decode_record(r, target.handle.bytes, kDeputy);
   const Record d = decode_record(r, decoy.handle.bytes, kDeputy);
-  check_real_handles(r, target, decoy);
+  std::vector<Opened> held = check_real_handles(r, target, decoy, cache);
   const std::vector<Forgery> forgeries = deputy_forgeries(target, decoy, a, d);
   const ResourceCount before = count_resources();
   open_forgeries(r, forgeries);
   check_no_growth(r, before, count_resources(), kDeputy, "after the forged opens");
+  // A record that names the exporter's descriptor (no descriptor travels with it).
+  if (!target.handle.fd && load_le(target.handle.bytes.data(), 4) == ipcref::record::magic)
+    check_replaced_descriptor(r, target, a, cache);
+  else
+    send_text(r, "producer", "replace", "");
   r.barrier("consumer-done");
 }
 
-IPCHECK_CASE(Case("robustness.open.confused_deputy",
-                  "Records resealed to name the exporter's other descriptors, a decoy export and unexported memory never open")
-                 .clause(kDeputy)
-                 .role("producer", deputy_producer)
-                 .role("consumer", deputy_consumer));
+void register_deputy() {
+  // The plain case is the warm one: both real handles are opened (and closed) before the forgeries.
+  for (Cache cache : {Cache::warm, Cache::held})
+    register_case(Case("robustness.open.confused_deputy" + cache_suffix(cache, Cache::warm),
+                       "Records resealed to name the exporter's other descriptors, a decoy export and unexported "
+                       "memory, or a descriptor the exporter replaced, never open them" + cache_words(cache, Cache::warm))
+                      .clause(kDeputy)
+                      .role("producer", deputy_producer)
+                      .role("consumer", [cache](Role& r) { deputy_consumer(r, cache); })
+                      .def);
+}
+
+IPCHECK_CASE(register_deputy);
 
 // --- rb.open.pid_reuse: the bystander is a live exporter too, so skipping the identity
 // guard would map its memory.

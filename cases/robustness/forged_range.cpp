@@ -42,7 +42,7 @@ void producer(Role& r, HandleKind kind) {
   r.barrier("consumer-done");
 }
 
-void consumer(Role& r, HandleKind kind) {
+void consumer(Role& r, HandleKind kind, Cache cache) {
   ReceivedTarget t = receive_target(r, "handle");
   const HandleLayout* l = known_layout(r, kind_name(kind), t.handle.bytes.size());
   if (!l)
@@ -60,15 +60,9 @@ void consumer(Role& r, HandleKind kind) {
   }
   if (forgeries.empty())
     r.skip("layout '" + l->name + "' has no offset, size, device or kind field ipcheck knows");
-  // The real handle opens and is the export: what the forgeries aim at is live.
-  {
-    SetupSteps setup(r);
-    Opened real = open_target(r, kind, t.handle.bytes, t.handle.fd.get());
-    r.skip_if_unsupported(real.outcome, std::string(kind_name(kind)) + " open");
-    r.require_ok(real.outcome, kClause, std::string("open of the real ") + kind_name(kind) + " handle");
-    r.require(is_target(r, kind, real.object.get(), t.bytes, kTargetSeed), kClause,
-              "the real handle maps the export");
-  }
+  // The real handle opens and is the export: what the forgeries aim at is live; and the
+  // forgeries meet a runtime that has opened the export (warm: closed again; held: still open).
+  Opened real = warm_up(r, cache, kind, t.handle.bytes, t.handle.fd.get(), t.bytes, kTargetSeed, kClause);
   const ResourceCount before = count_resources();
   std::size_t refused = 0, exact = 0, wrong = 0;
   Evidence all = Evidence::tally();
@@ -113,22 +107,24 @@ void consumer(Role& r, HandleKind kind) {
   r.check(wrong == 0, all, kClause,
           std::to_string(forgeries.size()) + " forged " + kind_name(kind) + " handles (layout " + l->name + "): " +
               std::to_string(refused) + " refused cleanly, " + std::to_string(exact) + " opened exactly the export, " +
-              std::to_string(wrong) + " otherwise");
+              std::to_string(wrong) + " otherwise" + cache_words(cache, Cache::warm));
   check_no_growth(r, before, count_resources(), kClause, "after the forged opens");
   r.barrier("consumer-done");
 }
 
 void register_forged_range() {
-  for (HandleKind kind : {HandleKind::memory, HandleKind::physical}) {
-    const std::string name = kind_name(kind);
-    register_case(Case("robustness.open.forged_range." + name,
-                       "A live " + name + " handle with its offset, size, device or kind changed (checksum valid) is "
-                       "refused or maps exactly the export")
-                      .clause(kClause)
-                      .role("producer", [kind](Role& r) { producer(r, kind); })
-                      .role("consumer", [kind](Role& r) { consumer(r, kind); })
-                      .def);
-  }
+  // The plain case is the warm one: the real handle is opened (and closed) before the forgeries.
+  for (Cache cache : {Cache::warm, Cache::held})
+    for (HandleKind kind : {HandleKind::memory, HandleKind::physical}) {
+      const std::string name = kind_name(kind);
+      register_case(Case("robustness.open.forged_range." + name + cache_suffix(cache, Cache::warm),
+                         "A live " + name + " handle with its offset, size, device or kind changed (checksum valid) is "
+                         "refused or maps exactly the export" + cache_words(cache, Cache::warm))
+                        .clause(kClause)
+                        .role("producer", [kind](Role& r) { producer(r, kind); })
+                        .role("consumer", [kind, cache](Role& r) { consumer(r, kind, cache); })
+                        .def);
+    }
 }
 
 IPCHECK_CASE(register_forged_range);

@@ -167,22 +167,25 @@ void producer(Role& r, HandleKind kind) {
 }
 
 void register_garbage() {
-  for (HandleKind kind : {HandleKind::memory, HandleKind::physical, HandleKind::event}) {
-    const std::string name = kind_name(kind);
-    register_case(Case("robustness.open.garbage." + name,
-                       "Thousands of zero, random, truncated, extended and mutated " + name +
-                           " handles: each refused cleanly or the export itself, judged in a live process")
-                      .clause(kClause)
-                      .role("producer", [kind](Role& r) { producer(r, kind); })
-                      .on_demand_roles("consumer", kMostConsumers, [kind](Role& r) { consumer(r, kind); })
-                      .expendable("consumer")
-                      .param("consumers", kMostConsumers)
-                      .param("lanes", kMostConsumers)
-                      // A driver whose variants kill many processes needs many in turn; a
-                      // hang is still caught within the run's inactivity limit.
-                      .timeout(300)
-                      .def);
-  }
+  // The plain case is the warm one: each consumer opens (and closes) the real handle first.
+  for (Cache cache : {Cache::warm, Cache::held})
+    for (HandleKind kind : {HandleKind::memory, HandleKind::physical, HandleKind::event}) {
+      const std::string name = kind_name(kind);
+      register_case(Case("robustness.open.garbage." + name + cache_suffix(cache, Cache::warm),
+                         "Thousands of zero, random, truncated, extended and mutated " + name +
+                             " handles: each refused cleanly or the export itself, judged in a live process" +
+                             cache_words(cache, Cache::warm))
+                        .clause(kClause)
+                        .role("producer", [kind](Role& r) { producer(r, kind); })
+                        .on_demand_roles("consumer", kMostConsumers, [kind, cache](Role& r) { consumer(r, kind, cache); })
+                        .expendable("consumer")
+                        .param("consumers", kMostConsumers)
+                        .param("lanes", kMostConsumers)
+                        // A driver whose variants kill many processes needs many in turn; a
+                        // hang is still caught within the run's inactivity limit.
+                        .timeout(300)
+                        .def);
+    }
 }
 
 IPCHECK_CASE(register_garbage);

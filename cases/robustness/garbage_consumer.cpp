@@ -106,7 +106,8 @@ struct Probe {
 };
 
 // The real bytes open (so every refusal below is about the garbage), and the probe works.
-void open_real_and_probe(Role& r, HandleKind kind, const ReceivedTarget& target, Probe& probe) {
+// Returns what opened when the case holds it open through the garbage (Cache::held).
+Opened open_real_and_probe(Role& r, HandleKind kind, Cache cache, const ReceivedTarget& target, Probe& probe) {
   SetupSteps setup(r);
   Opened good = open_target(r, kind, target.handle.bytes, target.handle.fd.get());
   r.skip_if_unsupported(good.outcome, std::string(kind_name(kind)) + " open");
@@ -117,6 +118,9 @@ void open_real_and_probe(Role& r, HandleKind kind, const ReceivedTarget& target,
     throw RoleAbort{"the real handle does not open the export"};
   probe.mem = alloc_filled(r, 64, kTargetSeed, kClause);
   r.require_ok(probe.check(r), kClause, "the probe read before the garbage");
+  if (cache == Cache::held) return good;
+  r.check_ok(good.object.reset(), kClause, std::string("close of the real ") + kind_name(kind) + " handle");
+  return {};
 }
 
 // The verdict on an open of a variant that succeeded: the export the bytes identify, or
@@ -185,7 +189,7 @@ void check_survived(Role& r, HandleKind kind, const ReceivedTarget& target, std:
 
 }  // namespace
 
-void consumer(Role& r, HandleKind kind) {
+void consumer(Role& r, HandleKind kind, Cache cache) {
   // Each consumer ends on its own (the producer waits for its exit before the next gets work).
   ReceivedTarget target = receive_target(r, "handle");
   ReceivedTarget decoy = receive_target(r, "decoy");
@@ -193,7 +197,7 @@ void consumer(Role& r, HandleKind kind) {
                                                     target.handle.fd.get() >= 0, decoy.handle.fd.get() >= 0);
   const HandleLayout* layout = known_layout(r, kind_name(kind), target.handle.bytes.size());
   Probe probe;
-  open_real_and_probe(r, kind, target, probe);
+  Opened held = open_real_and_probe(r, kind, cache, target, probe);
   // Readied ahead of need: the work (where to start, and the verdict page) comes now.
   Received page = r.receive("verdicts");
   // "FROM TO": this consumer's share of its lane.
@@ -222,6 +226,7 @@ void consumer(Role& r, HandleKind kind) {
     // Nothing more is judged in this process: the producer hands the rest to a fresh one.
     r.note("context lost at variant " + std::to_string(i) + "; the next consumer resumes after it");
     probe.mem.release();
+    held.object.release();
     return;
   }
   check_survived(r, kind, target, i - from);

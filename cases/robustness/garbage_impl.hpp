@@ -96,6 +96,7 @@ void judge(Role& r, HandleKind kind, const std::vector<Variant>& variants, const
 void check_every_byte(Role& r, const std::vector<Variant>& variants, const SharedVerdicts& shared, const Bytes& good);
 
 // One consumer's role body (garbage_consumer.cpp).
-void consumer(Role& r, HandleKind kind);
+// `cache`: warm (the real handle opened and closed before the garbage) or held (kept open).
+void consumer(Role& r, HandleKind kind, Cache cache);
 
 }  // namespace ipcheck::catalog::robustness_garbage

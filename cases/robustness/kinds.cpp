@@ -182,4 +182,43 @@ Seen is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std
   return {false, Evidence::harness()};
 }
 
+std::string cache_suffix(Cache c, Cache plain) {
+  if (c == plain) return "";
+  switch (c) {
+    case Cache::cold: return ".cold";
+    case Cache::warm: return ".warm";
+    case Cache::held: return ".held";
+  }
+  return "";
+}
+
+std::string cache_words(Cache c, Cache plain) {
+  if (c == plain) return "";
+  switch (c) {
+    case Cache::cold: return "";
+    case Cache::warm: return " (after one valid open of the export, closed again)";
+    case Cache::held: return " (after one valid open of the export, still open)";
+  }
+  return "";
+}
+
+Opened warm_up(Role& r, Cache c, HandleKind kind, std::span<const std::byte> bytes, int fd, std::size_t size,
+               std::uint64_t seed, std::string_view clause) {
+  if (c == Cache::cold) return {};
+  SetupSteps setup(r);
+  const std::string what = std::string("the warm-up open of the real ") + kind_name(kind) + " handle";
+  Opened o = open_target(r, kind, bytes, fd);
+  r.skip_if_unsupported(o.outcome, std::string(kind_name(kind)) + " open");
+  r.require_ok(o.outcome, clause, what);
+  // Memory and physical objects are told by their bytes; an event only by its state, which
+  // is another clause's (ur.event.*, cuda.event.pending): an open that succeeded warms the cache.
+  if (kind != HandleKind::event)
+    r.require(is_target(r, kind, o.object.get(), size, seed), clause, what + " maps the export");
+  if (c == Cache::warm) {
+    r.check_ok(o.object.reset(), clause, "close of " + what);
+    return {};
+  }
+  return o;
+}
+
 }  // namespace ipcheck::catalog

@@ -51,4 +51,23 @@ Opened open_target(Role& r, HandleKind kind, std::span<const std::byte> bytes, i
 Seen is_target(Role& r, HandleKind kind, ObjectId opened, std::size_t bytes, std::uint64_t seed,
                std::chrono::nanoseconds settle = std::chrono::seconds(1));
 
+// How warm the opener's runtime is when a forged, stale or foreign handle meets it: cold
+// (no open of the export in this process before), warm (the real handle opened once and
+// closed again), held (opened once and still open). A runtime that remembers an export
+// (UMF's IPC cache, CUDA's repeated-open mapping, ipcref's fast path) answers a repeated
+// open from what it remembered: each robustness open check runs in the warm states too, and
+// the remembered path is judged by the same rule as the cold one.
+enum class Cache { cold, warm, held };
+// The case id's suffix for `c`, where the unsuffixed id is the case in state `plain`.
+std::string cache_suffix(Cache c, Cache plain = Cache::cold);
+// " (after one valid open of the export, closed again)" and the like, for a case's title and
+// its checks; "" for the state the unsuffixed id is in (`plain`), whose words stay as they were.
+std::string cache_words(Cache c, Cache plain = Cache::cold);
+// The opener's one valid open of the real handle (bytes, descriptor) before it presents
+// anything else, as a set-up step: it must open (else the case skips or fails as a set-up)
+// and, for memory and physical objects, map the export's bytes. Nothing for cold; closed again for warm (a failed close is a check of
+// `clause`); for held, what opened, for the caller to keep open until it has judged.
+Opened warm_up(Role& r, Cache c, HandleKind kind, std::span<const std::byte> bytes, int fd, std::size_t size,
+               std::uint64_t seed, std::string_view clause);
+
 }  // namespace ipcheck::catalog

@@ -1,5 +1,8 @@
 // Handles outliving what they name: the exporter exited, the allocation freed, the export
-// put; and a reallocation exported again must never be served from a stale mapping.
+// put; and a reallocation exported again must never be served from a stale mapping. The
+// first three run cold and after one valid open of the export in the same consumer (warm:
+// closed again; held: still open while the exporter exits, frees or puts): a runtime that
+// remembers an export must not answer from what it remembered.
 #include "kinds.hpp"
 
 namespace ipcheck::catalog::robustness_lifetime {
@@ -18,8 +21,9 @@ void gone_producer(Role& r, HandleKind kind) {
   // Returns: its objects are put and freed and the process exits.
 }
 
-void gone_consumer(Role& r, HandleKind kind) {
+void gone_consumer(Role& r, HandleKind kind, Cache cache) {
   ReceivedTarget t = receive_target(r, "handle");
+  Opened held = warm_up(r, cache, kind, t.handle.bytes, t.handle.fd.get(), t.bytes, kSeed, kExporterGone);
   send_text(r, "producer", "received", "");
   const std::string how = r.wait_exit("producer");
   const auto t0 = Clock::now();
@@ -29,21 +33,23 @@ void gone_consumer(Role& r, HandleKind kind) {
   // Whichever way the descriptor travelled (fetched, or passed by SCM_RIGHTS and still held).
   check_clean_refusal(r, o.outcome, kExporterGone,
                       std::string(kind_name(kind)) + " open after the exporter ended (" + how + ")" +
-                          (t.handle.fd ? ", its descriptor passed along" : ""),
+                          (t.handle.fd ? ", its descriptor passed along" : "") + cache_words(cache),
                       std::string("robustness.open.exporter_gone.") + kind_name(kind));
   r.check(took < kPromptAfterDeath, Evidence::of(o.outcome), kExporterGone, "the open returned after " + ms(took));
 }
 
 void register_exporter_gone() {
-  for (HandleKind kind : {HandleKind::memory, HandleKind::physical, HandleKind::event}) {
-    const std::string name = kind_name(kind);
-    register_case(Case("robustness.open.exporter_gone." + name,
-                       "Opening a " + name + " handle after its exporter exited is refused cleanly (code observed), within 1 s")
-                      .clause(kExporterGone)
-                      .role("producer", [kind](Role& r) { gone_producer(r, kind); })
-                      .role("consumer", [kind](Role& r) { gone_consumer(r, kind); })
-                      .def);
-  }
+  for (Cache cache : {Cache::cold, Cache::warm, Cache::held})
+    for (HandleKind kind : {HandleKind::memory, HandleKind::physical, HandleKind::event}) {
+      const std::string name = kind_name(kind);
+      register_case(Case("robustness.open.exporter_gone." + name + cache_suffix(cache),
+                         "Opening a " + name + " handle after its exporter exited is refused cleanly (code observed), "
+                         "within 1 s" + cache_words(cache))
+                        .clause(kExporterGone)
+                        .role("producer", [kind](Role& r) { gone_producer(r, kind); })
+                        .role("consumer", [kind, cache](Role& r) { gone_consumer(r, kind, cache); })
+                        .def);
+    }
 }
 
 IPCHECK_CASE(register_exporter_gone);
@@ -51,11 +57,12 @@ IPCHECK_CASE(register_exporter_gone);
 // --- rb.open.after_free: the export is still live (never put) when its memory is freed.
 constexpr const char* kFreed = "rb.open.after_free";
 
-void freed_producer(Role& r) {
+void freed_producer(Role& r, Cache cache) {
   Owned mem = alloc_filled(r, kPage, kSeed, kFreed);
   Exported h;
   Owned exported = export_memory(r, mem.get(), h, kFreed);
   r.send_handle("consumer", "handle", h);
+  if (cache != Cache::cold) receive_text(r, "opened");
   {
     SetupSteps setup(r);
     r.check_ok(mem.reset(), kFreed, "free while the export is live");
@@ -66,8 +73,10 @@ void freed_producer(Role& r) {
   r.barrier("consumer-done");
 }
 
-void freed_consumer(Role& r) {
+void freed_consumer(Role& r, Cache cache) {
   Received h = r.receive("handle");
+  Opened held = warm_up(r, cache, HandleKind::memory, h.bytes, h.fd.get(), kPage, kSeed, kFreed);
+  if (cache != Cache::cold) send_text(r, "producer", "opened", "");
   receive_text(r, "freed");
   const auto t0 = Clock::now();
   auto res = r.adapter().mem_open(h.bytes, h.fd.get(), 0);
@@ -75,17 +84,25 @@ void freed_consumer(Role& r) {
   Owned mapped = keep_mapping(r, res);
   if (!res.ok()) r.native_error("mem_open after the free", res.outcome);
   r.check(!res.ok(), Evidence::of(res.outcome), kFreed,
-          res.ok() ? std::string("mem_open after the exporter freed the allocation succeeded") +
-                         (holds(r, mapped.get(), kPage, kSeed) ? ", mapping the freed memory" : "")
-                   : "mem_open after the free refused with " + res.outcome.describe());
+          (res.ok() ? std::string("mem_open after the exporter freed the allocation succeeded") +
+                          (holds(r, mapped.get(), kPage, kSeed) ? ", mapping the freed memory" : "")
+                    : "mem_open after the free refused with " + res.outcome.describe()) +
+              cache_words(cache));
   r.check(took < kPromptAfterDeath, Evidence::of(res.outcome), kFreed, "the open returned after " + ms(took));
   r.barrier("consumer-done");
 }
 
-IPCHECK_CASE(Case("robustness.open.after_free", "Opening a handle whose allocation the exporter freed fails cleanly")
-                 .clause(kFreed)
-                 .role("producer", freed_producer)
-                 .role("consumer", freed_consumer));
+void register_after_free() {
+  for (Cache cache : {Cache::cold, Cache::warm, Cache::held})
+    register_case(Case("robustness.open.after_free" + cache_suffix(cache),
+                       "Opening a handle whose allocation the exporter freed fails cleanly" + cache_words(cache))
+                      .clause(kFreed)
+                      .role("producer", [cache](Role& r) { freed_producer(r, cache); })
+                      .role("consumer", [cache](Role& r) { freed_consumer(r, cache); })
+                      .def);
+}
+
+IPCHECK_CASE(register_after_free);
 
 // --- rb.realloc.fresh: the consumer keeps the first mapping open while the producer frees,
 // reallocates (often the same address and descriptor number) and exports again.
@@ -133,9 +150,11 @@ IPCHECK_CASE(Case("robustness.realloc.fresh",
 // object itself exports again.
 constexpr const char* kRevokes = "rb.put.revokes";
 
-void revokes_producer(Role& r, HandleKind kind) {
+void revokes_producer(Role& r, HandleKind kind, Cache cache) {
   Target t = export_target(r, kind, kSeed, kRevokes);
   r.send_handle("consumer", "put", t.handle);
+  send_text(r, "consumer", "size", std::to_string(t.bytes));
+  if (cache != Cache::cold) receive_text(r, "opened");
   put_or_skip(r, t.exported, kRevokes, "put");
   Exported again;
   Owned exported_again;
@@ -145,16 +164,18 @@ void revokes_producer(Role& r, HandleKind kind) {
     case HandleKind::event: exported_again = export_event(r, t.object.get(), again, kRevokes); break;
   }
   r.send_handle("consumer", "fresh", again);
-  send_text(r, "consumer", "size", std::to_string(t.bytes));
   r.barrier("consumer-done");
 }
 
-void revokes_consumer(Role& r, HandleKind kind) {
+void revokes_consumer(Role& r, HandleKind kind, Cache cache) {
   Received stale = r.receive("put");
-  Received fresh = r.receive("fresh");
   const std::size_t bytes = std::stoull(receive_text(r, "size"));
+  Opened held = warm_up(r, cache, kind, stale.bytes, stale.fd.get(), bytes, kSeed, kRevokes);
+  if (cache != Cache::cold) send_text(r, "producer", "opened", "");
+  Received fresh = r.receive("fresh");
   Opened o = open_target(r, kind, stale.bytes, stale.fd.get());
-  r.check_error(o.outcome, Errc::invalid, kRevokes, std::string(kind_name(kind)) + " open of the bytes of a put handle");
+  r.check_error(o.outcome, Errc::invalid, kRevokes,
+                std::string(kind_name(kind)) + " open of the bytes of a put handle" + cache_words(cache));
   Opened ok = open_target(r, kind, fresh.bytes, fresh.fd.get());
   r.check_ok(ok.outcome, kRevokes, std::string(kind_name(kind)) + " open of the object's export after the put");
   if (ok.outcome.ok())
@@ -163,16 +184,18 @@ void revokes_consumer(Role& r, HandleKind kind) {
 }
 
 void register_revokes() {
-  for (HandleKind kind : {HandleKind::memory, HandleKind::physical, HandleKind::event}) {
-    const std::string name = kind_name(kind);
-    register_case(Case("robustness.put.revokes." + name,
-                       "The bytes of a put " + name + " handle no longer open; a new export of the object does")
-                      .clause(kRevokes)
-                      .needs(needs_verb(put_verb(kind), "put"))
-                      .role("producer", [kind](Role& r) { revokes_producer(r, kind); })
-                      .role("consumer", [kind](Role& r) { revokes_consumer(r, kind); })
-                      .def);
-  }
+  for (Cache cache : {Cache::cold, Cache::warm, Cache::held})
+    for (HandleKind kind : {HandleKind::memory, HandleKind::physical, HandleKind::event}) {
+      const std::string name = kind_name(kind);
+      register_case(Case("robustness.put.revokes." + name + cache_suffix(cache),
+                         "The bytes of a put " + name + " handle no longer open; a new export of the object does" +
+                             cache_words(cache))
+                        .clause(kRevokes)
+                        .needs(needs_verb(put_verb(kind), "put"))
+                        .role("producer", [kind, cache](Role& r) { revokes_producer(r, kind, cache); })
+                        .role("consumer", [kind, cache](Role& r) { revokes_consumer(r, kind, cache); })
+                        .def);
+    }
 }
 
 IPCHECK_CASE(register_revokes);

@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <functional>
@@ -266,6 +267,16 @@ int run(const std::vector<std::string>& args) {
     for (const auto& p : paths) std::printf("wrote %s\n", p.c_str());
     const auto& s = results.summary;
     if (g_interrupted) return kFailed;
+    // The runtime under test did not start (the probe's init, or every role's, failed by the
+    // runtime's own answer): a failed run, never a pass or a skip of the machine's.
+    if (s.total > 0 && std::all_of(results.cases.begin(), results.cases.end(), [](const reports::CaseResult& c) {
+          return c.status == reports::Status::skip && c.skip_by == "runtime_init";
+        })) {
+      std::fprintf(stderr, "ipcheck run: adapter '%s' did not start (its runtime's init failed in %s): %s\n",
+                   r.adapter.c_str(), results.run.options.contains("adapter_unavailable") ? "the probe" : "every role",
+                   reports::terminal_text(results.cases.front().reason).c_str());
+      return kFailed;
+    }
     if (skip_code && s.total > 0 && s.counts.at("skip") == s.total) return *skip_code;
     return s.unexpected == 0 ? kOk : kFailed;
   });

@@ -317,12 +317,22 @@ Case& Case::events() {
 
 Case& Case::needs(Precondition precondition) {
   def.preconditions.push_back(std::move(precondition));
+  def.runtime_needs.push_back(false);
   return *this;
 }
 
-std::optional<std::string> CaseDef::unmet(const std::string& adapter, const AdapterInfo& info) const {
-  for (const auto& p : preconditions)
-    if (auto why = p(adapter, info)) return why;
+Case& Case::needs(RuntimeNeed need) {
+  def.preconditions.push_back(std::move(need.check));
+  def.runtime_needs.push_back(true);
+  return *this;
+}
+
+std::optional<std::string> CaseDef::unmet(const std::string& adapter, const AdapterInfo& info, bool* by_runtime) const {
+  for (std::size_t i = 0; i < preconditions.size(); ++i)
+    if (auto why = preconditions[i](adapter, info)) {
+      if (by_runtime) *by_runtime = i < runtime_needs.size() && runtime_needs[i];
+      return why;
+    }
   return std::nullopt;
 }
 
@@ -394,7 +404,8 @@ void Role::require_ok(const Outcome& o, std::string_view clause, const std::stri
 }
 
 void Role::skip_if_unsupported(const Outcome& o, const std::string& what) {
-  if (o.code == Errc::not_implemented || o.code == Errc::feature_not_supported) skip(what + ": " + o.describe());
+  if (o.code == Errc::not_implemented || o.code == Errc::feature_not_supported)
+    skip(what + ": " + o.describe(), o.from_runtime() ? "runtime" : "");
 }
 
 namespace {

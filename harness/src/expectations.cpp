@@ -207,6 +207,9 @@ void check_expectation_matchers(const Expectation& x, const std::string& at) {
       (!x.match.signal.empty() && x.status != reports::Status::crash))
     throw std::runtime_error(at + ": leak= goes with status leak and signal= with status crash");
   const ExpectationMatch& m = x.match;
+  if (x.status == reports::Status::skip && (!m.check.empty() || !m.clause.empty() || !m.native.empty() ||
+                                            !m.role.empty() || !m.leak.empty() || !m.signal.empty()))
+    throw std::runtime_error(at + ": a skip line takes only reason= (the skip's reason) and driver=");
   if (x.status == reports::Status::flaky && (!m.check.empty() || !m.clause.empty() || !m.native.empty() ||
                                              !m.role.empty() || !m.leak.empty() || !m.signal.empty()))
     throw std::runtime_error(at + ": a flaky line takes only reason= (the failing attempt's reason) and driver=; "
@@ -223,9 +226,10 @@ Expectation parse_expectation_line(const std::string& body, const std::string& a
   if (!next_token(body, pos, status))
     throw std::runtime_error(at + ": '" + x.pattern + "' has no status; write: <case or clause> <status> [key=value ...] <reason>");
   auto s = reports::parse_status(status);
-  if (!s || *s == reports::Status::pass || *s == reports::Status::xfail || *s == reports::Status::skip ||
-      *s == reports::Status::incomplete || *s == reports::Status::error)
-    throw std::runtime_error(at + ": status '" + status + "' cannot be expected; use fail, leak, timeout, crash or flaky");
+  if (!s || *s == reports::Status::pass || *s == reports::Status::xfail || *s == reports::Status::incomplete ||
+      *s == reports::Status::error)
+    throw std::runtime_error(at + ": status '" + status + "' cannot be expected; use fail, leak, timeout, crash, flaky "
+                                  "or skip (a skip of the runtime's: lost coverage that is known)");
   x.status = *s;
   // Matchers, then the reason (the rest of the line).
   const std::size_t reason_at = parse_expectation_matchers(body, pos, at, x);

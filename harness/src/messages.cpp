@@ -243,12 +243,15 @@ NativeError decode<NativeError>(Message& m) {
   return {r.text("verb"), r.text("errc"), r.integer("native"), r.text("native_name"), r.text("message")};
 }
 
-Message encode(const Skip& m) { return make(MsgType::skip, {m.reason}); }
+Message encode(const Skip& m) { return make(MsgType::skip, {m.reason, m.by}); }
 
 template <>
 Skip decode<Skip>(Message& m) {
-  const Fields f(m, MsgType::skip, {"reason"});
-  return {f.text(0)};
+  const Fields f(m, MsgType::skip, {"reason", "by"});
+  Skip s{f.text(0), f.text(1)};
+  if (!s.by.empty() && s.by != "runtime" && s.by != "runtime_init")
+    throw ChannelError("message skip: field by is '" + s.by + "'; it is runtime, runtime_init or empty");
+  return s;
 }
 
 Message encode(const Audit& m) { return make(MsgType::audit, {reports::dump_json(m.doc)}); }

@@ -160,8 +160,8 @@ class RoleImpl final : public Role {
     ch_.send(msg::NativeError{verb, errc_name(o.code), o.native, o.native_name, o.message});
   }
 
-  [[noreturn]] void skip(const std::string& reason) override {
-    ch_.send(msg::Skip{reason});
+  [[noreturn]] void skip(const std::string& reason, const std::string& by) override {
+    ch_.send(msg::Skip{reason, by});
     throw RoleSkip{};
   }
 
@@ -286,6 +286,13 @@ AdapterConfig role_adapter_config(json& start) {
   return config;
 }
 
+// Whether a failed Adapter::init is the runtime's failing to start (a context or device it
+// could not make: its own answer, lost or broken) rather than the machine's lacking it (the
+// adapter found no library, or the runtime says this machine has nothing it supports).
+bool init_failed_by_runtime(const Outcome& init) {
+  return init.from_runtime() && init.code != Errc::not_implemented && init.code != Errc::feature_not_supported;
+}
+
 // The adapter probe's role ("info"): the driver and devices, why the adapter is not
 // available, or the limits that keep it from starting.
 int answer_info(Channel& ch, TracingAdapter& adapter, const AdapterConfig& config, const std::string& adapter_name,
@@ -299,7 +306,8 @@ int answer_info(Channel& ch, TracingAdapter& adapter, const AdapterConfig& confi
     initialised = init.ok();
     info = init.ok() ? msg::info_doc(adapter.info())
                      : json{{"error", "adapter '" + adapter_name + "' is not available: " + init.describe()},
-                            {"errc", errc_name(init.code)}};
+                            {"errc", errc_name(init.code)},
+                            {"by", init_failed_by_runtime(init) ? "runtime_init" : ""}};
   }
   ch.send(msg::Info{info});
   // Asked to hold the runtime (the runner's RuntimeHold, for adapters whose start costs most
@@ -327,9 +335,9 @@ int role_fault(Channel& ch, RoleImpl& role, const std::string& cause) {
 }
 
 // The role skips before its body: says why, then that it is done.
-int role_skips(Channel& ch, RoleImpl& role, const std::string& why) {
+int role_skips(Channel& ch, RoleImpl& role, const std::string& why, const std::string& by = {}) {
   try {
-    role.skip(why);
+    role.skip(why, by);
   } catch (const RoleSkip&) {
   }
   send_done(ch, false, "skipped");
@@ -370,7 +378,8 @@ std::optional<int> init_role_adapter(Channel& ch, RoleImpl& role, TracingAdapter
   if (!init.ok()) {
     if (init.code == Errc::not_implemented || init.code == Errc::feature_not_supported ||
         init.code == Errc::device_lost)
-      return role_skips(ch, role, "adapter '" + adapter_name + "' is not available here: " + init.describe());
+      return role_skips(ch, role, "adapter '" + adapter_name + "' is not available here: " + init.describe(),
+                        init_failed_by_runtime(init) ? "runtime_init" : "");
     role.check(false, "harness.adapter_init", "adapter '" + adapter_name + "' failed to initialise: " + init.describe(), Where::current());
     send_done(ch, true, "adapter init failed");
     return 0;
@@ -494,8 +503,9 @@ int role_main(const std::vector<std::string>& args) {
   // on its own) skips where the runner would have.
   // (The adapter's info is asked for only where the case has preconditions: on ref it costs
   // a tenth of a role's start.)
-  if (const auto why = def->preconditions.empty() ? std::nullopt : def->unmet(a.adapter, adapter.info()))
-    return role_skips(ch, role, *why);
+  bool by_runtime = false;
+  if (const auto why = def->preconditions.empty() ? std::nullopt : def->unmet(a.adapter, adapter.info(), &by_runtime))
+    return role_skips(ch, role, *why, by_runtime ? "runtime" : "");
 
   // proc: the role audits itself; bpf: the runner's tracer watches from outside, and the
   // role only marks where its body starts and ends and reports its verb calls.

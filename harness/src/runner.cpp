@@ -214,6 +214,7 @@ AdapterProbe probe_adapter(const RunOptions& o, bool hold) {
   }
   if (info.contains("error")) {
     p.reason = info["error"].get<std::string>();
+    if (info.value("by", "") == "runtime_init") p.by = "runtime_init";
     return p;
   }
   p.available = true;

@@ -15,6 +15,7 @@
 #include "ipcheck/resources.hpp"
 #include "ipcheck/verdict.hpp"
 #include "procfs.hpp"
+#include "machine_record.hpp"
 #include "runner_impl.hpp"
 
 namespace ipcheck {
@@ -49,6 +50,7 @@ bool CaseRun::all_exited() const {
 }
 
 void CaseRun::spawn_all() {
+  oom_kills_before_ = machine_record::oom_kills();
   for (const auto& name : def_.instance_names()) {
     const RoleDef* rd = def_.role_for(name);
     if (rd && rd->injection_only && !inject_) continue;  // stands by for a fault this run does not inject
@@ -394,7 +396,10 @@ void CaseRun::on_native_error(RoleState& r, const msg::NativeError& n) {
 
 void CaseRun::on_skip(RoleState& r, const msg::Skip& s) {
   r.skipped = true;
-  if (skip_reason_.empty()) skip_reason_ = s.reason;
+  if (skip_reason_.empty()) {
+    skip_reason_ = s.reason;
+    skip_by_ = s.by;
+  }
   // One role cannot run the case: the others would wait for it forever.
   for (auto& x : roles_)
     if (x.started && !x.exit) x.expected_death = true;

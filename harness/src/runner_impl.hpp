@@ -238,7 +238,10 @@ class CaseRun {
   Clock::time_point kill_at_{};
   int checks_ = 0;
   std::string skip_reason_;
+  std::string skip_by_;  // the first skip's by (msg::Skip)
   std::vector<std::string> harness_errors_;  // faults of the harness or the machine, not the adapter's
+  // The memory cgroup's OOM kills before the roles started (machine_record.hpp).
+  std::optional<std::uint64_t> oom_kills_before_;
   // Fault injection: whether the point was reached, the role to kill once it blocks (a
   // step_into), and the IPC objects the case's roles held (looked for after the case).
   bool injected_ = false;

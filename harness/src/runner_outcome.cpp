@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "ipcheck/verdict.hpp"
+#include "machine_record.hpp"
 #include "runner_impl.hpp"
 
 namespace ipcheck::runner_detail {
@@ -134,6 +135,7 @@ void CaseRun::classify() {
   f.termination_reason = termination_reason_;
   f.waiting_where = waiting_where(roles_);
   f.skip_reason = skip_reason_;
+  f.skip_by = skip_by_;
   f.harness_errors = harness_errors_;
   f.inject = inject_;
   f.injected = injected_;
@@ -149,6 +151,8 @@ void CaseRun::classify() {
     x.skipped = r.skipped;
     x.expected_death = r.expected_death;
     x.output_tail = r.proc.output_tail();
+    if (r.exit && !r.exit->exited && r.exit->signal == SIGKILL && !r.expected_death && !timed_out_)
+      x.machine_kill = machine_record::why_killed(r.proc.pid(), oom_kills_before_);
     f.roles.push_back(std::move(x));
   }
   verdict::classify(f, c);

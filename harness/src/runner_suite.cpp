@@ -223,12 +223,17 @@ void SuiteWorkers::work() {
     } else if (!probe_.available) {
       // A probe that could not run is the harness's or the machine's fault, not a skip.
       if (probe_.broken) res = not_run(job, Status::error, "the adapter probe failed: " + probe_.reason);
-      else res = not_run(job, Status::skip, probe_.reason);
+      else {
+        res = not_run(job, Status::skip, probe_.reason);
+        res.skip_by = probe_.by;
+      }
     } else if (o_.interrupted && o_.interrupted->load()) {
       res = not_run(job, Status::incomplete, "the run was interrupted before this case started");
-    } else if (auto why = probe_.adapter_info ? job.def->unmet(o_.adapter, *probe_.adapter_info) : std::nullopt) {
+    } else if (bool by_runtime = false;
+               auto why = probe_.adapter_info ? job.def->unmet(o_.adapter, *probe_.adapter_info, &by_runtime) : std::nullopt) {
       // Judged from the probe's info: no role starts (each would start the adapter, and say the same).
       res = not_run(job, Status::skip, std::move(*why));
+      if (by_runtime) res.skip_by = "runtime";
     } else {
       ran = true;
       res = run_attempts(job);
@@ -349,6 +354,7 @@ reports::Results run_suite(const RunOptions& options) {
   results.summary = reports::summarize(results.cases);
   results.run.duration_s = seconds_since(t0);
   if (!probe.available) results.run.options[probe.broken ? "harness_error" : "adapter_unavailable"] = probe.reason;
+  if (!probe.available && !probe.by.empty()) results.run.options["adapter_unavailable_by"] = probe.by;
   verdict::fill_clause_coverage(results);
   return results;
 }

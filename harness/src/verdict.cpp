@@ -1,4 +1,5 @@
 #include "ipcheck/verdict.hpp"
+#include "ipcheck/reports/seeded.hpp"
 
 #include <signal.h>
 
@@ -160,6 +161,11 @@ void classify(const CaseFacts& f, CaseResult& c) {
       if (r.exit->signal == SIGXFSZ)
         return set(Status::error, r.name + " was stopped by SIGXFSZ: a file grew past the file size limit (ulimit -f); "
                                   "raise it (ulimit -f unlimited) and run again");
+      // SIGKILL is the machine's only where its own record says so (the OOM killer); the
+      // harness's own kills are expected deaths or timeouts, judged above.
+      if (r.exit->signal == SIGKILL && (!r.machine_kill.empty() || seeded::is("sigkill_is_machine")))
+        return set(Status::error, r.name + " was killed by SIGKILL, and " + r.machine_kill +
+                                  ": the machine's doing, not the adapter's crash");
       std::string why = r.name + " died by " + signal_name(r.exit->signal);
       const std::string last = last_line(r.output_tail);
       if (!last.empty()) why += " (last output: " + last + ")";
@@ -182,7 +188,10 @@ void classify(const CaseFacts& f, CaseResult& c) {
     if (r.exit && !r.done && !r.expected_death && !r.skipped)
       return set(Status::fail,
                  r.name + " ended (" + r.exit->describe() + ") without finishing its body: " + last_line(r.output_tail));
-  if (!f.skip_reason.empty()) return set(Status::skip, f.skip_reason);
+  if (!f.skip_reason.empty()) {
+    c.skip_by = f.skip_by;
+    return set(Status::skip, f.skip_reason);
+  }
   // A catalog that cannot do what it declares is ipcheck's fault, not the adapter's.
   if (f.inject && !f.injected)
     return set(Status::error, "the injection point " + f.inject->describe() + " was never reached: no " + f.inject->role +
@@ -220,8 +229,9 @@ CaseResult combine_attempts(std::vector<CaseResult> attempts) {
   CaseResult out;
   if (attempts.back().status == Status::pass) {
     out = attempts.back();
-    const auto failed = std::find_if(attempts.begin(), attempts.end() - 1,
-                                     [](const CaseResult& a) { return reports::is_judged(a.status); });
+    const auto failed = std::find_if(attempts.begin(), attempts.end() - 1, [](const CaseResult& a) {
+      return reports::is_judged(a.status) && !seeded::is("rerun_pass_is_pass");
+    });
     if (failed != attempts.end() - 1) {
       out.status = Status::flaky;
       out.reason = "passed on attempt " + std::to_string(n) + of_n + " after attempt " +
@@ -265,7 +275,8 @@ bool covers_check(const Expectation& x, const CaseResult& c, const Check& k) {
   const bool by_case = glob_match(x.pattern, c.id) ||
                        (c.id.find('@') != std::string::npos && glob_match(x.pattern, c.id.substr(0, c.id.find('@'))));
   if (!by_case && !glob_match(x.pattern, k.clause)) return false;
-  return optional_glob(x.match.check, k.message) && optional_glob(x.match.clause, k.clause) &&
+  return (optional_glob(x.match.check, k.message) || seeded::is("expectation_ignores_check")) &&
+         optional_glob(x.match.clause, k.clause) &&
          optional_glob(x.match.native, k.native_name) && optional_glob(x.match.role, k.role) &&
          optional_glob(x.match.reason, c.reason);
 }
@@ -406,6 +417,19 @@ void ExpectationUse::apply(CaseResult& c, const std::string& driver_version) {
     apply_flaky_lines(lines, matched_, c, driver_version);
     return;
   }
+  if (c.status == Status::skip && !c.skip_by.empty()) {
+    // Lost coverage that is known: the case stays skip, its expectation named (report diff).
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      const Expectation& x = lines[i];
+      if (x.status != Status::skip || !version_in_range(driver_version, x.driver) || !line_names(x, c) ||
+          !optional_glob(x.match.reason, c.reason))
+        continue;
+      ++matched_[i];
+      c.expectation = x.explain() + " (" + x.where + ")";
+      return;
+    }
+    return;
+  }
   if (!reports::is_judged(c.status) || c.status == Status::pass || c.status == Status::xfail) return;
   // Lines naming the case (by id, or a clause it checks) whose driver range holds.
   ProblemCoverage p{lines, {}, {}, 0, 0, nullptr, true};
@@ -477,6 +501,7 @@ struct Tally {
 void count_check(Tally& t, const Check& k) {
   switch (k.result) {
     case CheckResult::fail:
+      if (seeded::is("coverage_ignores_failed_check")) break;
       ++t.failed;
       if (k.expected) ++t.expected_failed;
       break;

@@ -94,7 +94,8 @@ TEST(Messages, WhatARoleReportsRoundTrips) {
   EXPECT_EQ(native.native, -7);
   EXPECT_EQ(native.native_name, "ZE_RESULT_ERROR_INVALID_ARGUMENT");
   EXPECT_EQ(native.message, "bad");
-  EXPECT_EQ(round_trip(msg::Skip{"no second device"}).reason, "no second device");
+  EXPECT_EQ(round_trip(msg::Skip{"no second device", ""}).reason, "no second device");
+  EXPECT_EQ(round_trip(msg::Skip{"urContextCreate failed", "runtime_init"}).by, "runtime_init");
   const auto plain = round_trip(msg::Step{"first", false});
   EXPECT_EQ(plain.name, "first");
   EXPECT_FALSE(plain.into);

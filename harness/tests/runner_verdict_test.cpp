@@ -112,6 +112,14 @@ TEST_F(RunnerVerdicts, ARoleKilledByASignalIsCrash) {
   EXPECT_TRUE(mentions(r.reason, "SIGSEGV")) << r.reason;
 }
 
+// A runtime that kills its own process with SIGKILL: a crash, not the machine running out
+// (no OOM report of the kernel names the role, and the harness sent no signal).
+TEST_F(RunnerVerdicts, ARoleThatKillsItselfWithSigkillIsCrash) {
+  const CaseResult r = run_one(scripted("mem_open=kill"));
+  EXPECT_EQ(r.status, Status::crash) << r.reason;
+  EXPECT_TRUE(mentions(r.reason, "SIGKILL")) << r.reason;
+}
+
 TEST_F(RunnerVerdicts, AVerbThatNeverReturnsIsTimeout) {
   RunOptions o = scripted("mem_open=hang");
   o.timeout_s = 1.5;

@@ -6,7 +6,8 @@
 //   IPCHECK_SCRIPTED="init=fail:not_implemented;mem_open=crash"
 //
 // Verbs: prepare, init, mem_get, mem_open, mem_close. Actions: ok (the default), fail:<errc>
-// (the runtime answers that Errc), crash (SIGSEGV), hang (never returns), leak (succeeds and
+// (the runtime answers that Errc), crash (SIGSEGV), kill (SIGKILL: a runtime that kills its own
+// process), hang (never returns), leak (succeeds and
 // keeps a memfd and a shared mapping it made), meet:<dir>:<n> (waits until n processes are in
 // the verb at once, each leaving a file in <dir>; fail:timeout after 5 s without them).
 #include <signal.h>
@@ -93,6 +94,7 @@ Outcome act(const std::string& verb, const std::string& action) {
     return Outcome::runtime_failure("scripted_" + verb, Errc::timeout,
                                     "scripted meet in " + verb + ": the other processes never came", 1, "SCRIPTED_ERROR");
   if (action == "crash") ::raise(SIGSEGV);
+  if (action == "kill") ::raise(SIGKILL);
   if (action == "hang")
     for (;;) ::pause();
   if (action == "leak") {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../src/machine_record.hpp"
 #include "ipcheck/verdict.hpp"
 
 namespace ipcheck {
@@ -142,6 +143,54 @@ TEST(Verdict, HarnessFaultsAreErrorsNeverTheAdapters) {
   EXPECT_TRUE(reports::is_problem(Status::error));
 }
 
+// A role's death by SIGKILL is a crash (a runtime that kills its own process is not excused)
+// unless the harness sent it (an expected death, a timeout) or the machine's own record says
+// the machine did (RoleFacts::machine_kill: the kernel's OOM report, the cgroup's count).
+TEST(Verdict, SigkillIsACrashUnlessTheMachinesRecordSaysOtherwise) {
+  auto f = two_roles();
+  f.roles[1].exit = ExitStatus{false, 0, SIGKILL};
+  CaseResult c;
+  verdict::classify(f, c);
+  EXPECT_EQ(c.status, Status::crash) << c.reason;
+  EXPECT_NE(c.reason.find("SIGKILL"), std::string::npos) << c.reason;
+
+  f.roles[1].machine_kill = "the kernel's log says so: Out of memory: Killed process 4242 (ipcheck-role)";
+  c = CaseResult{};
+  verdict::classify(f, c);
+  EXPECT_EQ(c.status, Status::error) << c.reason;
+  EXPECT_NE(c.reason.find("Out of memory"), std::string::npos) << c.reason;
+
+  // The record excuses SIGKILL only: a SIGSEGV stays a crash whatever the log says.
+  f.roles[1].exit = ExitStatus{false, 0, SIGSEGV};
+  c = CaseResult{};
+  verdict::classify(f, c);
+  EXPECT_EQ(c.status, Status::crash) << c.reason;
+
+  f = two_roles();
+  f.roles[1].exit = ExitStatus{false, 0, SIGKILL};
+  f.roles[1].expected_death = true;  // the runner killed it on request
+  c = CaseResult{};
+  verdict::classify(f, c);
+  EXPECT_NE(c.status, Status::crash) << c.reason;
+}
+
+TEST(MachineRecord, TheKernelsOomReportNamesThePid) {
+  using machine_record::why_killed_from;
+  const std::string log =
+      "usb 1-1: new device\n"
+      "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,task_memcg=/x,task=ipcheck-role,pid=4242,uid=0\n"
+      "Memory cgroup out of memory: Killed process 4242 (ipcheck-role) total-vm:1kB\n";
+  EXPECT_NE(why_killed_from(4242, log, 0, 1).find("pid=4242,"), std::string::npos) << "the first line naming it";
+  EXPECT_NE(why_killed_from(4242, "x\nOut of memory: Killed process 4242 (ipcheck-role)\n", 0, 0).find("Killed process 4242"),
+            std::string::npos);
+  EXPECT_EQ(why_killed_from(424, log, 0, 1), "") << "another pid's report is not this role's";
+  EXPECT_EQ(why_killed_from(4243, log, 0, 5), "") << "with the log readable, only a line naming the pid counts";
+  // Without the kernel log: the cgroup's OOM count, grown while the role ran.
+  EXPECT_NE(why_killed_from(4242, std::nullopt, 3, 4).find("OOM kill"), std::string::npos);
+  EXPECT_EQ(why_killed_from(4242, std::nullopt, 3, 3), "");
+  EXPECT_EQ(why_killed_from(4242, std::nullopt, std::nullopt, 3), "");
+}
+
 TEST(Expectations, BlocksMatchersAndRanges) {
   auto e = Expectations::parse(
       "# comment\n"
@@ -231,6 +280,32 @@ TEST(Expectations, AnExpectedFailureNeverHidesANewOne) {
   crash.status = Status::crash;
   use.apply(crash, "1.0");
   EXPECT_EQ(crash.status, Status::crash) << "a fail line never covers a crash";
+}
+
+// A skip of the runtime's (lost coverage) that is known: a skip line names the case, which
+// stays skip with its expectation recorded (report diff then lets it through). A skip of the
+// machine's is never matched, and a skip line takes only reason= and driver=.
+TEST(Expectations, ASkipLineNamesAKnownSkipOfTheRuntimes) {
+  auto e = Expectations::parse("physical.* skip reason=\"*phys_put*\" the runtime dropped phys_put https://example.invalid\n",
+                               "x.txt");
+  verdict::ExpectationUse use(e);
+  CaseResult c;
+  c.id = "physical.open.stale";
+  c.status = Status::skip;
+  c.skip_by = "runtime";
+  c.reason = "put: phys_put is not_implemented on adapter 'ur': ...";
+  CaseResult machine = c;
+  machine.skip_by.clear();
+  CaseResult other = c;
+  other.reason = "alloc of device memory: feature_not_supported";
+  use.apply(c, "1.0");
+  use.apply(machine, "1.0");
+  use.apply(other, "1.0");
+  EXPECT_EQ(c.status, Status::skip);
+  EXPECT_NE(c.expectation.find("dropped phys_put"), std::string::npos) << c.expectation;
+  EXPECT_EQ(machine.expectation, "") << "a skip of the machine's needs no line";
+  EXPECT_EQ(other.expectation, "") << "reason= must match";
+  EXPECT_THROW(Expectations::parse("x skip check=\"*a*\" why https://example.invalid\n", "y.txt"), std::exception);
 }
 
 TEST(Expectations, LeaksSignalsDriverRangesAndStaleLines) {
@@ -361,6 +436,25 @@ TEST(Coverage, PassOnlyWhereTheRuntimeDecided) {
       << "set-up steps decide nothing; the deciding check was the adapter's";
   EXPECT_EQ(clause_of(r, "sycl.verdict_test.other").verdict, ClauseVerdict::not_run)
       << "a clause whose every case skipped is not run, whatever its checks said";
+}
+
+// A failed check fails its clause, and only its clause: the case's other clause, whose checks
+// passed, passes (found missing by the seeded defect coverage_ignores_failed_check).
+TEST(Coverage, AFailedCheckFailsItsClauseOnly) {
+  reports::Results r;
+  CaseResult a;
+  a.id = "a";
+  a.status = Status::fail;
+  a.clauses = {"rb.verdict_test.robust", "sycl.verdict_test.api"};
+  a.checks = {check("rb.verdict_test.robust", CheckResult::pass, Decider::runtime),
+              check("rb.verdict_test.robust", CheckResult::fail, Decider::runtime),
+              check("sycl.verdict_test.api", CheckResult::pass, Decider::runtime)};
+  r.cases = {a};
+  verdict::fill_clause_coverage(r);
+  const auto& robust = clause_of(r, "rb.verdict_test.robust");
+  EXPECT_EQ(robust.verdict, ClauseVerdict::fail);
+  EXPECT_EQ(robust.failed, 1);
+  EXPECT_EQ(clause_of(r, "sycl.verdict_test.api").verdict, ClauseVerdict::pass);
 }
 
 TEST(Coverage, CrashesFailTheirClausesAndExpectationsMakeThemXfail) {

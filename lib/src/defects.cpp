@@ -54,6 +54,20 @@ constexpr info kCatalog[] = {
     {id::slow_open, "slow_open", "bench:ref/mem_open_close",
      "every memory open sleeps 50 us before it returns (a slow path in the verb): no clause breaks, the bench gate "
      "(ipcheck bench --gate) must fail"},
+    {id::fast_token_only, "fast_token_only", "rb.open.forged_range",
+     "a repeated open of an export this process proved before (the fast path) matches the slot's token only: a "
+     "resealed record with another range inside the object maps bytes that were never exported, once the real "
+     "handle was opened"},
+    {id::fast_witness_only, "fast_witness_only", "rb.put.revokes",
+     "a repeated open of an export this process proved before is proven by its object's witness alone, the "
+     "export's slot unread: once the real handle was opened, a put export opens again"},
+    {id::fast_no_identity, "fast_no_identity", "rb.open.confused_deputy",
+     "a repeated open of an export this process proved before does not check that the exporter's descriptor is its "
+     "object still: once an exporter put another file at that number, the importer maps that file"},
+    {id::fast_no_kind, "fast_no_kind", "rb.open.cross_kind",
+     "a repeated open of an export this process proved before does not compare the object's kind with the verb's: "
+     "once the real handle was opened, its record relabelled as another kind (checksum valid) opens through that "
+     "kind's verb"},
 };
 
 [[maybe_unused]] id parse_env() noexcept {

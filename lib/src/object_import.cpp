@@ -429,7 +429,8 @@ std::optional<imported_object> import_proven(const record::fields& rec, record::
     l = it->second;
   }
   const control_fields& h = l.header;
-  if (h.kind != static_cast<std::uint32_t>(kind) || rec.slot >= h.slot_count || rec.slot >= slots_per_object() ||
+  const bool kind_differs = h.kind != static_cast<std::uint32_t>(kind) && !defects::is(defects::id::fast_no_kind);
+  if (kind_differs || rec.slot >= h.slot_count || rec.slot >= slots_per_object() ||
       rec.offset > h.payload_size || rec.size > h.payload_size - rec.offset)
     return std::nullopt;
   unique_fd fd;
@@ -445,8 +446,9 @@ std::optional<imported_object> import_proven(const record::fields& rec, record::
   // The descriptor is the object still: an exporter that closed ipcref's descriptor behind its
   // back, its number now another file's, must not have that file mapped.
   struct stat st{};
-  if (::fstat(fd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_dev) != h.data_dev ||
-      static_cast<std::uint64_t>(st.st_ino) != h.data_ino)
+  if (!defects::is(defects::id::fast_no_identity) &&
+      (::fstat(fd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_dev) != h.data_dev ||
+       static_cast<std::uint64_t>(st.st_ino) != h.data_ino))
     return std::nullopt;
   // The slot, then the witness: taken after the descriptor, so that a live object then was
   // a live object when the descriptor was taken. A refused read leaves the witness zero.
@@ -458,7 +460,9 @@ std::optional<imported_object> import_proven(const record::fields& rec, record::
     c.proven.erase(key);
     return std::nullopt;
   }
-  if (slot.token != rec.token || slot.offset != rec.offset || slot.size != rec.size) return std::nullopt;
+  const bool range_differs = (slot.offset != rec.offset || slot.size != rec.size) &&
+                             !defects::is(defects::id::fast_token_only);
+  if ((slot.token != rec.token || range_differs) && !defects::is(defects::id::fast_witness_only)) return std::nullopt;
   imported_object out;
   out.fd = std::move(fd);
   out.rec = rec;

@@ -2,6 +2,7 @@
 // clause, benchmark by benchmark, and in the fuzz section. Its renderings are in
 // diff_render.cpp.
 #include "ipcheck/reports/diff.hpp"
+#include "ipcheck/reports/seeded.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -152,6 +153,13 @@ void classify_status_change(Diff& d, const std::string& id, const CaseResult& o,
   const int from = severity(o.status), to = severity(n.status);
   if (n.status == Status::flaky) {
     // listed in d.flaky already
+  } else if (is_judged(o.status) && n.status == Status::skip && !n.skip_by.empty() && n.expectation.empty() &&
+             !seeded::is("skip_loses_no_coverage")) {
+    // Lost coverage: the runtime under test no longer starts, or no longer has what the case
+    // needs (skip_by), where the case ran and was judged before (pass, xfail, or a failure it
+    // would now hide); an expectations line with status skip names a known one.
+    c.reason = "coverage lost (" + n.skip_by + "): " + c.reason;
+    d.regressions.push_back(c);
   } else if (!is_judged(o.status) && judged_problem(n.status)) {
     d.new_failures.push_back({id, o.status, n.status, c.reason});
   } else if (n.status == Status::error && o.status != Status::error)

@@ -1,4 +1,5 @@
 #include "ipcheck/reports/merge.hpp"
+#include "ipcheck/reports/seeded.hpp"
 
 #include "ipcheck/reports/files.hpp"
 
@@ -98,7 +99,8 @@ std::vector<std::optional<std::size_t>> positions_of(const Results& r) {
 // The run options that make runs the same selection (jobs and the shard differ by design).
 json selection_options(const json& options) {
   json o = options.is_object() ? options : json::object();
-  for (const char* k : {"jobs", "shard", "merged", "expectations", "resources", "harness_error", "adapter_unavailable"})
+  for (const char* k : {"jobs", "shard", "merged", "expectations", "resources", "harness_error", "adapter_unavailable",
+                        "adapter_unavailable_by"})
     o.erase(k);
   return o;
 }
@@ -339,10 +341,29 @@ struct ShardCover {
   int total = 0;                 // the shard count, 0 when the inputs disagree on it
   json missing = json::array();  // the indices of shards not given
   std::set<long long> selected;  // the selection's sizes the shards state
+  // Where the merged cases' positions in the selection say it is not theirs: a position
+  // unknown, past the selection's end or held twice; empty when they are its every place.
+  std::string not_the_selection;
   bool complete = false;
 };
 
-ShardCover cover_of(const json& shards, std::size_t cases) {
+// Whether the merged cases are the selection the shards state, place for place: each case's
+// position known, each from 0 to selected - 1 and each once (a shard of a larger or another
+// selection holds cases of places the merged run does not have).
+std::string positions_problem(const std::vector<std::optional<std::size_t>>& positions, long long selected) {
+  std::vector<bool> held(static_cast<std::size_t>(std::max(0LL, selected)));
+  for (const auto& p : positions) {
+    if (!p) return "a case's position in the selection is not known (a results file from before positions)";
+    if (*p >= held.size())
+      return "a case holds place " + std::to_string(*p) + " of a selection of " + std::to_string(selected);
+    if (held[*p]) return "two cases hold place " + std::to_string(*p) + " of the selection";
+    held[*p] = true;
+  }
+  return {};
+}
+
+ShardCover cover_of(const json& shards, const std::vector<std::optional<std::size_t>>& positions) {
+  const std::size_t cases = positions.size();
   ShardCover c;
   std::set<int> totals, indices;
   for (const auto& s : shards) {
@@ -359,7 +380,12 @@ ShardCover cover_of(const json& shards, std::size_t cases) {
   for (int k = 1; k <= c.total; ++k)
     if (!indices.count(k)) c.missing.push_back(k);
   c.complete = c.total > 0 && c.missing.empty() && shards.size() == static_cast<std::size_t>(c.total) &&
-               c.selected.size() == 1 && *c.selected.begin() == static_cast<long long>(cases);
+               c.selected.size() == 1 &&
+               (*c.selected.begin() == static_cast<long long>(cases) || seeded::is("merge_ignores_selection"));
+  if (c.complete && !seeded::is("merge_ignores_selection")) {
+    c.not_the_selection = positions_problem(positions, *c.selected.begin());
+    c.complete = c.not_the_selection.empty();
+  }
   return c;
 }
 
@@ -368,6 +394,7 @@ std::string not_whole_because(const ShardCover& c, std::size_t shard_count, std:
   if (c.total == 0) return "the inputs come from different shard counts";
   if (!c.missing.empty()) return "shard(s) " + c.missing.dump() + " of " + std::to_string(c.total) + " are missing";
   if (shard_count != static_cast<std::size_t>(c.total)) return "a shard was given more than once";
+  if (!c.not_the_selection.empty()) return "its cases are not the shards' selection: " + c.not_the_selection;
   return std::to_string(cases) + " cases, but the selection had " +
          (c.selected.size() == 1 ? std::to_string(*c.selected.begin()) : std::string("different sizes"));
 }
@@ -384,7 +411,9 @@ int most_jobs(const std::vector<MergeInput>& inputs) {
 void record_selection(const std::vector<MergeInput>& inputs, const std::vector<PlacedCase>& placed, json& options,
                       std::vector<std::string>& notes) {
   const json shards = all_shards(inputs);
-  const ShardCover cover = cover_of(shards, placed.size());
+  std::vector<std::optional<std::size_t>> places;
+  for (const auto& p : placed) places.push_back(p.position);
+  const ShardCover cover = cover_of(shards, places);
   json positions = json::array();
   bool all_placed = true;
   for (const auto& p : placed) {

@@ -124,6 +124,7 @@ json case_json(const CaseResult& c, bool attempt = false) {
   }
   if (!c.expectation.empty()) j["expectation"] = c.expectation;
   if (c.expected_status) j["expected_status"] = to_string(*c.expected_status);
+  if (!c.skip_by.empty()) j["skip_by"] = c.skip_by;
   if (!c.injection.empty()) j["injection"] = c.injection;
   j["checks"] = json::array();
   for (const auto& k : c.checks) j["checks"].push_back(check_json(k));
@@ -169,6 +170,9 @@ CaseResult case_from(const json& j, const CaseResult* parent = nullptr) {
   c.status = *s;
   get_to(j, "reason", c.reason);
   get_to(j, "expectation", c.expectation);
+  get_to(j, "skip_by", c.skip_by);
+  if (!c.skip_by.empty() && c.skip_by != "runtime" && c.skip_by != "runtime_init")
+    throw SchemaError("results: case " + c.id + " has skip_by \"" + c.skip_by + "\"; it is runtime, runtime_init or absent");
   if (auto it = j.find("expected_status"); it != j.end() && it->is_string()) {
     c.expected_status = parse_status(it->get<std::string>());
     if (!c.expected_status)

@@ -98,6 +98,29 @@ TEST(Diff, SkipAndIncompleteAreNeverRegressions) {
   EXPECT_TRUE(d.fails_gate());
 }
 
+// Coverage lost: a case that ran and was judged (pass, xfail: a known deviation it still
+// shows) and now skips for a reason of the runtime under test (it did not start, it lacks the
+// verb) is a regression, unless an expectations line names it.
+// A skip of the machine's or the selection's (no skip_by) stays a change.
+TEST(Diff, PassToASkipOfTheRuntimesIsARegression) {
+  const Results a = run_of({{"init", Status::pass}, {"verb", Status::xfail}, {"machine", Status::pass},
+                            {"known", Status::pass}});
+  Results b = run_of({{"init", Status::skip}, {"verb", Status::skip}, {"machine", Status::skip}, {"known", Status::skip}});
+  b.cases[0].skip_by = "runtime_init";
+  b.cases[0].reason = "adapter 'ur' is not available here: device_lost (UR_RESULT_ERROR_DEVICE_LOST): urContextCreate";
+  b.cases[1].skip_by = "runtime";
+  b.cases[3].skip_by = "runtime";
+  b.cases[3].expectation = "the runtime dropped phys_put in 2.0 (ur.txt:3)";
+  const Diff d = diff_results(a, b, "a", "b");
+  ASSERT_EQ(d.regressions.size(), 2u);
+  EXPECT_EQ(d.regressions[0].id, "init");
+  EXPECT_EQ(d.regressions[0].to, Status::skip);
+  EXPECT_NE(d.regressions[0].reason.find("coverage lost (runtime_init)"), std::string::npos) << d.regressions[0].reason;
+  EXPECT_EQ(d.regressions[1].id, "verb");
+  ASSERT_EQ(d.changes.size(), 2u) << "the machine's skip and the expected one are changes";
+  EXPECT_TRUE(d.fails_gate());
+}
+
 // Measured on a two-GPU machine: a cross-device case that skipped on one GPU ended `leak` on
 // two, and the diff said "never a regression" and exited 0. A case that did not run before
 // and ends with an unexpected status now fails the gate, listed apart from regressions.

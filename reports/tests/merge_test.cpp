@@ -201,3 +201,42 @@ TEST(Merge, OneInputMayCarryEachSection) {
 
 }  // namespace
 }  // namespace ipcheck::reports
+
+namespace ipcheck::reports {
+namespace {
+
+// Shards of a larger selection than the cases merged (one case of the selection lost: a
+// renamed case, a shard file cut short) are not a whole run, though every shard is given.
+TEST(Merge, ShardsOfALargerSelectionAreNotAWholeRun) {
+  const Results whole = fixture("ze-1.6.31294.json");
+  auto s = three(whole);
+  for (auto& in : s) in.results.run.options["shard"]["selected"] = whole.cases.size() + 1;
+  const Merged m = merge_results(s, options());
+  EXPECT_FALSE(m.results.run.options["merged"]["complete"].get<bool>());
+  ASSERT_EQ(m.notes.size(), 1u);
+  EXPECT_NE(m.notes[0].find("the selection had " + std::to_string(whole.cases.size() + 1)), std::string::npos)
+      << m.notes[0];
+}
+
+// As many cases as the selection, but not its places: a shard whose cases came from another
+// selection (positions past its end, or held twice) is not part of this whole run.
+TEST(Merge, CasesThatAreNotTheSelectionsPlacesAreNotAWholeRun) {
+  const Results whole = fixture("ze-1.6.31294.json");
+  auto s = three(whole);
+  auto& p = s[0].results.run.options["shard"]["positions"];
+  ASSERT_FALSE(p.empty());
+  p[0] = whole.cases.size() + 7;
+  Merged m = merge_results(s, options());
+  EXPECT_FALSE(m.results.run.options["merged"]["complete"].get<bool>());
+  ASSERT_EQ(m.notes.size(), 1u);
+  EXPECT_NE(m.notes[0].find("not the shards' selection"), std::string::npos) << m.notes[0];
+  s = three(whole);
+  s[0].results.run.options["shard"]["positions"][0] = s[1].results.run.options["shard"]["positions"][0];
+  m = merge_results(s, options());
+  EXPECT_FALSE(m.results.run.options["merged"]["complete"].get<bool>());
+  ASSERT_EQ(m.notes.size(), 1u);
+  EXPECT_NE(m.notes[0].find("two cases hold place"), std::string::npos) << m.notes[0];
+}
+
+}  // namespace
+}  // namespace ipcheck::reports

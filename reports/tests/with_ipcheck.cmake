@@ -154,6 +154,19 @@ if(IPCHECK_UR_STACK_PREFIX AND TARGET ze_ipcheck)
                         DEPENDS ipcheck ze_ipcheck USES_TERMINAL
                         COMMENT "Refreshing reports/baselines/${_name}-${_ur_commit}.json (UR ${_ur_commit}, Level Zero ${_l0}, our driver)")
     endforeach()
+    # Our driver's seeded defect that leaves UR's v2 adapter no context
+    # (lib/zedriver/include/ze_ipcheck/defects.hpp): no case runs, so the run must fail and the
+    # diff against the v2 baseline must count the lost coverage.
+    if(TARGET ze_ipcheck_defects)
+      set(_ur_defects_env "LD_LIBRARY_PATH=${IPCHECK_UR_STACK_PREFIX}/lib@@ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_ipcheck_defects>")
+      add_test(NAME "defects:ur-l0v2.context_create_fails"
+               COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DOUT=${_out}/defect-ur-context" -DADAPTER=ur
+                       -DADAPTER_OPTS=l0=v2 "-DENV_VARS=${_ur_defects_env}@@IPCHECK_ZE_DEFECT=context_create_fails"
+                       "-DFILTER=memory.roundtrip.*" -DEXPECT_RESULTS=runtime_init
+                       "-DBASELINE=${_r}/baselines/ur-l0v2-${_ur_commit}.json" "-DEXPECT_DIFF=coverage lost (runtime_init)"
+                       -P "${_r}/baselines/expect_caught.cmake")
+      set_tests_properties("defects:ur-l0v2.context_create_fails" PROPERTIES LABELS "defects;ur;ur-v2" TIMEOUT 300)
+    endif()
   endif()
 endif()
 

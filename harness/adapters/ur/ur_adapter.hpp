@@ -99,8 +99,12 @@ class UrAdapter final : public Adapter {
   // UR has no call that resets an event: not_implemented, naming why.
   Outcome event_reset(ObjectId ev) override;
   Result<bool> event_query(ObjectId ev) override;
-  // urEventWait has no timeout: the wait polls UR_EVENT_INFO_COMMAND_EXECUTION_STATUS.
+  // urEventWait has no timeout. A wait of kBlockingWaitFrom or longer (a wait for a signal
+  // the case expects) is urEventWait itself, on a thread of its own (blocking_wait), so that a
+  // runtime whose wait wakes late is timed; a shorter one (a check that nothing signaled yet)
+  // polls UR_EVENT_INFO_COMMAND_EXECUTION_STATUS, leaving no thread blocked behind.
   Result<bool> event_wait(ObjectId ev, std::chrono::nanoseconds timeout) override;
+  static constexpr std::chrono::seconds kBlockingWaitFrom{1};
   Outcome event_retain(ObjectId ev) override;
   Outcome event_release(ObjectId ev) override;
 
@@ -120,6 +124,7 @@ class UrAdapter final : public Adapter {
     bool opened = false;
     int refs = 1;
   };
+  Result<bool> blocking_wait(Ev& e, std::chrono::steady_clock::time_point deadline);
   // Handle data UR allocated at a get, kept until the matching put.
   struct Export {
     void* data = nullptr;

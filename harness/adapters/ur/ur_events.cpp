@@ -1,6 +1,10 @@
 // The `ur` adapter's event verbs (UR's reusable events with the IPC flag, reference counted by
 // UR) and its native calls.
 #include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <system_error>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -109,14 +113,54 @@ Result<bool> UrAdapter::event_query(ObjectId ev) {
 }
 
 Result<bool> UrAdapter::event_wait(ObjectId ev, std::chrono::nanoseconds timeout) {
-  if (!event(ev)) return {unknown("event_wait", "event", ev)};
+  Ev* e = event(ev);
+  if (!e) return {unknown("event_wait", "event", ev)};
   const auto deadline = std::chrono::steady_clock::now() + std::max(timeout, std::chrono::nanoseconds(0));
+  if (timeout >= kBlockingWaitFrom) {
+    auto r = event_query(ev);
+    if (!r.ok() || r.value) return r;
+    return blocking_wait(*e, deadline);
+  }
   for (;;) {
     auto r = event_query(ev);
     if (!r.ok() || r.value) return r;
     if (std::chrono::steady_clock::now() >= deadline) return {Outcome::runtime_success("urEventGetInfo"), false};
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+}
+
+// urEventWait on a thread of its own (it has no timeout), the event retained for it: how
+// soon the runtime's own wait returns after a signal is what the caller times. Past the
+// deadline the thread stays blocked in urEventWait (until the event completes, or the process
+// ends) and the wait is a timeout, whatever a query would say now: the runtime's wait did not
+// return.
+Result<bool> UrAdapter::blocking_wait(Ev& e, std::chrono::steady_clock::time_point deadline) {
+  struct Shared {
+    std::mutex lock;
+    std::condition_variable done_cv;
+    bool done = false;
+    ur_result_t result = UR_RESULT_SUCCESS;
+  };
+  if (Outcome o = call("urEventRetain", api_.urEventRetain(e.handle)); !o.ok()) return {o};
+  auto shared = std::make_shared<Shared>();
+  try {
+    std::thread([shared, h = e.handle, wait = api_.urEventWait, release = api_.urEventRelease] {
+      const ur_result_t r = wait(1, &h);
+      (void)release(h);
+      std::lock_guard g(shared->lock);
+      shared->result = r;
+      shared->done = true;
+      shared->done_cv.notify_all();
+    }).detach();
+  } catch (const std::system_error& x) {
+    (void)api_.urEventRelease(e.handle);
+    return {Outcome::failure(Errc::exhausted, std::string("ur: event_wait: no thread for urEventWait: ") + x.what())};
+  }
+  std::unique_lock g(shared->lock);
+  if (!shared->done_cv.wait_until(g, deadline, [&] { return shared->done; }))
+    return {Outcome::runtime_success("urEventWait"), false};
+  const Outcome o = call("urEventWait", shared->result);
+  return {o, o.ok()};
 }
 
 Outcome UrAdapter::event_retain(ObjectId ev) {

@@ -34,6 +34,11 @@ using RoleBody = std::function<void(Role&)>;
 // each role judges it again after its adapter's init, so a case runs or skips alike with or
 // without a probe. Bodies keep their own checks for what they pick (which device, say).
 using Precondition = std::function<std::optional<std::string>(const std::string& adapter, const AdapterInfo& info)>;
+// A precondition the runtime under test answers (a verb it says it lacks): a skip it causes is
+// the runtime's (reports::CaseResult::skip_by "runtime"), not the machine's or the selection's.
+struct RuntimeNeed {
+  Precondition check;
+};
 
 struct RoleDef {
   std::string name;  // base name; with count > 1 the instances are name0, name1, ...
@@ -78,8 +83,10 @@ struct CaseDef {
   bool events = false;
   bool uses_events() const;
   std::vector<Precondition> preconditions;  // Case::needs
-  // The reason of the first precondition `adapter` and `info` do not meet; nothing when all hold.
-  std::optional<std::string> unmet(const std::string& adapter, const AdapterInfo& info) const;
+  std::vector<bool> runtime_needs;          // per precondition: a RuntimeNeed
+  // The reason of the first precondition `adapter` and `info` do not meet; nothing when all
+  // hold. `by_runtime`: whether that one is a RuntimeNeed.
+  std::optional<std::string> unmet(const std::string& adapter, const AdapterInfo& info, bool* by_runtime = nullptr) const;
 
   std::string area() const { return id.substr(0, id.find('.')); }
   // Role instance names in spawn order ("producer", "consumer0", "consumer1").
@@ -118,6 +125,7 @@ class Case {
   Case& events();
   // A precondition (see Precondition): where it is not met the case is a skip with its reason.
   Case& needs(Precondition precondition);
+  Case& needs(RuntimeNeed need);
   CaseDef def;
 };
 
@@ -344,8 +352,12 @@ class Role {
   [[noreturn]] virtual void harness_error(const std::string& cause) = 0;
   // Records a native error seen on the way (also done by check_ok/check_error).
   virtual void native_error(const std::string& verb, const Outcome& o) = 0;
-  [[noreturn]] virtual void skip(const std::string& reason) = 0;
-  // Skips with the outcome's message when it says the verb or feature is not there.
+  // `by`: whose reason it is (reports::CaseResult::skip_by): "runtime" where the runtime
+  // under test said it lacks what the case needs, "" for the machine's, the selection's or the
+  // case's own reasons. A skip of the runtime's in a case that passed before is a regression.
+  [[noreturn]] virtual void skip(const std::string& reason, const std::string& by = {}) = 0;
+  // Skips with the outcome's message when it says the verb or feature is not there (by the
+  // runtime where the runtime said so).
   void skip_if_unsupported(const Outcome& o, const std::string& what);
   // A line in the role's output (kept in the report's output tail).
   virtual void note(const std::string& text) = 0;

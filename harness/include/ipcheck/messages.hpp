@@ -29,7 +29,7 @@ namespace ipcheck::msg {
 
 // The first field of every hello. Bump it whenever a message of this file, or of a protocol
 // in data messages, changes its fields.
-inline constexpr int kProtocolVersion = 4;  // 2: peer_start; 3: initialised; 4: want_start, start_granted
+inline constexpr int kProtocolVersion = 5;  // 2: peer_start; 3: initialised; 4: want_start, start_granted; 5: skip's by
 
 struct Hello {
   static constexpr MsgType type = MsgType::hello;
@@ -95,6 +95,7 @@ struct NativeError {
 struct Skip {
   static constexpr MsgType type = MsgType::skip;
   std::string reason;
+  std::string by;  // reports::CaseResult::skip_by: "runtime_init", "runtime" or ""
 };
 
 struct Step {

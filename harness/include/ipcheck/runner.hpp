@@ -84,6 +84,7 @@ struct AdapterProbe {
   bool available = false;
   bool broken = false;  // the probe itself failed (crashed, hung): a harness error, not a skip
   std::string reason;   // why not, when not available
+  std::string by;       // "runtime_init" when the runtime under test did not start (its own answer)
   reports::RunInfo info;
   // The adapter's own account (its devices and their aspects, the verbs it lacks), which the
   // cases' preconditions are judged by before their roles start; empty when the probe's

@@ -68,6 +68,10 @@ struct RoleFacts {
   bool skipped = false;          // asked to skip the case
   bool expected_death = false;   // killed on request or by injection, or expendable
   std::string output_tail;
+  // Killed by SIGKILL, and the machine's own record says the machine did it (the kernel's
+  // OOM report, the memory cgroup's OOM count): why. Empty: a SIGKILL nobody else owns is
+  // a crash like any other signal.
+  std::string machine_kill;
 };
 
 // What the runner saw of one case run.
@@ -78,6 +82,7 @@ struct CaseFacts {
   std::string termination_reason;       // "case timeout after 60 s", ...
   std::string waiting_where;            // where the roles were when it ended
   std::string skip_reason;
+  std::string skip_by;                  // whose reason the skip is (reports::CaseResult::skip_by)
   std::vector<std::string> harness_errors;  // faults of the harness or the machine, with their cause
   const InjectPoint* inject = nullptr;
   bool injected = false;                // the injection point was reached

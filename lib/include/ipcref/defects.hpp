@@ -36,6 +36,11 @@ enum class id : int {
   other_device_phys_copy,  // physical memory opened on another device maps as a private copy
   slow_wake,               // a signal does not wake a waiter; waiters poll every 300 ms
   slow_open,               // every memory open sleeps 50 us (a performance defect: the bench gate catches it)
+  // The remembered-export fast path (a repeated open of an export this process proved):
+  fast_token_only,         // a remembered export is proven by its slot's token, not its offset and size
+  fast_witness_only,       // a remembered export is proven by its object's witness alone, its slot unread
+  fast_no_identity,        // a remembered export's descriptor is not checked to be its object still (no fstat)
+  fast_no_kind,            // a remembered export opens through any kind's verb
 };
 
 struct info {

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "entries.hpp"
+#include "ze_ipcheck/defects.hpp"
 #include "state.hpp"
 
 #ifndef ZE_IPCHECK_VERSION_MAJOR
@@ -558,6 +559,8 @@ ze_result_t create_context(ze_driver_handle_t hDriver, const ze_context_desc_t* 
   Driver& d = get_driver(hDriver, function);
   need_pointer(desc, function, "desc");
   need_pointer(phContext, function, "phContext");
+  if (ze_ipcheck::defects::is(ze_ipcheck::defects::id::context_create_fails))
+    fail(ZE_RESULT_ERROR_DEVICE_LOST, cat(function, ": the device was lost (seeded defect context_create_fails)"));
   if (desc->flags & ~static_cast<ze_context_flags_t>(ZE_CONTEXT_FLAG_TBD))
     fail(ZE_RESULT_ERROR_INVALID_ENUMERATION, cat(function, ": desc->flags 0x", std::hex, desc->flags, " has unknown bits"));
   auto c = std::make_unique<Context>();

@@ -14,6 +14,7 @@
 
 #include "entries.hpp"
 #include "ipcref/record.hpp"
+#include "ze_ipcheck/defects.hpp"
 #include "state.hpp"
 
 namespace zedriver {
@@ -133,7 +134,13 @@ void finish_signal(ze_event_handle_t h, std::uint64_t token, const char* functio
          !__atomic_compare_exchange_n(&e.counter->completed, &seen, token, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
   }
   __atomic_add_fetch(&e.counter->sequence, 1u, __ATOMIC_SEQ_CST);
-  if (__atomic_load_n(&e.counter->waiters, __ATOMIC_SEQ_CST) != 0) futex_wake_all(&e.counter->sequence);
+  if (__atomic_load_n(&e.counter->waiters, __ATOMIC_SEQ_CST) != 0) {
+    // Seeded defect: the wake goes to the completion word, where nobody sleeps.
+    if (ze_ipcheck::defects::is(ze_ipcheck::defects::id::wake_wrong_word))
+      futex_wake_all(reinterpret_cast<std::uint32_t*>(&e.counter->completed));
+    else
+      futex_wake_all(&e.counter->sequence);
+  }
 }
 
 void signal_event(ze_event_handle_t h, const char* function) {
@@ -145,7 +152,10 @@ void signal_event(ze_event_handle_t h, const char* function) {
   __atomic_fetch_add(&e.slot->signal_count, 1, __ATOMIC_RELAXED);
   __atomic_store_n(&e.slot->signaled, 1u, __ATOMIC_SEQ_CST);
   // Only pay for the wake when someone sleeps (seq_cst pairs with the waiter's increment).
-  if (__atomic_load_n(&e.slot->waiters, __ATOMIC_SEQ_CST) != 0) futex_wake_all(&e.slot->signaled);
+  if (__atomic_load_n(&e.slot->waiters, __ATOMIC_SEQ_CST) != 0)
+    futex_wake_all(ze_ipcheck::defects::is(ze_ipcheck::defects::id::wake_wrong_word)  // seeded: nobody sleeps there
+                       ? reinterpret_cast<std::uint32_t*>(&e.slot->signal_count)
+                       : &e.slot->signaled);
 }
 
 void reset_event(ze_event_handle_t h, const char* function) {

@@ -18,6 +18,8 @@ enum class id : int {
   map_ignores_offset,            // zeVirtualMemMap maps the physical object from its start, whatever the offset
   phys_import_trusts_size,       // zePhysicalMemCreate imports with the size the caller claims
   other_device_open_snapshot,    // zeMemOpenIpcHandle on another device than the exporter's returns a snapshot
+  wake_wrong_word,               // a signal wakes waiters on the wrong futex word: they wake at their deadline
+  context_create_fails,          // zeContextCreate(Ex) fails: no runtime over the driver starts
 };
 
 struct info {
@@ -41,6 +43,12 @@ inline constexpr info kCatalog[] = {
     {id::other_device_open_snapshot, "other_device_open_snapshot", "sycl.mem.open.other_device",
      "zeMemOpenIpcHandle on a device other than the exporter's returns a snapshot of the export's bytes in "
      "private pages, not a mapping of it"},
+    {id::wake_wrong_word, "wake_wrong_word", "rb.event.wake_latency",
+     "a signal (an event pool slot's, a counter-based event's completion) wakes waiters on the wrong futex word: a "
+     "process blocked in zeEventHostSynchronize on the event wakes only at its deadline"},
+    {id::context_create_fails, "context_create_fails", "run:starts",
+     "zeContextCreate and zeContextCreateEx fail with ZE_RESULT_ERROR_DEVICE_LOST: a runtime over the driver (UR's "
+     "adapters) cannot start, and every case of a run skips for the runtime's reason"},
 };
 
 // Every defect of the catalog, whether or not this build compiles them in.

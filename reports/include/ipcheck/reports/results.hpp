@@ -123,6 +123,11 @@ struct CaseResult {
   std::string reason;                 // one line: why this status (failure, skip reason, crash signal)
   std::string expectation;            // the expectations-file line(s) that made it xfail
   std::optional<Status> expected_status;  // for xfail: the status the expectation covered (fail, leak, ...)
+  // For skip: "runtime_init" (the runtime under test did not start: its init, a context or
+  // device it could not make), "runtime" (it lacks a verb or feature the case needs), or ""
+  // (the machine, the selection, the case's own needs). A skip of the runtime's in a case that
+  // passed before is lost coverage: `report diff` counts it a regression.
+  std::string skip_by;
   std::vector<std::string> clauses;
   std::vector<Check> checks;
   // Named values where the spec leaves behaviour open. A name seen with several values in

@@ -1,0 +1,46 @@
+# A seeded driver defect a run must catch (CTest defects:ur-l0v2.<defect>): the run of FILTER
+# does not exit 0, its results.json holds every EXPECT_RESULTS text, and (with BASELINE) the
+# diff against the baseline fails the gate, its output holding EXPECT_DIFF.
+#
+# cmake -DIPCHECK=<ipcheck> -DOUT=<dir> -DADAPTER=ur [-DADAPTER_OPTS=k=v@@k=v] -DENV_VARS=K=V@@K=V
+#       -DFILTER=<glob> [-DEXPECT_RESULTS="a@@b"] [-DBASELINE=<json> -DEXPECT_DIFF=<text>] -P expect_caught.cmake
+include("${CMAKE_CURRENT_LIST_DIR}/../../cmake/IpcheckScriptEnv.cmake")
+set(_opts "")
+if(DEFINED ADAPTER_OPTS AND NOT ADAPTER_OPTS STREQUAL "")
+  string(REPLACE "@@" ";" _kvs "${ADAPTER_OPTS}")
+  foreach(kv ${_kvs})
+    list(APPEND _opts --adapter-opt "${kv}")
+  endforeach()
+endif()
+file(REMOVE_RECURSE "${OUT}")
+execute_process(COMMAND "${IPCHECK}" run --adapter ${ADAPTER} ${_opts} --filter "${FILTER}" -j 2 --quiet --out "${OUT}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("ipcheck run (${FILTER}) exited ${rc}:\n${out}${err}")
+if(rc EQUAL 0)
+  message(FATAL_ERROR "the seeded defect was NOT caught: the run of ${FILTER} exited 0")
+endif()
+if(NOT EXISTS "${OUT}/results.json")
+  message(FATAL_ERROR "the run wrote no ${OUT}/results.json")
+endif()
+file(READ "${OUT}/results.json" _json)
+if(DEFINED EXPECT_RESULTS)
+  string(REPLACE "@@" ";" _texts "${EXPECT_RESULTS}")
+  foreach(t IN LISTS _texts)
+    string(FIND "${_json}" "${t}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "results.json lacks '${t}'")
+    endif()
+  endforeach()
+endif()
+if(DEFINED BASELINE)
+  execute_process(COMMAND "${IPCHECK}" report diff "${BASELINE}" "${OUT}/results.json"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE diff ERROR_VARIABLE err)
+  message("ipcheck report diff exited ${rc}:\n${diff}${err}")
+  if(NOT rc EQUAL 1)
+    message(FATAL_ERROR "the diff against ${BASELINE} did not fail the gate (exit ${rc})")
+  endif()
+  string(FIND "${diff}" "${EXPECT_DIFF}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the diff lacks '${EXPECT_DIFF}'")
+  endif()
+endif()
