@@ -120,29 +120,6 @@ int export_c_command(const cli::Options& o) {
   x.results = o.get("--results");
   x.campaign_dir = o.has("--out") ? o.get("--out") : "ipcheck-results/fuzz-cuda";
   x.output = o.get("-o");
-  // The finding's reproducer as the results file names it stays inside the results' folder:
-  // one outside it that is there (and so would be read) is refused; one that is not there is
-  // not read either (the export then takes the finding's description, as for any missing one).
-  if (!x.results.empty()) {
-    nlohmann::json doc;
-    try {
-      doc = reports::read_json_file(x.results, "results file", reports::kMaxResultsBytes);
-    } catch (const std::exception&) {  // export_c says what is wrong with the file
-    }
-    if (doc.is_object() && doc.contains("fuzz") && doc["fuzz"].is_object() && doc["fuzz"].contains("findings") &&
-        doc["fuzz"]["findings"].is_array())
-      for (const auto& f : doc["fuzz"]["findings"])
-        if (f.is_object() && f.value("id", std::string()) == x.finding && f.contains("reproducer") &&
-            f["reproducer"].is_string())
-          try {
-            const std::string named = f["reproducer"].get<std::string>();
-            std::error_code ec;
-            if (std::filesystem::exists(std::filesystem::path(x.results).parent_path() / named, ec))
-              reports::reproducer_path(x.results, x.finding, named);
-          } catch (const reports::FileError& e) {
-            throw UsageError(std::string("--export-c ") + x.finding + ": " + e.what());
-          }
-  }
   try {
     std::printf("%s\n", export_c(x).c_str());
   } catch (const std::invalid_argument& e) {

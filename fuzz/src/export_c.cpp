@@ -24,6 +24,7 @@
 #include "ipcheck/fuzz/oracle.hpp"
 #include "ipcheck/fuzz/symbolic.hpp"
 #include "ipcheck/reports/files.hpp"
+#include "ipcheck/reports/render.hpp"
 #include "ipcheck_version.h"
 #include "protocol.hpp"
 
@@ -179,21 +180,21 @@ Finding from_results(const std::string& id, const std::string& results) {
   for (const auto& x : fz["findings"]) {
     ids += (ids.empty() ? "" : ", ") + x.value("id", std::string());
     if (x.value("id", "") != id) continue;
-    // The reproducer beside the results, when it was kept, is exact (tail bytes included).
+    // The reproducer beside the results, when it was kept, is exact (tail bytes included). A
+    // results file chooses no file to read: a reproducer that is there is read only when it is
+    // a *.repro inside the results' folder, its links resolved (reports::reproducer_path); one
+    // that is not there (a committed campaign's, whose findings were not kept) is not read.
     if (x.contains("reproducer") && x["reproducer"].is_string()) {
-      // A results file chooses no file to read: only a reproducer (*.repro), relative to the
-      // results' folder (ipcheck writes findings/<id>.repro, or ../<campaign>/findings/<id>.repro
-      // when a campaign's section was put into a catalog run's results).
-      const fs::path named = x["reproducer"].get<std::string>();
-      if (!named.is_relative() || named.extension() != ".repro")
-        throw std::invalid_argument("'" + results + "': fuzz finding " + id + " names reproducer '" +
-                                    reports::escape_invalid_utf8(named.string()) +
-                                    "', not a *.repro relative to the results' folder; ipcheck writes "
-                                    "findings/<id>.repro there");
-      const fs::path repro = fs::path(results).parent_path() / named;
+      const std::string named = x["reproducer"].get<std::string>();
       std::error_code ec;
-      if (fs::exists(repro, ec)) {
-        Finding f = from_file(repro.string());
+      if (fs::exists(fs::path(results).parent_path() / named, ec)) {
+        std::string repro;
+        try {
+          repro = reports::reproducer_path(results, id, named);
+        } catch (const reports::FileError& e) {
+          throw std::invalid_argument(e.what());
+        }
+        Finding f = from_file(repro);
         f.id = id;
         f.outcome = x.value("outcome", f.outcome);
         f.detail = x.value("detail", f.detail);
@@ -244,30 +245,11 @@ std::string c_string(const std::string& s) {
   return out + "\"";
 }
 
-// A finding's text as the program shows it when it runs: valid UTF-8 (other bytes as \xNN, as
-// reports::escape_invalid_utf8 writes them), with every control character (C0, DEL, C1) written
-// as \xNN or \u00NN, so that the program's output holds no terminal escape. Never code: what
-// this returns is only ever passed to c_string.
-std::string shown(const std::string& s) {
-  const std::string u = reports::escape_invalid_utf8(s);
-  std::string out;
-  for (std::size_t i = 0; i < u.size(); ++i) {
-    const auto c = static_cast<unsigned char>(u[i]);
-    char b[8];
-    if (c < 0x20 || c == 0x7f) {
-      std::snprintf(b, sizeof b, "\\x%02x", c);
-      out += b;
-    } else if (c == 0xc2 && i + 1 < u.size() && static_cast<unsigned char>(u[i + 1]) >= 0x80 &&
-               static_cast<unsigned char>(u[i + 1]) <= 0x9f) {  // U+0080..U+009F: C1 controls (CSI is U+009B)
-      std::snprintf(b, sizeof b, "\\u%04x", static_cast<unsigned char>(u[i + 1]));
-      out += b;
-      ++i;
-    } else {
-      out += u[i];
-    }
-  }
-  return out;
-}
+// A finding's text as the program shows it when it runs, and as the "wrote" line shows it:
+// through the one terminal escaper (reports::terminal_text: control characters, C1 and bytes
+// that are not UTF-8 shown as \xNN or \uNNNN, never sent). Never code: in the program it is
+// only ever passed to c_string.
+std::string shown(const std::string& s) { return reports::terminal_text(s); }
 
 // A finding's text in the program: a C string literal of its shown() form. The one encoder
 // for text from the finding (ids, versions, paths, details, the input in words): no byte of it
