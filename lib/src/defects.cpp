@@ -54,6 +54,13 @@ constexpr info kCatalog[] = {
     {id::slow_open, "slow_open", "bench:ref/mem_open_close",
      "every memory open sleeps 50 us before it returns (a slow path in the verb): no clause breaks, the bench gate "
      "(ipcheck bench --gate) must fail"},
+    {id::reopen_replaces_live_mapping, "reopen_replaces_live_mapping", "rb.realloc.fresh",
+     "an open of a new export of the same exporter remaps the importer's earlier, still open mappings of that "
+     "exporter onto the new memory: every check of the new open passes, the earlier mappings now read a later "
+     "round's bytes"},
+    {id::aspect_query_fails, "aspect_query_fails", "ur.device.support_query",
+     "the physical-memory IPC support query of a device fails (device::has(ipc_physical_memory) throws "
+     "device_lost) where it should answer yes or no"},
 };
 
 [[maybe_unused]] id parse_env() noexcept {

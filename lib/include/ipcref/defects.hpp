@@ -36,6 +36,8 @@ enum class id : int {
   other_device_phys_copy,  // physical memory opened on another device maps as a private copy
   slow_wake,               // a signal does not wake a waiter; waiters poll every 300 ms
   slow_open,               // every memory open sleeps 50 us (a performance defect: the bench gate catches it)
+  reopen_replaces_live_mapping, // an open of a new export of the same exporter remaps the importer's earlier, live mappings onto it
+  aspect_query_fails,      // the physical IPC support query fails (device::has(ipc_physical_memory) throws device_lost)
 };
 
 struct info {

@@ -18,6 +18,8 @@ enum class id : int {
   map_ignores_offset,            // zeVirtualMemMap maps the physical object from its start, whatever the offset
   phys_import_trusts_size,       // zePhysicalMemCreate imports with the size the caller claims
   other_device_open_snapshot,    // zeMemOpenIpcHandle on another device than the exporter's returns a snapshot
+  open_replaces_earlier_mapping, // zeMemOpenIpcHandle remaps the earlier open mappings of the same exporter onto the new one
+  ipc_properties_fail,           // zeDeviceGetExternalMemoryProperties answers DEVICE_LOST instead of the export types
 };
 
 struct info {
@@ -41,6 +43,12 @@ inline constexpr info kCatalog[] = {
     {id::other_device_open_snapshot, "other_device_open_snapshot", "sycl.mem.open.other_device",
      "zeMemOpenIpcHandle on a device other than the exporter's returns a snapshot of the export's bytes in "
      "private pages, not a mapping of it"},
+    {id::open_replaces_earlier_mapping, "open_replaces_earlier_mapping", "rb.realloc.fresh",
+     "zeMemOpenIpcHandle of a new export remaps the process's earlier, still open mappings of the same exporter "
+     "and size onto the new export's pages (a cache that replaces live mappings)"},
+    {id::ipc_properties_fail, "ipc_properties_fail", "ur.device.support_query",
+     "the physical-memory support query zeDeviceGetExternalMemoryProperties answers ZE_RESULT_ERROR_DEVICE_LOST "
+     "instead of the export types"},
 };
 
 // Every defect of the catalog, whether or not this build compiles them in.
