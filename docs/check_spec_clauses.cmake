@@ -1,5 +1,6 @@
 # docs:spec-clauses: docs/SPEC-CLAUSES.md and the clause catalog the code judges with
-# (`ipcheck list --clauses --format json`) hold the same ids at the same levels.
+# (`ipcheck list --clauses --format json`) hold the same ids at the same levels, and every
+# clause of a specification quotes its basis.
 # -DIPCHECK=<ipcheck> -DDOC=<docs/SPEC-CLAUSES.md>
 cmake_minimum_required(VERSION 3.25)
 execute_process(COMMAND "${IPCHECK}" list --clauses --format json OUTPUT_VARIABLE catalog RESULT_VARIABLE rc)
@@ -20,7 +21,14 @@ set(code_ids "")
 foreach(i RANGE ${last})
   string(JSON id GET "${catalog}" ${i} id)
   string(JSON level GET "${catalog}" ${i} level)
+  string(JSON basis_kind GET "${catalog}" ${i} basis_kind)
+  string(JSON basis GET "${catalog}" ${i} basis)
   list(APPEND code_ids "${id}")
+  # Every clause names its normative basis: a quoted sentence of the specification or the
+  # documentation it comes from, unless it is ipcheck's own (robustness profile, harness).
+  if(basis_kind STREQUAL "specification" AND basis STREQUAL "")
+    list(APPEND problems "${id} has no basis: quote the sentence of its specification, with its section, in its catalog entry")
+  endif()
   if(NOT DEFINED doc_level_${id})
     list(APPEND problems "${id} is in the catalog but not in ${DOC}")
   elseif(NOT doc_level_${id} STREQUAL level)

@@ -105,7 +105,9 @@ void register_after_free() {
 IPCHECK_CASE(register_after_free);
 
 // --- rb.realloc.fresh: the consumer keeps the first mapping open while the producer frees,
-// reallocates (often the same address and descriptor number) and exports again.
+// reallocates (often the same address and descriptor number) and exports again; after each
+// round's open it reads every earlier mapping again (a cache that closed or replaced a live
+// mapping under an earlier open shows there, not in the new open).
 constexpr const char* kFresh = "rb.realloc.fresh";
 constexpr int kRounds = 4;
 
@@ -122,6 +124,33 @@ void fresh_producer(Role& r) {
   r.barrier("consumer-done");
 }
 
+// After round `round`'s open, every earlier mapping still shows its own round's bytes, or
+// is refused (a read that fails: its memory was freed and the runtime says so); never a
+// later round's: a cache that closed or replaced a live mapping under an earlier open.
+void recheck_earlier(Role& r, const std::vector<Owned>& mappings, int round) {
+  for (int earlier = 0; earlier < round; ++earlier) {
+    const std::string what = "after round " + std::to_string(round) + "'s open, round " + std::to_string(earlier) +
+                             "'s mapping";
+    std::vector<std::byte> got(kPage);
+    const Outcome o = r.adapter().read(mappings[earlier].get(), got);
+    if (!o.ok()) {
+      r.note(what + " is refused: " + o.describe());
+      continue;
+    }
+    if (first_mismatch(got, kSeed + 2 * earlier) == static_cast<std::size_t>(-1)) {
+      r.check(true, Evidence::of(o), kFresh, what + " still shows its own round's bytes");
+      continue;
+    }
+    int later = -1;
+    for (int k = earlier + 1; k <= round && later < 0; ++k)
+      if (first_mismatch(got, kSeed + 2 * k) == static_cast<std::size_t>(-1)) later = k;
+    r.check(false, Evidence::of(o), kFresh,
+            later >= 0 ? what + " now shows round " + std::to_string(later) +
+                             "'s bytes: a later open replaced a live mapping under it"
+                       : what + " holds neither its own round's bytes nor a later one's (corrupt or foreign memory)");
+  }
+}
+
 void fresh_consumer(Role& r) {
   std::vector<Owned> mappings;  // every mapping stays open while the producer reallocates
   Evidence pointers = Evidence::tally();
@@ -133,6 +162,7 @@ void fresh_consumer(Role& r) {
     for (int earlier = 0; earlier < round; ++earlier)
       r.check(mappings[earlier].get() != mappings.back().get(), pointers, kFresh,
               "round " + std::to_string(round) + " got a pointer apart from round " + std::to_string(earlier) + "'s");
+    recheck_earlier(r, mappings, round);
     send_text(r, "producer", "opened" + std::to_string(round), "");
   }
   for (int round = 0; round < kRounds; ++round)

@@ -38,7 +38,7 @@ struct Collateral {
 
 // Every case whose roles open and close memory: the role audit finds what each close left.
 const std::vector<std::string> kOpenMemory = {
-    "memory.open.*", "memory.get.non_device", "memory.get.interior", "memory.put.keeps_open", "memory.roundtrip.*",
+    "memory.open.*", "robustness.driver_fails.close", "robustness.capability.no_regular_queues", "memory.get.non_device", "memory.get.interior", "memory.put.keeps_open", "memory.roundtrip.*",
     "robustness.close.double", "robustness.concurrent.open", "robustness.consumer.crash", "robustness.producer.crash",
     "robustness.open.confused_deputy*", "robustness.open.pid_reuse", "robustness.open.garbage.memory*",
     "robustness.realloc.fresh", "robustness.open.after_free.*", "robustness.open.exporter_gone.memory.*",
@@ -58,6 +58,10 @@ const std::vector<std::string> kOpenPhysical = {
     "robustness.open.cross_device.physical",
     "robustness.open.forged_range.physical*", "robustness.put.one_export.physical", "robustness.open.cross_kind*",
     "robustness.revoke.tamper.physical", "robustness.producer.crash.physical", "multi_device.physical.other_device"};
+
+// The cases that need a device with the physical-memory IPC aspect.
+const std::vector<std::string> kPhysicalAspect = {"physical.*", "robustness.*physical*", "robustness.open.cross_kind",
+                                                  "multi_device.physical.*"};
 
 const std::map<std::string, Collateral>& collateral() {
   static const std::map<std::string, Collateral> c = {
@@ -107,6 +111,16 @@ const std::map<std::string, Collateral>& collateral() {
        {{}, "through our Level Zero driver an event pool is ipcref memory opened on the opener's device: its copy "
             "holds the pool's event states, so signals stop crossing devices",
         {"multi_device.event.other_device"}}},
+      {"reopen_replaces_live_mapping",
+       {{}, "through our Level Zero driver an event pool is ipcref memory: a later pool's open remaps the earlier "
+            "pool's mapping onto it, so a signal lands in the wrong pool",
+        {"event.roundtrip", "event.bidirectional", "multi_device.event.other_device"}}},
+      {"aspect_query_fails",
+       {kPhysicalAspect, "every physical-memory case reads the physical IPC aspect: a query without a value leaves "
+                         "every device without it"}},
+      {"ipc_properties_fail",
+       {kPhysicalAspect, "every physical-memory case reads the physical IPC aspect: a query without a value leaves "
+                         "every device without it"}},
       {"phys_import_trusts_size",
        {{"robustness.open.garbage.physical*"}, "garbage that changes the record's size field now imports"}},
       {"fast_witness_only",
@@ -143,6 +157,8 @@ const std::map<std::string, const char*>& unreachable_on_ze() {
       {"allow_profiling_ipc", "the driver refuses IPC with kernel timestamps itself (ZE_EVENT_POOL_FLAG_IPC with "
                               "KERNEL_TIMESTAMP) before ipcref is asked"},
       {"skip_pid_guard", "the fd-first handle carries its descriptor: no pid names the exporter on this path"},
+      {"aspect_query_fails", "libze_ipcheck answers zeDeviceGetExternalMemoryProperties from its own table, not "
+                             "from ipcref's query (ipc_properties_fail scores ur.device.support_query on ze)"},
       {"close_ignores_refcount", "the ze adapter keeps the reference count Level Zero lacks: ipcref's physical "
                                  "close is called once, after the last release"},
       {"open_ignores_kind", "the driver's handle codec carries its own kind and refuses another kind's handle "

@@ -131,7 +131,8 @@ int list_clauses(const std::string& format, const AdapterDesc* adapter) {
     for (const auto& c : cases())
       if (!c.hidden && std::find(c.clauses.begin(), c.clauses.end(), k.id) != c.clauses.end()) ids.push_back(c.id);
     json j = {{"id", k.id}, {"profile", k.profile()}, {"level", level_name(k.level)}, {"source", k.source},
-              {"statement", k.statement}, {"cases", ids}};
+              {"statement", k.statement}, {"basis_kind", reports::to_string(k.basis_kind())}, {"basis", k.basis},
+              {"cases", ids}};
     if (!k.uncovered_reason.empty()) j["uncovered_reason"] = k.uncovered_reason;
     if (adapter) j["judged"] = verdict::judged_on(k.profile(), adapter->profiles);
     out.push_back(j);
@@ -143,6 +144,10 @@ int list_clauses(const std::string& format, const AdapterDesc* adapter) {
   for (const auto& j : out) {
     std::printf("%-34s %-7s %s\n", j["id"].get<std::string>().c_str(), j["level"].get<std::string>().c_str(),
                 j["statement"].get<std::string>().c_str());
+    if (j["basis_kind"] == "profile")
+      std::printf("    basis: ipcheck's robustness profile alone: a failure is a hardening request\n");
+    else if (!j["basis"].get<std::string>().empty())
+      std::printf("    basis: %s\n", j["basis"].get<std::string>().c_str());
     if (j["cases"].empty())
       std::printf("    no case: %s\n", j.value("uncovered_reason", std::string("(no reason given: a catalog bug)")).c_str());
     for (const auto& id : j["cases"]) std::printf("    %s\n", id.get<std::string>().c_str());

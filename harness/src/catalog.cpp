@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "ipcref/failpoints.hpp"
 #include "ipcheck/case.hpp"
 #include "ipcheck/clause.hpp"
 
@@ -305,6 +306,17 @@ Case& Case::param(std::string key, long max) {
   return *this;
 }
 
+Case& Case::failpoint(std::string role, std::string spec) {
+  (void)ipcref::failpoints::parse(spec);  // throws, naming the item and the fix
+  def.failpoints[std::move(role)] = std::move(spec);
+  return *this;
+}
+Case& Case::environment(std::string role, std::string key_value) {
+  if (key_value.find('=') == std::string::npos || key_value.front() == '=')
+    throw std::invalid_argument("Case::environment: '" + key_value + "' is not KEY=VALUE");
+  def.role_env[std::move(role)].push_back(std::move(key_value));
+  return *this;
+}
 Case& Case::all_devices() {
   def.all_devices = true;
   return *this;

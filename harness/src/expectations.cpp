@@ -33,8 +33,13 @@ std::string ExpectationMatch::describe() const {
   return s;
 }
 
+bool Expectation::hardening() const { return basis.rfind("ipcheck robustness profile", 0) == 0; }
+
 std::string Expectation::explain() const {
   std::string s = reason;
+  if (!basis.empty())
+    s += (s.empty() ? "" : " ") + std::string(hardening() ? "[a hardening request, not a violation; basis: " : "[basis: ") +
+         basis + "]";
   if (!link.empty()) s += (s.empty() ? "" : " ") + std::string("(") + link + ")";
   return s;
 }
@@ -135,25 +140,26 @@ std::string trim(const std::string& s) {
 // The @block the lines are in: what its lines share.
 struct ExpectationBlock {
   bool open = false;
-  std::string name, reason, link, driver, at;
+  std::string name, reason, link, driver, basis, at;
 };
 
-// A directive line: @block NAME, @reason TEXT, @link URL, @driver RANGE, @end.
+// A directive line: @block NAME, @reason TEXT, @basis TEXT, @link URL, @driver RANGE, @end.
 void parse_expectation_directive(const std::string& body, const std::string& at, ExpectationBlock& block) {
   const auto sp = body.find_first_of(" \t");
   const std::string directive = body.substr(0, sp);
   const std::string value = sp == std::string::npos ? "" : trim(body.substr(sp));
   if (directive == "@block") {
     if (block.open) throw std::runtime_error(at + ": @block inside the block opened at " + block.at + "; close it with @end first");
-    block = ExpectationBlock{true, value, "", "", "", at};
+    block = ExpectationBlock{true, value, "", "", "", "", at};
   } else if (directive == "@end") {
     if (!block.open) throw std::runtime_error(at + ": @end without an @block");
     block = ExpectationBlock{};
-  } else if (directive == "@reason" || directive == "@link" || directive == "@driver") {
+  } else if (directive == "@reason" || directive == "@link" || directive == "@driver" || directive == "@basis") {
     if (!block.open) throw std::runtime_error(at + ": " + directive + " outside a block; start one with @block");
     if (value.empty()) throw std::runtime_error(at + ": " + directive + " has no value");
     if (directive == "@reason") block.reason += (block.reason.empty() ? "" : " ") + value;
     if (directive == "@link") block.link = value;
+    if (directive == "@basis") block.basis += (block.basis.empty() ? "" : " ") + value;
     if (directive == "@driver") {
       try {
         check_version_range(value);
@@ -163,7 +169,7 @@ void parse_expectation_directive(const std::string& body, const std::string& at,
       block.driver = value;
     }
   } else {
-    throw std::runtime_error(at + ": unknown directive '" + directive + "'; known: @block, @reason, @link, @driver, @end");
+    throw std::runtime_error(at + ": unknown directive '" + directive + "'; known: @block, @reason, @basis, @link, @driver, @end");
   }
 }
 
@@ -239,6 +245,7 @@ Expectation parse_expectation_line(const std::string& body, const std::string& a
     x.block = block.name;
     x.reason = block.reason + (x.reason.empty() ? "" : (block.reason.empty() ? "" : "; ") + x.reason);
     x.link = block.link;
+    x.basis = block.basis;
     if (x.driver.empty()) x.driver = block.driver;
   }
   if (x.reason.empty())

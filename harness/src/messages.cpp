@@ -272,7 +272,11 @@ Info decode<Info>(Message& m) {
 
 json info_doc(const AdapterInfo& i) {
   json devices = json::array();
-  for (const auto& d : i.devices) devices.push_back({{"name", d.name}, {"uuid", d.uuid}, {"aspects", d.aspects}});
+  for (const auto& d : i.devices) {
+    json dj = {{"name", d.name}, {"uuid", d.uuid}, {"aspects", d.aspects}};
+    if (!d.aspect_errors.empty()) dj["aspect_errors"] = d.aspect_errors;
+    devices.push_back(std::move(dj));
+  }
   return {{"driver_name", i.driver_name},     {"driver_version", i.driver_version},
           {"api_version", i.api_version},     {"devices", devices},
           {"handle_layout", i.handle_layout}, {"kind_layouts", i.kind_layouts},
@@ -310,6 +314,7 @@ AdapterInfo info_from_doc(const json& doc) {
       di.name = d.value("name", "");
       di.uuid = d.value("uuid", "");
       if (d.contains("aspects")) d.at("aspects").get_to(di.aspects);
+      if (d.contains("aspect_errors")) d.at("aspect_errors").get_to(di.aspect_errors);
     } catch (const json::exception& e) {
       throw ChannelError(std::string("channel: adapter info field 'devices' is malformed: ") + e.what());
     }

@@ -2,12 +2,15 @@
 // takes the audit baseline, runs the case's body for its role, audits again, reports.
 #include "ipcheck/role_main.hpp"
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <optional>
@@ -18,6 +21,7 @@
 #include "ipcheck/reports/results.hpp"
 #include "ipcheck/tracing_adapter.hpp"
 #include "ipcheck/verdict.hpp"
+#include "ipcref/failpoints.hpp"
 
 namespace ipcheck {
 
@@ -295,6 +299,46 @@ bool init_failed_by_runtime(const Outcome& init) {
 
 // The adapter probe's role ("info"): the driver and devices, why the adapter is not
 // available, or the limits that keep it from starting.
+// The failpoints' arming word (ipcref/failpoints.hpp, kArmEnv): made before the adapter
+// starts, where the case gives this role failpoints, and set when the body begins, so that a
+// failpoint's call count starts with the body (a runtime's start-up calls do not use it up).
+class FailpointArm {
+ public:
+  FailpointArm() {
+    if (!std::getenv(ipcref::failpoints::kEnv)) return;
+    fd_.reset(::memfd_create("ipcheck-failpoint-arm", MFD_CLOEXEC));
+    if (!fd_ || ::ftruncate(fd_.get(), 4096) != 0) return;
+    void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
+    if (p == MAP_FAILED) return;
+    word_ = static_cast<std::uint32_t*>(p);
+    ::setenv(ipcref::failpoints::kArmEnv, std::to_string(fd_.get()).c_str(), 1);  // before any thread
+    current = this;
+  }
+  ~FailpointArm() {
+    if (current == this) current = nullptr;
+  }
+  void arm() noexcept {
+    if (word_) __atomic_store_n(word_, 1u, __ATOMIC_SEQ_CST);
+  }
+  // What the layers wrote back (ipcref/failpoints.hpp: kArmCountAt, kArmLastAt).
+  FailpointsFired fired() const {
+    FailpointsFired f;
+    if (!word_) return f;
+    const auto* base = reinterpret_cast<const volatile char*>(word_);
+    f.count = *reinterpret_cast<const volatile std::uint32_t*>(base + ipcref::failpoints::kArmCountAt);
+    for (std::size_t i = ipcref::failpoints::kArmLastAt; i < ipcref::failpoints::kArmBytes && base[i]; ++i)
+      f.last += base[i];
+    return f;
+  }
+  static FailpointArm* current;
+
+ private:
+  unique_fd fd_;
+  std::uint32_t* word_ = nullptr;
+};
+
+FailpointArm* FailpointArm::current = nullptr;
+
 int answer_info(Channel& ch, TracingAdapter& adapter, const AdapterConfig& config, const std::string& adapter_name,
                 const std::string& limits, bool hold) {
   json info;
@@ -482,6 +526,7 @@ int role_main(const std::vector<std::string>& args) {
   // A machine whose limits leave no room for the roles and their drivers: nothing it does
   // could be judged, so nothing is started (the case is `error`, naming the limit).
   const std::string limits = limits_too_low();
+  FailpointArm failpoints;  // before the adapter and its runtime start
   TracingAdapter adapter(desc->create());
   AdapterConfig config = role_adapter_config(start);
 
@@ -516,6 +561,7 @@ int role_main(const std::vector<std::string>& args) {
     before = take_proc_snapshot();
     if (!before.error.empty()) return role_fault(ch, role, "the role's audit cannot read /proc: " + before.error);
   }
+  failpoints.arm();
   const BodyEnd end = run_role_body(*rd, role, a.role);
   if (method == "bpf") ch.send(msg::Audit{json{{"method", "bpf"}, {"verbs", adapter.calls()}}});
   if (self_audit) {
@@ -526,5 +572,7 @@ int role_main(const std::vector<std::string>& args) {
   send_done(ch, end.aborted, end.message);
   return 0;
 }
+
+FailpointsFired failpoints_fired() { return FailpointArm::current ? FailpointArm::current->fired() : FailpointsFired{}; }
 
 }  // namespace ipcheck

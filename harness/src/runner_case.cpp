@@ -12,6 +12,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "ipcref/failpoints.hpp"
 #include "ipcheck/resources.hpp"
 #include "ipcheck/verdict.hpp"
 #include "procfs.hpp"
@@ -80,6 +81,10 @@ void CaseRun::start_role(RoleState& r) {
   spec.executable = opt_.role_executable.empty() ? role_executable_for(opt_.adapter) : opt_.role_executable;
   spec.args = role_args(opt_, def_.id, r.name);
   spec.env = env_;
+  if (const auto fp = def_.failpoints.find(r.base); fp != def_.failpoints.end())
+    spec.env.push_back(std::string(ipcref::failpoints::kEnv) + "=" + fp->second);
+  if (const auto e = def_.role_env.find(r.base); e != def_.role_env.end())
+    spec.env.insert(spec.env.end(), e->second.begin(), e->second.end());
   spec.channel_fd = theirs.get();
   try {
     r.proc = RoleProcess::start(spec);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "ipcref/failpoints.hpp"
 #include "ipcheck/verdict.hpp"
 #include "machine_record.hpp"
 #include "runner_impl.hpp"
@@ -107,6 +108,23 @@ void CaseRun::classify() {
       x.code = r.exit->code;
       x.signal = r.exit->signal;
       if (r.expected_death && !r.exit->exited) x.exit += " (expected)";
+    }
+    // The failpoints the role ran under and the calls they failed (each layer writes a
+    // line per failed call: ipcref/failpoints.hpp; read from the output's tail).
+    if (const auto fp = def_.failpoints.find(r.base); fp != def_.failpoints.end()) {
+      std::string spec = fp->second;
+      if (const auto e = def_.role_env.find(r.base); e != def_.role_env.end())
+        for (const auto& kv : e->second) spec += " (with " + kv + ")";
+      reports::FailpointUse use{r.name, spec, {}};
+      std::size_t at = 0;
+      const std::string& out = x.output_tail;
+      while ((at = out.find(ipcref::failpoints::kFiredPrefix, at)) != std::string::npos) {
+        const std::size_t from = at + ipcref::failpoints::kFiredPrefix.size();
+        const std::size_t eol = out.find('\n', from);
+        use.fired.push_back(out.substr(from, eol == std::string::npos ? std::string::npos : eol - from));
+        at = from;
+      }
+      c.failpoints.push_back(std::move(use));
     }
     c.roles.push_back(std::move(x));
     if (r.audit.is_object()) c.audit["roles"][r.name] = r.audit;

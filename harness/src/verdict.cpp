@@ -531,6 +531,8 @@ std::vector<reports::ClauseInfo> catalog_clauses() {
     ci.source = k.source;
     ci.statement = k.statement;
     ci.uncovered_reason = k.uncovered_reason;
+    ci.basis_kind = k.basis_kind();
+    ci.basis = k.basis;
     for (const auto& c : cases())
       if (!c.hidden && std::find(c.clauses.begin(), c.clauses.end(), k.id) != c.clauses.end()) ci.cases.push_back(c.id);
     out.push_back(std::move(ci));
@@ -574,6 +576,8 @@ void fill_clause_coverage(reports::Results& r, std::vector<reports::ClauseInfo> 
     ci.source = std::move(from.source);
     ci.statement = std::move(from.statement);
     ci.uncovered_reason = std::move(from.uncovered_reason);
+    ci.basis_kind = from.basis_kind;
+    ci.basis = std::move(from.basis);
     ci.cases = std::move(from.cases);
     const auto it = tallies.find(ci.id);
     if (it != tallies.end()) {

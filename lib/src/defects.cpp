@@ -68,6 +68,13 @@ constexpr info kCatalog[] = {
      "a repeated open of an export this process proved before does not compare the object's kind with the verb's: "
      "once the real handle was opened, its record relabelled as another kind (checksum valid) opens through that "
      "kind's verb"},
+    {id::reopen_replaces_live_mapping, "reopen_replaces_live_mapping", "rb.realloc.fresh",
+     "an open of a new export of the same exporter remaps the importer's earlier, still open mappings of that "
+     "exporter onto the new memory: every check of the new open passes, the earlier mappings now read a later "
+     "round's bytes"},
+    {id::aspect_query_fails, "aspect_query_fails", "ur.device.support_query",
+     "the physical-memory IPC support query of a device fails (device::has(ipc_physical_memory) throws "
+     "device_lost) where it should answer yes or no"},
 };
 
 [[maybe_unused]] id parse_env() noexcept {

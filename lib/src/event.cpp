@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "ipcref/defects.hpp"
+#include "ipcref/failpoints.hpp"
 #include "registry.hpp"
 #include "text.hpp"
 
@@ -123,6 +124,7 @@ void event_retain(event e) {
 }
 
 void event_release(event e) {
+  failpoints::check("ipcref::event_release");
   auto& r = reg();
   std::lock_guard lock(r.lock);
   if (--lookup(r, e, "event_release").refs == 0) r.events.erase(e);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "ipcref/defects.hpp"
+#include "ipcref/failpoints.hpp"
 #include "registry.hpp"
 #include "text.hpp"
 
@@ -87,6 +88,7 @@ void* malloc_host(std::size_t bytes, const context& ctx) {
 }
 
 void free(void* ptr, const context& ctx) {
+  failpoints::check("ipcref::free");
   auto& r = reg();
   std::lock_guard lock(r.lock);
   auto it = r.allocations.find(reinterpret_cast<std::uintptr_t>(ptr));
@@ -137,6 +139,7 @@ handle get(void* ptr, const context& ctx) {
 }
 
 void put(handle& h, const context& ctx) {
+  failpoints::check("ipcref::mem_put");
   const record::fields f = detail::decode_own_handle(h, record::kind::memory, "memory::put");
   auto& r = reg();
   std::lock_guard lock(r.lock);
@@ -155,6 +158,7 @@ void put(handle& h, const context& ctx) {
 
 void* try_open(std::span<const std::byte> data, const context& ctx, const device& dev, const open_options& opts,
                refusal& why) {
+  if (failpoints::refuse("ipcref::mem_open", why)) return nullptr;
   if (defects::is(defects::id::slow_open)) {  // seeded: a slow path in the verb, 50 us
     timespec t{0, 50'000};
     while (::nanosleep(&t, &t) != 0 && errno == EINTR) {
@@ -206,6 +210,12 @@ void* try_open(std::span<const std::byte> data, const context& ctx, const device
       if (m.ctx == ctx.id() && m.exporter_pid == obj.rec.pid && m.exporter_fd == obj.rec.fd &&
           (stale || m.token == obj.rec.token))
         return p;
+  // Seeded defect: a cache that hands the new export's pages to the importer's earlier, live
+  // mappings of the same exporter (each is replaced by a duplicate of the new mapping).
+  if (defects::is(defects::id::reopen_replaces_live_mapping))
+    for (auto& [p, m] : r.mappings)
+      if (m.ctx == ctx.id() && m.exporter_pid == obj.rec.pid && m.token != obj.rec.token && m.map.size() == len)
+        (void)::mremap(base, 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, m.map.get());
   detail::open_mapping m{std::move(map), ctx.id(), dev.index(), obj.rec.size, obj.rec.pid, obj.rec.fd, obj.rec.token};
   if (auto node = std::move(r.spare_mapping)) {
     node.key() = ptr;
@@ -225,6 +235,7 @@ void* open(std::span<const std::byte> data, const context& ctx, const device& de
 }
 
 void close(void* ptr, const context& ctx) {
+  failpoints::check("ipcref::mem_close");
   auto& r = reg();
   std::lock_guard lock(r.lock);
   auto it = r.mappings.find(ptr);

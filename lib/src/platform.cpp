@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "ipcref/defects.hpp"
 #include "ipcref/ipcref.hpp"
 #include "sys.hpp"
 #include "text.hpp"
@@ -143,6 +144,8 @@ const std::string& device::name() const {
 bool device::has(aspect a) const {
   const auto& p = platform();
   if (index_ >= p.devices.size()) sys::fail(errc::invalid, cat("device index ", index_, " is not a device"));
+  if (a == aspect::ipc_physical_memory && defects::is(defects::id::aspect_query_fails))
+    sys::fail(errc::device_lost, "device::has(ipc_physical_memory): the query failed (seeded defect aspect_query_fails)");
   return p.devices[index_].aspects[static_cast<int>(a)];
 }
 

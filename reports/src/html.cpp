@@ -202,7 +202,9 @@ void details(std::string& s, const CaseResult& c) {
     s += "<h4>Checks</h4>\n<table><thead><tr><th>clause</th><th>level</th><th>result</th><th>decided by</th>"
          "<th>role</th><th>message</th><th>where</th></tr></thead><tbody>\n";
     for (const auto& k : c.checks) {
-      std::string result = k.result == CheckResult::fail ? "<strong>fail</strong>" : html(to_string(k.result));
+      std::string result = k.result == CheckResult::fail
+                               ? (text::hardening_clause(k.clause) ? "<strong>hardening</strong>" : "<strong>fail</strong>")
+                               : html(to_string(k.result));
       if (k.expected) result += " (expected)";
       if (k.setup) result += " <span class=\"muted\">(set-up)</span>";
       s += "<tr><td><code>" + html(k.clause) + "</code></td><td>" + to_string(k.level) + "</td><td>" + result +
@@ -305,8 +307,11 @@ void clause_section(std::string& s, const Results& r) {
     std::string cases;
     for (const auto& c : k.cases) cases += (cases.empty() ? "" : ", ") + case_link(c);
     s += "<tr><td><code>" + html(k.id) + "</code></td><td>" + to_string(k.level) + "</td><td>" +
-         (k.verdict == ClauseVerdict::fail ? "<strong>fail</strong>" : html(to_string(k.verdict))) + "</td><td>" +
-         html(text::decided_line(k)) + "</td><td>" + html(k.statement) + "</td><td>" + cases + "</td></tr>\n";
+         (k.verdict == ClauseVerdict::fail ? "<strong>" + html(text::verdict_word(k)) + "</strong>" : html(text::verdict_word(k))) + "</td><td>" +
+         html(text::decided_line(k)) + "</td><td>" + html(k.statement) +
+         (k.basis.empty() ? (k.hardening() ? "<br><span class=\"muted\">basis: ipcheck's robustness profile (a hardening request)</span>" : "")
+                          : "<br><span class=\"muted\">basis: " + html(k.basis) + "</span>") +
+         "</td><td>" + cases + "</td></tr>\n";
   }
   s += "</tbody></table>\n";
   if (n_not_run)

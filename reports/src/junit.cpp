@@ -21,7 +21,7 @@ std::string problem_text(const CaseResult& c) {
   std::string s = c.reason + "\n";
   for (const auto& k : c.checks)
     if (k.result == CheckResult::fail)
-      s += "failed " + k.clause + (k.expected ? " (expected)" : "") + " (" + k.role + ", decided by " +
+      s += std::string(text::failed_word(k)) + " " + k.clause + (k.expected ? " (expected)" : "") + " (" + k.role + ", decided by " +
            text::decided_by(k) + "): " + k.message + (k.where.empty() ? "" : " at " + k.where) + "\n";
   for (const auto& f : c.findings) s += "left behind by " + f.role + ": " + f.kind + " " + f.item + "\n";
   for (const auto& r : c.roles) s += r.name + ": " + r.exit + "\n";

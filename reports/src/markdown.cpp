@@ -46,7 +46,7 @@ void run_table(std::string& s, const Results& r) {
 void problem_details(std::string& s, const CaseResult& c) {
   for (const auto& k : c.checks)
     if (k.result == CheckResult::fail)
-      s += "  - failed " + md_code(k.clause) + (k.expected ? " (expected)" : "") + " (" + md(k.role) + ", decided by " +
+      s += std::string("  - ") + text::failed_word(k) + " " + md_code(k.clause) + (k.expected ? " (expected)" : "") + " (" + md(k.role) + ", decided by " +
            md(text::decided_by(k)) + "): " + md(k.message) + (k.where.empty() ? "" : " at " + md_code(k.where)) + "\n";
   for (const auto& f : c.findings)
     s += "  - left behind by " + md(f.role) + ": " + md(f.kind) + " " + md_code(f.item) +
@@ -219,7 +219,7 @@ void markdown_clauses(std::string& s, const Results& r) {
     for (const auto& c : k.cases) cases += (cases.empty() ? "" : ", ") + md_code(c);
     const bool bad = k.verdict == ClauseVerdict::fail;
     s += "| " + md_code(k.id) + " | " + to_string(k.level) + " | " +
-         (bad ? "**fail**" : std::string(to_string(k.verdict))) + " | " + md(text::decided_line(k)) + " | " + cases +
+         (bad ? "**" + text::verdict_word(k) + "**" : text::verdict_word(k)) + " | " + md(text::decided_line(k)) + " | " + cases +
          " |\n";
   }
   markdown_not_run(s, not_run);

@@ -463,6 +463,8 @@ std::vector<ClauseInfo> catalog_clauses(const std::vector<MergeInput>& inputs) {
         c.source = k.source;
         c.statement = k.statement;
         c.uncovered_reason = k.uncovered_reason;
+        c.basis_kind = k.basis_kind;
+        c.basis = k.basis;
         c.cases = k.cases;
         out.push_back(std::move(c));
       }

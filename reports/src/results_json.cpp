@@ -126,6 +126,10 @@ json case_json(const CaseResult& c, bool attempt = false) {
   if (c.expected_status) j["expected_status"] = to_string(*c.expected_status);
   if (!c.skip_by.empty()) j["skip_by"] = c.skip_by;
   if (!c.injection.empty()) j["injection"] = c.injection;
+  if (!c.failpoints.empty()) {
+    j["failpoints"] = json::array();
+    for (const auto& f : c.failpoints) j["failpoints"].push_back({{"role", f.role}, {"spec", f.spec}, {"fired", f.fired}});
+  }
   j["checks"] = json::array();
   for (const auto& k : c.checks) j["checks"].push_back(check_json(k));
   j["native_errors"] = json::array();
@@ -182,6 +186,14 @@ CaseResult case_from(const json& j, const CaseResult* parent = nullptr) {
     c.expected_status = parse_status(c.reason.substr(9, c.reason.find(':') - 9));
   }
   get_to(j, "injection", c.injection);
+  if (auto fp = j.find("failpoints"); fp != j.end() && fp->is_array())
+    for (const auto& f : *fp) {
+      FailpointUse u;
+      get_to(f, "role", u.role);
+      get_to(f, "spec", u.spec);
+      get_to(f, "fired", u.fired);
+      c.failpoints.push_back(std::move(u));
+    }
   get_to(j, "clauses", c.clauses);
   get_to(j, "observations", c.observations);
   get_to(j, "duration_s", c.duration_s);
@@ -265,6 +277,8 @@ json to_json(const Results& r) {
                             {"source", c.source},
                             {"statement", c.statement},
                             {"uncovered_reason", c.uncovered_reason},
+                            {"basis_kind", to_string(c.basis_kind)},
+                            {"basis", c.basis},
                             {"cases", c.cases},
                             {"verdict", to_string(c.verdict)},
                             {"decided", {{"runtime", c.by_runtime},
@@ -370,6 +384,12 @@ ClauseInfo clause_from(const json& c) {
   get_to(c, "source", k.source);
   get_to(c, "statement", k.statement);
   get_to(c, "uncovered_reason", k.uncovered_reason);
+  // Files written before clauses carried their basis: the profile tells (rb: ipcheck's
+  // robustness profile, harness: the harness's own checks; every other profile an API's).
+  k.basis_kind = k.profile == "rb" ? BasisKind::profile : k.profile == "harness" ? BasisKind::harness
+                                                                                 : BasisKind::specification;
+  get_enum(c, "basis_kind", kBasisNames, k.basis_kind, where);
+  get_to(c, "basis", k.basis);
   get_to(c, "cases", k.cases);
   if (auto v = c.find("verdict"); v != c.end() && v->is_string() && *v == "skip")
     k.verdict = ClauseVerdict::not_run;  // version 1: every case of it skipped

@@ -15,6 +15,7 @@ inline constexpr const char* kLevelNames[] = {"must", "should", "observe"};
 inline constexpr const char* kCheckResultNames[] = {"pass", "fail", "warn", "observed"};
 inline constexpr const char* kDeciderNames[] = {"runtime", "adapter", "harness", "unknown"};
 inline constexpr const char* kVerdictNames[] = {"pass", "emulated", "observed", "warn", "xfail", "fail", "not_run"};
+inline constexpr const char* kBasisNames[] = {"specification", "profile", "harness"};
 
 template <class E, std::size_t N>
 std::optional<E> parse_name(const char* const (&names)[N], std::string_view s) noexcept {

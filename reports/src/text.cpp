@@ -247,11 +247,26 @@ std::string driver_of(const RunInfo& r) { return driver_of(r.driver_name, r.driv
 std::string verdicts_line(const std::vector<ClauseInfo>& clauses) {
   std::string line;
   for (ClauseVerdict v : kVerdictsFirst) {
-    const auto n = std::count_if(clauses.begin(), clauses.end(), [&](const ClauseInfo& k) { return k.verdict == v; });
-    if (n) line += (line.empty() ? "" : ", ") + std::to_string(n) + " " + to_string(v);
+    for (const bool hardening : {false, true}) {
+      if (hardening && v != ClauseVerdict::fail) continue;
+      const auto n = std::count_if(clauses.begin(), clauses.end(), [&](const ClauseInfo& k) {
+        return k.verdict == v && (v != ClauseVerdict::fail || k.hardening() == hardening);
+      });
+      if (n) line += (line.empty() ? "" : ", ") + std::to_string(n) + " " + (hardening ? "hardening" : to_string(v));
+    }
   }
   return line;
 }
+
+std::string verdict_word(const ClauseInfo& k) {
+  if (k.hardening() && k.verdict == ClauseVerdict::fail) return "hardening";
+  if (k.hardening() && k.verdict == ClauseVerdict::xfail) return "xfail (hardening)";
+  return to_string(k.verdict);
+}
+
+bool hardening_clause(std::string_view clause_id) noexcept { return clause_id.substr(0, 3) == "rb."; }
+
+const char* failed_word(const Check& k) noexcept { return hardening_clause(k.clause) ? "hardening request" : "failed"; }
 
 std::string decided_line(const ClauseInfo& k) {
   std::string s;

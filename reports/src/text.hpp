@@ -54,8 +54,16 @@ inline constexpr ClauseVerdict kVerdictsFirst[] = {ClauseVerdict::fail,     Clau
                                                    ClauseVerdict::warn,     ClauseVerdict::emulated,
                                                    ClauseVerdict::pass,     ClauseVerdict::observed,
                                                    ClauseVerdict::not_run};
-// "12 pass, 3 emulated, 2 not_run" over the clauses (verdicts with none left out).
+// "12 pass, 3 emulated, 2 not_run" over the clauses (verdicts with none left out); failed
+// clauses of ipcheck's robustness profile count apart, as "hardening".
 std::string verdicts_line(const std::vector<ClauseInfo>& clauses);
+// A clause's verdict as a person reads it: a failure of a profile-only clause is a hardening
+// request ("hardening"; "xfail (hardening)" when expected), never a violation ("fail").
+std::string verdict_word(const ClauseInfo& k);
+// True for a check of a clause whose only basis is ipcheck's robustness profile (rb.*).
+bool hardening_clause(std::string_view clause_id) noexcept;
+// How a failed check is introduced: "hardening request" for a profile clause, else "failed".
+const char* failed_word(const Check& k) noexcept;
 // Who decided a clause's passing checks: "runtime 5, adapter 2" (empty when none).
 std::string decided_line(const ClauseInfo& k);
 // A check's attribution for a person: "CUDA's cuIpcOpenMemHandle", "the adapter", "ipcheck".

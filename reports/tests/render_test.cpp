@@ -165,5 +165,50 @@ TEST(XmlCheck, CatchesWhatItShould) {
   EXPECT_NE(testing::xml_problem("<a/><b/>"), "");
 }
 
+// A failed clause whose only basis is ipcheck's robustness profile is a hardening request in
+// every format, never a plain "fail"; a failed clause of a specification stays "fail". The
+// clause table carries the basis, and results.json keeps it.
+TEST(Basis, AProfileClauseFailureIsRenderedAsHardening) {
+  Results r = fixture("ze-1.6.31294.json");
+  ClauseInfo rb, spec;
+  rb.id = "rb.put.revokes";
+  rb.profile = "rb";
+  rb.basis_kind = BasisKind::profile;
+  rb.statement = "after put the same bytes no longer open";
+  rb.verdict = ClauseVerdict::fail;
+  spec.id = "ur.phys.open.stale";
+  spec.profile = "ur";
+  spec.basis = "UR conformance test InvalidValueStaleHandle: \"Opening the stale copy must fail\"";
+  spec.statement = "a byte copy of a put handle gives INVALID_VALUE";
+  spec.verdict = ClauseVerdict::fail;
+  r.clauses = {rb, spec};
+  CaseResult c;
+  c.id = "robustness.put.revokes.memory";
+  c.status = Status::fail;
+  Check k;
+  k.clause = "rb.put.revokes";
+  k.result = CheckResult::fail;
+  k.message = "memory open of the bytes of a put handle gave success";
+  Check v = k;
+  v.clause = "ur.phys.open.stale";
+  c.checks = {k, v};
+  r.cases = {c};
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("| `rb.put.revokes` | must | **hardening** |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `ur.phys.open.stale` | must | **fail** |"), std::string::npos) << md;
+  EXPECT_NE(md.find("1 fail, 1 hardening"), std::string::npos) << md;
+  EXPECT_NE(md.find("hardening request `rb.put.revokes`"), std::string::npos) << md;
+  EXPECT_NE(md.find("failed `ur.phys.open.stale`"), std::string::npos) << md;
+  const std::string page = render_html(r);
+  EXPECT_NE(page.find("<strong>hardening</strong>"), std::string::npos);
+  EXPECT_NE(page.find("basis: UR conformance test InvalidValueStaleHandle"), std::string::npos);
+  EXPECT_NE(render_junit(r).find("hardening request rb.put.revokes"), std::string::npos);
+  const Results back = read_results_text(to_json(r).dump(), "basis-test.json");
+  ASSERT_EQ(back.clauses.size(), 2u);
+  EXPECT_TRUE(back.clauses[0].hardening());
+  EXPECT_FALSE(back.clauses[1].hardening());
+  EXPECT_EQ(back.clauses[1].basis, spec.basis);
+}
+
 }  // namespace
 }  // namespace ipcheck::reports

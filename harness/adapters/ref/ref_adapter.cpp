@@ -116,9 +116,18 @@ class RefAdapter final : public Adapter {
       DeviceInfo di;
       di.name = d.name();
       di.uuid = "ipcref-" + std::to_string(d.index());
-      di.aspects["ipc_memory"] = d.has(ipcref::aspect::ipc_memory);
-      di.aspects["ipc_physical_memory"] = d.has(ipcref::aspect::ipc_physical_memory);
-      di.aspects["ipc_event"] = d.has(ipcref::aspect::ipc_event);
+      // A query that throws answers no value: the aspect reads false and its error is kept.
+      const std::pair<const char*, ipcref::aspect> queries[] = {{"ipc_memory", ipcref::aspect::ipc_memory},
+                                                                {"ipc_physical_memory", ipcref::aspect::ipc_physical_memory},
+                                                                {"ipc_event", ipcref::aspect::ipc_event}};
+      for (const auto& [name, aspect] : queries) {
+        try {
+          di.aspects[name] = d.has(aspect);
+        } catch (const ipcref::exception& e) {
+          di.aspects[name] = false;
+          di.aspect_errors[name] = std::string("device::has gave ") + ipcref::errc_name(e.code_value()) + ": " + e.what();
+        }
+      }
       i.devices.push_back(di);
     }
     return i;

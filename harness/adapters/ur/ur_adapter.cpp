@@ -466,8 +466,8 @@ AdapterInfo UrAdapter::info() {
         std::snprintf(h, sizeof h, "%02x", b);
         di.uuid += h;
       }
-    // The three support queries, as UR answers them; a query UR refuses reads as false and
-    // says why.
+    // The three support queries, as UR answers them; a query UR refuses reads as false, and
+    // its error is kept (DeviceInfo::aspect_errors: case device.support_query judges it).
     const std::pair<const char*, ur_device_info_t> queries[] = {
         {"ipc_memory", UR_DEVICE_INFO_IPC_MEMORY_SUPPORT_EXP},
         {"ipc_physical_memory", UR_DEVICE_INFO_IPC_PHYSICAL_MEMORY_SUPPORT_EXP},
@@ -475,7 +475,10 @@ AdapterInfo UrAdapter::info() {
     for (const auto& [aspect, query] : queries) {
       std::string error;
       di.aspects[aspect] = device_flag(d, query, &error);
-      if (!error.empty()) i.extra["device" + std::to_string(k) + "." + aspect] = "query gave " + error;
+      if (!error.empty()) {
+        i.extra["device" + std::to_string(k) + "." + aspect] = "query gave " + error;
+        di.aspect_errors[aspect] = "urDeviceGetInfo gave " + error;
+      }
     }
     i.devices.push_back(std::move(di));
   }

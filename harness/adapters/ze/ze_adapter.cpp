@@ -208,6 +208,7 @@ AdapterInfo ZeAdapter::info() {
       di.uuid = bytes_hex(p.uuid.id, sizeof p.uuid.id);
     }
     di.aspects = aspects[k];
+    if (k < aspect_errors_.size()) di.aspect_errors = aspect_errors_[k];
     i.devices.push_back(di);
   }
   i.handle_layout = layout_;
@@ -265,16 +266,24 @@ ze_physical_mem_handle_t ZeAdapter::phys_for(bool via_driver, ze_physical_mem_ha
 const std::vector<std::map<std::string, bool>>& ZeAdapter::device_aspects() {
   if (!aspects_.empty()) return aspects_;
   ze_driver_ipc_properties_t ip{ZE_STRUCTURE_TYPE_DRIVER_IPC_PROPERTIES, nullptr, 0};
-  api_.zeDriverGetIpcProperties(driver_, &ip);
+  // A query that fails answers no value: the aspects it decides read false, and the error
+  // is kept (DeviceInfo::aspect_errors), never reduced to "no".
+  const ze_result_t ipr = api_.zeDriverGetIpcProperties(driver_, &ip);
+  aspect_errors_.assign(devices_.size(), {});
   for (std::size_t k = 0; k < devices_.size(); ++k) {
     const int d = static_cast<int>(k);
     std::map<std::string, bool> a;
+    if (ipr != ZE_RESULT_SUCCESS)
+      for (const char* aspect : {"ipc_memory", "ipc_event"})
+        aspect_errors_[k][aspect] = std::string("zeDriverGetIpcProperties gave ") + ze::result_name(ipr);
     a["ipc_memory"] = (ip.flags & ZE_IPC_PROPERTY_FLAG_MEMORY) && can_export_memory(d);
     a["ipc_event"] = (ip.flags & ZE_IPC_PROPERTY_FLAG_EVENT_POOL) && can_export_event(d);
     ze_device_external_memory_properties_t em{};
     em.stype = ZE_STRUCTURE_TYPE_DEVICE_EXTERNAL_MEMORY_PROPERTIES;
-    const bool exports = api_.zeDeviceGetExternalMemoryProperties(devices_[k], &em) == ZE_RESULT_SUCCESS &&
-                         (em.memoryAllocationExportTypes & kPhysExportType) != 0;
+    const ze_result_t emr = api_.zeDeviceGetExternalMemoryProperties(devices_[k], &em);
+    if (emr != ZE_RESULT_SUCCESS)
+      aspect_errors_[k]["ipc_physical_memory"] = std::string("zeDeviceGetExternalMemoryProperties gave ") + ze::result_name(emr);
+    const bool exports = emr == ZE_RESULT_SUCCESS && (em.memoryAllocationExportTypes & kPhysExportType) != 0;
     a["ipc_physical_memory"] = exports && api_.zePhysicalMemGetProperties && can_export_physical(d);
     aspects_.push_back(std::move(a));
   }

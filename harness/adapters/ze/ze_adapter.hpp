@@ -212,6 +212,7 @@ class ZeAdapter final : public Adapter {
   std::map<ObjectId, Phys> phys_;
   std::map<ObjectId, Ev> events_;
   std::vector<std::map<std::string, bool>> aspects_;
+  std::vector<std::map<std::string, std::string>> aspect_errors_;  // per device: a query that answered an error
 };
 
 }  // namespace ipcheck::ze

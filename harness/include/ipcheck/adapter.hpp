@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ipcheck {
@@ -95,9 +96,18 @@ struct EventFlags {
 };
 
 struct DeviceInfo {
+  DeviceInfo() = default;
+  // {name, uuid, aspects[, aspect_errors]}
+  DeviceInfo(std::string name_, std::string uuid_, std::map<std::string, bool> aspects_,
+             std::map<std::string, std::string> aspect_errors_ = {})
+      : name(std::move(name_)), uuid(std::move(uuid_)), aspects(std::move(aspects_)),
+        aspect_errors(std::move(aspect_errors_)) {}
   std::string name;
   std::string uuid;
   std::map<std::string, bool> aspects;  // ipc_memory, ipc_physical_memory, ipc_event
+  // A support query that answered an error instead of a value: aspect -> the error, as the
+  // runtime gave it (the aspect reads false, and case device.support_query judges it).
+  std::map<std::string, std::string> aspect_errors;
 };
 
 struct AdapterInfo {

@@ -82,6 +82,12 @@ struct CaseDef {
   // that does not starts its adapter without events (AdapterConfig::events).
   bool events = false;
   bool uses_events() const;
+  // Failpoints of the layers under a role (ipcref/failpoints.hpp): role base name -> the
+  // IPCHECK_FAILPOINTS spec its processes get (Case::failpoint), recorded in results.json.
+  std::map<std::string, std::string> failpoints;
+  // More environment for a role's processes ("KEY=VALUE"; Case::environment): a runtime's
+  // own knob that makes it reach the driver where a failpoint waits (a pool turned off).
+  std::map<std::string, std::vector<std::string>> role_env;
   std::vector<Precondition> preconditions;  // Case::needs
   std::vector<bool> runtime_needs;          // per precondition: a RuntimeNeed
   // The reason of the first precondition `adapter` and `info` do not meet; nothing when all
@@ -123,6 +129,12 @@ class Case {
   Case& all_devices();
   // Its roles use the event verbs though its id does not say so (CaseDef::uses_events).
   Case& events();
+  // Makes entry points of the layers under `role` (our Level Zero driver, ipcref) fail or
+  // withhold a capability: `spec` is an IPCHECK_FAILPOINTS value (ipcref/failpoints.hpp,
+  // lib/zedriver/README.md), checked here; a malformed one throws std::invalid_argument.
+  Case& failpoint(std::string role, std::string spec);
+  // Adds "KEY=VALUE" to `role`'s environment (recorded with its failpoints in results.json).
+  Case& environment(std::string role, std::string key_value);
   // A precondition (see Precondition): where it is not met the case is a skip with its reason.
   Case& needs(Precondition precondition);
   Case& needs(RuntimeNeed need);
@@ -364,6 +376,16 @@ class Role {
   // Sends a named JSON document to the runner (campaign statistics, benchmark figures).
   virtual void data(const std::string& key, const std::string& json) = 0;
 };
+
+// The calls the layers under this role's process failed so far by its case's failpoints
+// (Case::failpoint): how many, and the last one ("zeMemFree call 1 answered
+// ZE_RESULT_ERROR_DEVICE_LOST"). Counted from the body's start; a role compares the count
+// around a verb to know whether the driver failed inside it. Zero outside a role.
+struct FailpointsFired {
+  unsigned count = 0;
+  std::string last;
+};
+FailpointsFired failpoints_fired();
 
 // Marks the checks made during its life as set-up steps (Role::set_setup).
 class SetupSteps {

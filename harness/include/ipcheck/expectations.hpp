@@ -5,6 +5,11 @@
 //
 //   @block cuda-event-pool           one reason and link for many lines (optional name)
 //   @reason CUDA keeps the exporter's event pool mapped after cuEventDestroy
+//   @basis CUDA Driver API reference, cuEventDestroy: "..."   the normative text the
+//                                    deviation departs from, quoted with its section; one
+//                                    that starts "ipcheck robustness profile" makes the
+//                                    block a hardening request (explain() says so), never
+//                                    a violation of an API
 //   @link https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html
 //   @driver >=580 <590               only for these driver versions (optional)
 //   event.open.size      leak  leak=*/dev/shm/cuda.shm.*
@@ -55,10 +60,14 @@ struct Expectation {
   ExpectationMatch match;
   std::string reason;
   std::string link;
+  std::string basis;    // its block's @basis: the quoted normative text, or ipcheck's profile
   std::string driver;   // version range, empty: every version
   std::string block;    // name of the @block it is in, if any
   std::string where;    // file:line
-  // "<reason> (<link>)", as shown in a report.
+  // True when the basis is ipcheck's robustness profile alone: a hardening request.
+  bool hardening() const;
+  // "<reason> [basis: <basis>] (<link>)", as shown in a report; a profile basis reads
+  // "[a hardening request, not a violation; basis: ...]".
   std::string explain() const;
 };
 

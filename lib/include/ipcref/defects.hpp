@@ -41,6 +41,8 @@ enum class id : int {
   fast_witness_only,       // a remembered export is proven by its object's witness alone, its slot unread
   fast_no_identity,        // a remembered export's descriptor is not checked to be its object still (no fstat)
   fast_no_kind,            // a remembered export opens through any kind's verb
+  reopen_replaces_live_mapping, // an open of a new export of the same exporter remaps the importer's earlier, live mappings onto it
+  aspect_query_fails,      // the physical IPC support query fails (device::has(ipc_physical_memory) throws device_lost)
 };
 
 struct info {

@@ -8,6 +8,7 @@
 
 #include <map>
 
+#include "ze_ipcheck/defects.hpp"
 #include "entries.hpp"
 #include "ze_ipcheck/defects.hpp"
 #include "state.hpp"
@@ -401,6 +402,9 @@ ze_result_t ZE_APICALL DriverGetExtensionFunctionAddress(ze_driver_handle_t hDri
     if (!f)
       fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat("zeDriverGetExtensionFunctionAddress: libze_ipcheck has no function '", n,
                                                  "'; it can offer: ", join(offerable_extensions())));
+    if (extension_withheld(n))
+      fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat("zeDriverGetExtensionFunctionAddress: '", n,
+                                                 "' is withheld by IPCHECK_FAILPOINTS (withhold=ext:", n, ")"));
     if (!d.config.extensions.count(n))
       fail(ZE_RESULT_ERROR_INVALID_ARGUMENT, cat("zeDriverGetExtensionFunctionAddress: '", n, "' is not offered: ",
                                                  ze_ipcheck::kEnvExtensions, " leaves it out"));
@@ -512,6 +516,9 @@ ze_result_t ZE_APICALL DeviceGetExternalMemoryProperties(ze_device_handle_t hDev
     driver();
     get<Device>(hDevice, Kind::device, "zeDeviceGetExternalMemoryProperties", "hDevice");
     need_pointer(p, "zeDeviceGetExternalMemoryProperties", "pExternalMemoryProperties");
+    if (ze_ipcheck::defects::is(ze_ipcheck::defects::id::ipc_properties_fail))
+      fail(ZE_RESULT_ERROR_DEVICE_LOST,
+           "zeDeviceGetExternalMemoryProperties: the query failed (seeded defect ipc_properties_fail)");
     p->memoryAllocationImportTypes = kFdTypes;
     p->memoryAllocationExportTypes = kFdTypes;
     p->imageImportTypes = 0;

@@ -328,6 +328,28 @@ static void snapshot_in_place(void* p, std::size_t bytes) {
     std::memcpy(first, bytes_now.data(), len);
 }
 
+// Seeded defect open_replaces_earlier_mapping: the earlier opens of the same exporter and
+// size (this process's, kept here) get a duplicate of the new open's pages in place of theirs.
+static void replace_earlier_mappings(void* p, const ipcref::record::fields& rec) {
+  struct earlier {
+    std::uintptr_t page;
+    std::size_t len;
+    std::uint32_t pid;
+    std::uint64_t token;
+  };
+  static std::mutex m;
+  static std::vector<earlier> opens;
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t base = at - at % page;
+  const std::size_t len = ((at - base) + rec.size + page - 1) / page * page;
+  std::lock_guard lock(m);
+  for (const auto& e : opens)
+    if (e.pid == rec.pid && e.len == len && e.token != rec.token && e.page != base)
+      (void)::mremap(reinterpret_cast<void*>(base), 0, len, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(e.page));
+  opens.push_back({base, len, rec.pid, rec.token});
+}
+
 ze_result_t ZE_APICALL MemOpenIpcHandle(ze_context_handle_t hContext, ze_device_handle_t hDevice,
                                         ze_ipc_mem_handle_t handle, ze_ipc_memory_flags_t flags, void** pptr) {
   const char* fn = "zeMemOpenIpcHandle";
@@ -364,6 +386,8 @@ ze_result_t ZE_APICALL MemOpenIpcHandle(ze_context_handle_t hContext, ze_device_
     if (ze_ipcheck::defects::is(ze_ipcheck::defects::id::other_device_open_snapshot) &&
         ipcref::record::decode(h.record).device != dev->index)
       snapshot_in_place(p, ipcref::record::decode(h.record).size);
+    if (ze_ipcheck::defects::is(ze_ipcheck::defects::id::open_replaces_earlier_mapping))
+      replace_earlier_mappings(p, ipcref::record::decode(h.record));
     *pptr = p;
     return ZE_RESULT_SUCCESS;
   });

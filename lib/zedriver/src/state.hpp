@@ -27,6 +27,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "failpoints.hpp"
+#include "ipcref/failpoints.hpp"
 #include "ipcref/ipcref.hpp"
 #include "ze_ipcheck/handle_layout.hpp"
 #include "ze_ipcheck/result_name.hpp"
@@ -68,8 +70,13 @@ void report_failure(const char* function, ze_result_t code, const std::string& m
 // throws; nothing escapes.
 template <class F>
 ze_result_t entry(const char* function, F&& body) noexcept {
+  const ipcref::failpoints::layer_above in_driver;  // ipcref's own failpoints stay off below
   try {
     clear_last_error();
+    if (const ze_result_t forced = failpoint(function); forced != ZE_RESULT_SUCCESS) {
+      report_failure(function, forced, "failed by failpoint (IPCHECK_FAILPOINTS)");
+      return forced;
+    }
     return body();
   } catch (const Error& e) {
     report_failure(function, e.code(), e.what());

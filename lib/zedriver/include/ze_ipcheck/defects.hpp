@@ -20,6 +20,8 @@ enum class id : int {
   other_device_open_snapshot,    // zeMemOpenIpcHandle on another device than the exporter's returns a snapshot
   wake_wrong_word,               // a signal wakes waiters on the wrong futex word: they wake at their deadline
   context_create_fails,          // zeContextCreate(Ex) fails: no runtime over the driver starts
+  open_replaces_earlier_mapping, // zeMemOpenIpcHandle remaps the earlier open mappings of the same exporter onto the new one
+  ipc_properties_fail,           // zeDeviceGetExternalMemoryProperties answers DEVICE_LOST instead of the export types
 };
 
 struct info {
@@ -49,6 +51,12 @@ inline constexpr info kCatalog[] = {
     {id::context_create_fails, "context_create_fails", "run:starts",
      "zeContextCreate and zeContextCreateEx fail with ZE_RESULT_ERROR_DEVICE_LOST: a runtime over the driver (UR's "
      "adapters) cannot start, and every case of a run skips for the runtime's reason"},
+    {id::open_replaces_earlier_mapping, "open_replaces_earlier_mapping", "rb.realloc.fresh",
+     "zeMemOpenIpcHandle of a new export remaps the process's earlier, still open mappings of the same exporter "
+     "and size onto the new export's pages (a cache that replaces live mappings)"},
+    {id::ipc_properties_fail, "ipc_properties_fail", "ur.device.support_query",
+     "the physical-memory support query zeDeviceGetExternalMemoryProperties answers ZE_RESULT_ERROR_DEVICE_LOST "
+     "instead of the export types"},
 };
 
 // Every defect of the catalog, whether or not this build compiles them in.

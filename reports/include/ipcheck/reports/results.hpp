@@ -115,6 +115,15 @@ struct AuditFinding {
   std::string detail;
 };
 
+// A role that ran under failpoints (IPCHECK_FAILPOINTS, lib/include/ipcref/failpoints.hpp):
+// the spec it got and the failed calls its layers reported ("zeMemFree call 1 answered
+// ZE_RESULT_ERROR_DEVICE_LOST"), as far as the role's output tail kept them.
+struct FailpointUse {
+  std::string role;
+  std::string spec;
+  std::vector<std::string> fired;
+};
+
 struct CaseResult {
   std::string id;
   std::string description;
@@ -139,6 +148,7 @@ struct CaseResult {
   nlohmann::json audit = nlohmann::json::object();  // {method, roles: {...}, findings: [...]}
   std::vector<AuditFinding> findings;
   std::string injection;              // fault injection point ("producer:after_export") or empty
+  std::vector<FailpointUse> failpoints;  // the roles that ran under failpoints (empty: none)
   double duration_s = 0;
   // With --rerun-failures, every run of the case in order (the first included), each a
   // whole record without id, description, area and clauses (they are the case's); empty
@@ -150,6 +160,14 @@ struct CaseResult {
 // Records `value` for observation `name`, keeping every distinct value seen.
 void add_observation(CaseResult& c, const std::string& name, const std::string& value);
 
+// What a clause's obligation stands on: a published specification or vendor documentation
+// (its text quoted in ClauseInfo::basis), ipcheck's robustness profile alone, or the
+// harness's own bookkeeping. A failed clause of the profile is rendered as a hardening
+// request, never as a violation: no API text requires it.
+enum class BasisKind { specification, profile, harness };
+const char* to_string(BasisKind b) noexcept;
+std::optional<BasisKind> parse_basis_kind(std::string_view s) noexcept;
+
 struct ClauseInfo {
   std::string id;
   std::string profile;
@@ -157,6 +175,10 @@ struct ClauseInfo {
   std::string source;
   std::string statement;
   std::string uncovered_reason;
+  BasisKind basis_kind = BasisKind::specification;
+  std::string basis;  // the quoted normative text (specification), or empty
+  // True when a failure of this clause is a hardening request (its basis is ipcheck's profile).
+  bool hardening() const noexcept { return basis_kind == BasisKind::profile; }
   std::vector<std::string> cases;  // the catalog's cases that check it
   ClauseVerdict verdict = ClauseVerdict::not_run;
   // The passing deciding checks by who decided them, and the failed ones, over the run.
