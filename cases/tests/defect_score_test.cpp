@@ -60,7 +60,7 @@ const std::vector<std::string> kOpenPhysical = {
     "robustness.revoke.tamper.physical", "robustness.producer.crash.physical", "multi_device.physical.other_device"};
 
 // The cases that need a device with the physical-memory IPC aspect.
-const std::vector<std::string> kPhysicalAspect = {"physical.*", "robustness.*physical*", "robustness.open.cross_kind",
+const std::vector<std::string> kPhysicalAspect = {"physical.*", "robustness.*physical*", "robustness.open.cross_kind*",
                                                   "multi_device.physical.*"};
 
 const std::map<std::string, Collateral>& collateral() {
@@ -112,9 +112,16 @@ const std::map<std::string, Collateral>& collateral() {
             "holds the pool's event states, so signals stop crossing devices",
         {"multi_device.event.other_device"}}},
       {"reopen_replaces_live_mapping",
-       {{}, "through our Level Zero driver an event pool is ipcref memory: a later pool's open remaps the earlier "
-            "pool's mapping onto it, so a signal lands in the wrong pool",
+       {{"robustness.open.garbage.memory.held", "robustness.open.confused_deputy.held"},
+        "the held variants keep a mapping of the real export open while later opens of the same exporter's "
+        "exports (forged, garbage) map: each remaps the held one onto itself, and its role audit finds the mapping "
+        "changed; through our Level Zero driver an event pool is ipcref memory: a later pool's open remaps the "
+        "earlier pool's mapping onto it, so a signal lands in the wrong pool",
         {"event.roundtrip", "event.bidirectional", "multi_device.event.other_device"}}},
+      {"open_replaces_earlier_mapping",
+       {{"robustness.open.confused_deputy.held"},
+        "the held variant keeps a mapping of the real export open while the forged opens of the same exporter map: "
+        "each remaps the held one onto itself, and its role audit finds the mapping changed"}},
       {"aspect_query_fails",
        {kPhysicalAspect, "every physical-memory case reads the physical IPC aspect: a query without a value leaves "
                          "every device without it"}},
