@@ -1,3 +1,4 @@
+#include "table_cells.hpp"
 #include "ipcheck/bench/counts.hpp"
 
 #include <algorithm>
@@ -13,33 +14,18 @@ namespace ipcheck::bench {
 
 namespace {
 
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return std::string(s);
-}
-
-std::vector<std::string> cells(std::string_view line) {
-  std::vector<std::string> out;
-  line.remove_prefix(1);
-  while (!line.empty()) {
-    const auto bar = line.find('|');
-    if (bar == std::string_view::npos) break;
-    out.push_back(trim(line.substr(0, bar)));
-    line.remove_prefix(bar + 1);
-  }
-  return out;
-}
+using table::cells;
+using table::trim;
 
 // A finite number >= 0, the whole of `text`.
-std::optional<double> number(const std::string& text) {
+std::optional<double> nonnegative_number(const std::string& text) {
   char* end = nullptr;
   const double v = text.empty() ? -1 : std::strtod(text.c_str(), &end);
   if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < 0) return std::nullopt;
   return v;
 }
 
-[[noreturn]] void bad(int line, const std::string& what) {
+[[noreturn]] void bad_row(int line, const std::string& what) {
   throw std::invalid_argument("bench/counts.md line " + std::to_string(line) + ": " + what);
 }
 
@@ -60,32 +46,32 @@ std::vector<CountRow> parse_count_rows(std::string_view text) {
       const auto h = cells(line);
       if (h.size() != 5 || h[0] != "figure" || h[1] != "count" || h[2] != "expected" || h[3] != "tolerance" ||
           h[4] != "why")
-        bad(n, "the table's header is '" + std::string(line) + "'; write | figure | count | expected | tolerance | why |");
+        bad_row(n, "the table's header is '" + std::string(line) + "'; write | figure | count | expected | tolerance | why |");
       continue;
     }
     if (line.starts_with("|---")) continue;
     const auto c = cells(line);
-    if (c.size() != 5) bad(n, "a row has " + std::to_string(c.size()) + " cells; give 5 (figure, count, expected, tolerance, why)");
+    if (c.size() != 5) bad_row(n, "a row has " + std::to_string(c.size()) + " cells; give 5 (figure, count, expected, tolerance, why)");
     CountRow r;
     r.row = std::string(line);
-    if (c[0].size() < 3 || c[0].front() != '`' || c[0].back() != '`') bad(n, "figure '" + c[0] + "' is not a name in backquotes");
+    if (c[0].size() < 3 || c[0].front() != '`' || c[0].back() != '`') bad_row(n, "figure '" + c[0] + "' is not a name in backquotes");
     r.figure = c[0].substr(1, c[0].size() - 2);
     r.count = c[1];
     if (r.count != "instructions" && r.count != "syscalls" && r.count != "faults")
-      bad(n, "count '" + r.count + "' is none of instructions, syscalls, faults");
+      bad_row(n, "count '" + r.count + "' is none of instructions, syscalls, faults");
     std::string e = c[2];
     r.over_floor = !e.empty() && e.front() == '+';
     if (r.over_floor) e.erase(0, 1);
-    const auto v = number(e);
-    if (!v) bad(n, "expected '" + c[2] + "' is not a number >= 0 (or '+N': the count over the figure's floor)");
+    const auto v = nonnegative_number(e);
+    if (!v) bad_row(n, "expected '" + c[2] + "' is not a number >= 0 (or '+N': the count over the figure's floor)");
     if (r.over_floor && floor_of(r.figure).empty())
-      bad(n, "expected '" + c[2] + "' is over a floor, and '" + r.figure + "' has none (<adapter>/<verb>...)");
+      bad_row(n, "expected '" + c[2] + "' is over a floor, and '" + r.figure + "' has none (<adapter>/<verb>...)");
     r.expected = *v;
     std::string t = c[3];
     r.relative = !t.empty() && t.back() == '%';
     if (r.relative) t.pop_back();
-    const auto tol = number(t);
-    if (!tol) bad(n, "tolerance '" + c[3] + "' is not a number >= 0 or a percentage (N%)");
+    const auto tol = nonnegative_number(t);
+    if (!tol) bad_row(n, "tolerance '" + c[3] + "' is not a number >= 0 or a percentage (N%)");
     r.tolerance = *tol;
     r.why = c[4];
     out.push_back(std::move(r));

@@ -1,3 +1,4 @@
+#include "table_cells.hpp"
 #include "ipcheck/bench/goals.hpp"
 
 #include <cmath>
@@ -11,23 +12,8 @@ namespace ipcheck::bench {
 
 namespace {
 
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return std::string(s);
-}
-
-std::vector<std::string> cells(std::string_view line) {
-  std::vector<std::string> out;
-  line.remove_prefix(1);  // the leading '|'
-  while (!line.empty()) {
-    const auto bar = line.find('|');
-    if (bar == std::string_view::npos) break;
-    out.push_back(trim(line.substr(0, bar)));
-    line.remove_prefix(bar + 1);
-  }
-  return out;
-}
+using table::cells;
+using table::trim;
 
 // A positive finite number, the whole of `text`; nothing otherwise.
 std::optional<double> positive_number(const std::string& text) {

@@ -117,9 +117,15 @@ string(JSON complete GET "${m}" run options merged complete)
 if(NOT complete STREQUAL "ON" AND NOT complete STREQUAL "true")
   message(FATAL_ERROR "run.options.merged.complete is '${complete}'")
 endif()
-# ... and it diffs like the single run: nothing changed.
-expect_rc(0 "result: no changes" "diff of the run and the merged shards"
-          "${IPCHECK}" report diff "${OUT}/whole/results.json" "${OUT}/merged.json")
+# ... and it diffs like the single run: no regression, no status or clause change (statuses,
+# order and clause verdicts were compared above). Observations may move between two runs: the
+# garbage cases count refusals within a time budget (robustness.open.garbage.memory.held is in
+# this selection: a glob also matches a dotted suffix of an id).
+execute_process(COMMAND "${IPCHECK}" report diff "${OUT}/whole/results.json" "${OUT}/merged.json"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\nresult: (no changes|0 regressions(, [0-9]+ observation changes?)?)\n")
+  message(FATAL_ERROR "diff of the run and the merged shards: exit ${rc}, not 'no changes' or observation changes alone:\n${out}${err}")
+endif()
 
 # With --shard auto, a CI system's variables name the same shard as --shard (GitLab: 1-based);
 # without it they are not read (a parallel:matrix job is no shard).
