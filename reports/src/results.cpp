@@ -18,8 +18,6 @@ std::optional<Status> parse_status(std::string_view s) noexcept { return parse_n
 const char* to_string(Level l) noexcept { return kLevelNames[static_cast<int>(l)]; }
 const char* to_string(BasisKind b) noexcept { return kBasisNames[static_cast<int>(b)]; }
 std::optional<BasisKind> parse_basis_kind(std::string_view s) noexcept { return parse_name<BasisKind>(kBasisNames, s); }
-const char* to_string(BasisKind b) noexcept { return kBasisNames[static_cast<int>(b)]; }
-std::optional<BasisKind> parse_basis_kind(std::string_view s) noexcept { return parse_name<BasisKind>(kBasisNames, s); }
 std::optional<Level> parse_level(std::string_view s) noexcept { return parse_name<Level>(kLevelNames, s); }
 const char* to_string(CheckResult r) noexcept { return kCheckResultNames[static_cast<int>(r)]; }
 std::optional<CheckResult> parse_check_result(std::string_view s) noexcept {
