@@ -85,17 +85,7 @@ const std::vector<CountRow>& count_rows() {
   return rows;
 }
 
-std::string count_table() {
-  std::string out;
-  std::string_view text = kCountsText;
-  while (!text.empty()) {
-    const auto eol = text.find('\n');
-    const std::string_view line = text.substr(0, eol);
-    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
-    if (!line.empty() && line.front() == '|') out += std::string(line) + "\n";
-  }
-  return out;
-}
+std::string count_table() { return table::rows_of(kCountsText); }
 
 std::string floor_of(const std::string& figure) {
   const auto slash = figure.find('/');

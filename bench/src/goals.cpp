@@ -102,17 +102,7 @@ const std::vector<Goal>& goals() {
   return g;
 }
 
-std::string goals_table() {
-  std::string out;
-  std::string_view text = kGoalsText;
-  while (!text.empty()) {
-    const auto eol = text.find('\n');
-    const std::string_view line = text.substr(0, eol);
-    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
-    if (!line.empty() && line.front() == '|') out += std::string(line) + "\n";
-  }
-  return out;
-}
+std::string goals_table() { return table::rows_of(kGoalsText); }
 
 const Goal* goal_for(const std::string& name, const std::vector<Goal>& from) {
   for (const auto& g : from)

@@ -27,4 +27,16 @@ inline std::vector<std::string> cells(std::string_view line) {
   return out;
 }
 
+// The table rows of a Markdown text (the lines that start with '|'), each with its newline.
+inline std::string rows_of(std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    const auto eol = text.find('\n');
+    const std::string_view line = text.substr(0, eol);
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    if (!line.empty() && line.front() == '|') out += std::string(line) + "\n";
+  }
+  return out;
+}
+
 }  // namespace ipcheck::bench::table
