@@ -46,6 +46,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
@@ -123,6 +124,8 @@ struct Target {
   std::array<unsigned long long, kVerdictCount> verdicts{};
   unsigned long long opens = 0, open_errors = 0, foreign_pid = 0;
   unsigned long long closed_at_base = 0, unreleasable = 0;  // failed closes: retried at pointer - offset
+  unsigned long long executions = 0, next_map_check = 0;    // the mapping budget: end_round_if_maps_run_out
+  std::size_t map_budget = 0;
 };
 
 Target& target() {
@@ -213,9 +216,9 @@ void print_summary() {
   for (int v = 0; v < kVerdictCount; ++v)
     if (t.verdicts[v]) s += std::string(s.empty() ? "" : ", ") + verdict_name(static_cast<Verdict>(v)) + " " + std::to_string(t.verdicts[v]);
   std::fprintf(stderr,
-               "umf_open_fuzzer: %llu opens (%llu refused; %llu inputs naming a foreign pid skipped): %s; of the failed "
-               "closes %llu released at pointer - offset, %llu not\n",
-               t.opens, t.open_errors, t.foreign_pid, s.empty() ? "none succeeded" : s.c_str(), t.closed_at_base,
+               "umf_open_fuzzer: %llu executions, %llu opens (%llu refused; %llu inputs naming a foreign pid skipped): %s; "
+               "of the failed closes %llu released at pointer - offset, %llu not\n",
+               t.executions, t.opens, t.open_errors, t.foreign_pid, s.empty() ? "none succeeded" : s.c_str(), t.closed_at_base,
                t.unreleasable);
 }
 
@@ -227,6 +230,63 @@ void at_exit() {
   Target& t = target();
   if (t.ze.pool) umfPoolDestroy(t.ze.pool);
   t.ze.pool = nullptr;
+}
+
+// The process's mappings, one line each of /proc/self/maps (-1 when it cannot be read).
+long mappings_in_use() {
+  const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  long lines = 0;
+  char buf[1 << 16];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      lines = -1;
+      break;
+    }
+    for (ssize_t i = 0; i < n; ++i) lines += buf[i] == '\n';
+  }
+  ::close(fd);
+  return lines;
+}
+
+long max_map_count() {
+  long v = 0;
+  if (FILE* f = std::fopen("/proc/sys/vm/max_map_count", "re")) {
+    if (std::fscanf(f, "%ld", &v) != 1) v = 0;
+    std::fclose(f);
+  }
+  return v > 0 ? v : 65530;
+}
+
+// UMF keeps the mappings of some forged handles for the process's life (umf-fuzz.md: ~65,000
+// exhaust vm.max_map_count, and then the sanitizer's own mmap fails and the process dies
+// "ERROR: Failed to mmap", which would be a crash of ours, not UMF's finding). So the round
+// ends, cleanly and saying why, once half the limit is in use (or IPCHECK_UMF_FUZZ_MAPS); run_umf_fuzz.sh starts the
+// next round in a fresh process over the same corpus. The next look is as many executions
+// away as the budget left could take at 8 mappings each (at most 2 opens per input), so the
+// reading of a long /proc/self/maps stays rare.
+void end_round_if_maps_run_out() {
+  Target& t = target();
+  if (++t.executions < t.next_map_check) return;
+  const long in_use = mappings_in_use();
+  if (in_use < 0) {
+    t.next_map_check = ~0ull;  // no /proc: nothing to watch
+    return;
+  }
+  const long budget = static_cast<long>(t.map_budget);
+  if (in_use < budget) {
+    t.next_map_check = t.executions + std::max(16L, (budget - in_use) / 8);
+    return;
+  }
+  std::fprintf(stderr,
+               "umf_open_fuzzer: the round ends after %llu executions: %ld mappings in use, the budget %ld of "
+               "vm.max_map_count %ld (UMF keeps the mappings of forged handles: umf-fuzz.md); a fresh process goes on\n",
+               t.executions, in_use, budget, max_map_count());
+  std::fflush(stderr);
+  print_summary();
+  stop_helper();
+  std::_Exit(0);  // libFuzzer takes exit() inside an input for the target's failure
 }
 
 void add_side_to_table(int side) {
@@ -339,6 +399,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     std::fprintf(stderr, "umf_open_fuzzer: umfPoolGetIPCHandler failed\n");
     std::exit(1);
   }
+  // IPCHECK_UMF_FUZZ_MAPS=+N: a budget of N mappings above those in use now (the test
+  // umf-fuzz:oracle.map_budget proves the clean end with it).
+  const char* maps = std::getenv("IPCHECK_UMF_FUZZ_MAPS");
+  if (maps && maps[0] == '+' && std::atol(maps + 1) > 0)
+    t.map_budget = static_cast<std::size_t>(std::max(0L, mappings_in_use()) + std::atol(maps + 1));
+  else
+    t.map_budget = static_cast<std::size_t>(max_map_count() / 2);
   if (const char* dir = std::getenv("IPCHECK_FUZZ_WRITE_SEEDS")) write_seeds(dir);
   return 0;
 }
@@ -408,5 +475,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       verdict(Verdict::mapping_leak, "the mapping is still there after umfCloseIPCHandle");
   if (lowest_free_fd() != fd_floor) verdict(Verdict::fd_leak, "descriptor " + std::to_string(fd_floor) + " was left open");
   std::free(handle);
+  end_round_if_maps_run_out();
   return 0;
 }
