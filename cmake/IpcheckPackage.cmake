@@ -9,10 +9,13 @@
 # anything of the build's tests.
 
 install(TARGETS ipcheck RUNTIME DESTINATION ${IPCHECK_INSTALL_BINDIR})
-# A program users run by hand (bench/README.md): the floor of a parallel CUDA campaign.
-if(TARGET ipcheck-bench-cuda-floor)
-  install(TARGETS ipcheck-bench-cuda-floor RUNTIME DESTINATION ${IPCHECK_INSTALL_BINDIR})
-endif()
+# Programs users run by hand (bench/README.md): the floors of a parallel CUDA campaign and of
+# a ur campaign.
+foreach(_t ipcheck-bench-cuda-floor ipcheck-bench-ur-floor)
+  if(TARGET ${_t})
+    install(TARGETS ${_t} RUNTIME DESTINATION ${IPCHECK_INSTALL_BINDIR})
+  endif()
+endforeach()
 # What ipcheck execs for its roles, and what `ipcheck bench` starts (found beside ipcheck, or
 # in lib/ipcheck: install_layout.cpp).
 foreach(_t ipcheck-role ipcheck-role-shared ipcheck-bench-ipc ipcheck-bench-harness ipcheck-bench-peer ipcheck-bench-count)

@@ -90,7 +90,7 @@ if(STEP STREQUAL "deb")
 
   # The file list: what ipcheck needs at run time, and nothing of the tests or the defect twins.
   run(list 0 "${DPKG_DEB}" --contents "${debs}")
-  set(want ./usr/bin/ipcheck ./usr/bin/ipcheck-bench-cuda-floor ./usr/lib/ipcheck/ipcheck-role ./usr/lib/ipcheck/ipcheck-role-shared
+  set(want ./usr/bin/ipcheck ./usr/bin/ipcheck-bench-cuda-floor ./usr/bin/ipcheck-bench-ur-floor ./usr/lib/ipcheck/ipcheck-role ./usr/lib/ipcheck/ipcheck-role-shared
            ./usr/lib/ipcheck/ipcheck-bench-ipc ./usr/lib/ipcheck/ipcheck-bench-harness ./usr/lib/ipcheck/ipcheck-bench-peer
            ./usr/lib/ipcheck/ipcheck-bench-count
            ./usr/share/ipcheck/expectations/ref.txt ./usr/share/ipcheck/expectations/vk.txt
