@@ -34,7 +34,8 @@ set(_ur_rel_findings
   "v1_error_as_success|1|reproduced|reproduced"      "v1_error_as_success|2|not|not"
   "v1_physical_flag|1|absent:urIPCGetPhysMemHandleExp|reproduced" "v1_physical_flag|2|absent:urIPCGetPhysMemHandleExp|not"
   "v2_events|2|setup|reproduced"
-  "v2_physical_fd_number|2|setup|reproduced")
+  "v2_physical_fd_number|2|setup|reproduced"
+  "v1_dies_without_regular_queues|1|reproduced|reproduced" "v1_dies_without_regular_queues|2|not|not")
 list(GET IPCHECK_ONEAPI_RELEASES 0 _rel_old)
 list(GET IPCHECK_ONEAPI_RELEASES 1 _rel_new)
 foreach(_row IN LISTS _ur_rel_findings)

@@ -614,8 +614,12 @@ PY
     trap '"$pg_server" stop "$work/state" >/dev/null 2>&1' EXIT
     rc=0
     "$pg_server" start state >start.out 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || { fail "ci/pg-server start failed: $(cat start.out)"; exit 1; }
     if [ "$rc" -eq 0 ] && "$ipcheck" store ls --db "$(cat state/url)" 2>&1 | grep -q "without PostgreSQL support"; then rc=77; fi
-    if [ "$rc" -eq 0 ]; then host="$(cat state/server)"; else host=/nonexistent-ipcheck-socket-dir; fi
+    if [ "$rc" -eq 0 ]; then host="$(cat state/server)"; else
+      host=/nonexistent-ipcheck-socket-dir
+      echo "note: no PostgreSQL server or no PostgreSQL support here: only the errors are checked, not store add and store ls"
+    fi
     check_quiet() { # SECRET WHAT FILE
       if grep -qF -- "$1" "$3"; then fail "$2 shows the password '$1': $(head -c 400 "$3")"; else echo "ok  $2: no '$1'"; fi
     }
@@ -724,47 +728,48 @@ PY
     trap '[ -z "$stopped" ] || kill -CONT $stopped 2>/dev/null; rm -f "$work/paused"; "$pg_server" stop "$work/state" >/dev/null 2>&1' EXIT
     rc=0
     "$pg_server" start state >start.out 2>&1 || rc=$?
-    if [ "$rc" -eq 0 ] && "$ipcheck" store ls --db "$(cat state/url)" 2>&1 | grep -q "without PostgreSQL support"; then rc=77; fi
-    if [ "$rc" -eq 0 ]; then
-      python3 - "$good" <<'PY'
+    # Every check of this class needs a server: without one it skips, saying why (never passes).
+    [ "$rc" -eq 77 ] && { echo "SKIP: no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/initdb): apt-get install postgresql"; exit 0; }
+    [ "$rc" -eq 0 ] || { fail "ci/pg-server start failed: $(cat start.out)"; exit 1; }
+    if "$ipcheck" store ls --db "$(cat state/url)" 2>&1 | grep -q "without PostgreSQL support"; then
+      echo "SKIP: this ipcheck was built without PostgreSQL support (libpq-dev missing at configure time)"; exit 0
+    fi
+    python3 - "$good" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 for i in (1, 2, 3):
     doc["run"]["start"] = "2026-02-%02dT00:00:00Z" % i
     json.dump(doc, open("run%d.json" % i, "w"))
 PY
-      db="$(cat state/url)"
-      "$ipcheck" store add run1.json --db "$db" >add1.out 2>&1 || fail "store add run1: $(cat add1.out)"
-      server="$(cut -d' ' -f1 state/pid 2>/dev/null || head -n 1 "$(cat state/server)/data/postmaster.pid")"
-      IPCHECK_STORE_TEST_PAUSE_BEFORE_COMMIT="$work/paused" timeout 120 "$ipcheck" store add run2.json --db "$db" --busy-timeout 1 >add2.out 2>&1 &
-      adder=$!
-      for _ in $(seq 600); do [ -e paused ] && break; sleep 0.1; done
-      [ -e paused ] || fail "the add never reached its commit: $(cat add2.out)"
-      stopped="$server $(pgrep -P "$server" | tr '\n' ' ')"
-      kill -STOP $stopped
-      t0=$(date +%s)
-      rm -f paused
-      rc=0
-      wait "$adder" || rc=$?
-      t=$(( $(date +%s) - t0 ))
-      kill -CONT $stopped; stopped=""
-      if [ "$rc" -eq 124 ]; then fail "store add hung on a server that stopped answering at its commit (killed after 120 s)"
-      elif [ "$rc" -ne 2 ]; then fail "store add exited $rc on a stopped server, expected 2: $(cat add2.out)"
-      elif ! grep -q "did not answer within 31 s" add2.out || ! grep -q "whether it committed is unknown" add2.out; then
-        fail "the error does not say the server stopped answering and that the add may have landed: $(cat add2.out)"
-      else echo "ok  a server stopped at the commit: exit 2 after $t s: $(head -c 300 add2.out)"; fi
-      # Stopped before the add begins: the connection's own limit.
-      stopped="$server $(pgrep -P "$server" | tr '\n' ' ')"
-      kill -STOP $stopped
-      rc=0
-      timeout 120 "$ipcheck" store add run3.json --db "$db" --busy-timeout 1 >add3.out 2>&1 || rc=$?
-      kill -CONT $stopped; stopped=""
-      if [ "$rc" -eq 124 ]; then fail "store add hung on a stopped server (killed after 120 s)"
-      elif [ "$rc" -ne 2 ]; then fail "store add exited $rc on a stopped server, expected 2: $(cat add3.out)"
-      else echo "ok  a server stopped before the add: exit 2: $(head -c 300 add3.out)"; fi
-    else
-      echo "(no PostgreSQL server here: its half is not run)"
-    fi
+    db="$(cat state/url)"
+    "$ipcheck" store add run1.json --db "$db" >add1.out 2>&1 || fail "store add run1: $(cat add1.out)"
+    server="$(cut -d' ' -f1 state/pid 2>/dev/null || head -n 1 "$(cat state/server)/data/postmaster.pid")"
+    IPCHECK_STORE_TEST_PAUSE_BEFORE_COMMIT="$work/paused" timeout 120 "$ipcheck" store add run2.json --db "$db" --busy-timeout 1 >add2.out 2>&1 &
+    adder=$!
+    for _ in $(seq 600); do [ -e paused ] && break; sleep 0.1; done
+    [ -e paused ] || fail "the add never reached its commit: $(cat add2.out)"
+    stopped="$server $(pgrep -P "$server" | tr '\n' ' ')"
+    kill -STOP $stopped
+    t0=$(date +%s)
+    rm -f paused
+    rc=0
+    wait "$adder" || rc=$?
+    t=$(( $(date +%s) - t0 ))
+    kill -CONT $stopped; stopped=""
+    if [ "$rc" -eq 124 ]; then fail "store add hung on a server that stopped answering at its commit (killed after 120 s)"
+    elif [ "$rc" -ne 2 ]; then fail "store add exited $rc on a stopped server, expected 2: $(cat add2.out)"
+    elif ! grep -q "did not answer within 31 s" add2.out || ! grep -q "whether it committed is unknown" add2.out; then
+      fail "the error does not say the server stopped answering and that the add may have landed: $(cat add2.out)"
+    else echo "ok  a server stopped at the commit: exit 2 after $t s: $(head -c 300 add2.out)"; fi
+    # Stopped before the add begins: the connection's own limit.
+    stopped="$server $(pgrep -P "$server" | tr '\n' ' ')"
+    kill -STOP $stopped
+    rc=0
+    timeout 120 "$ipcheck" store add run3.json --db "$db" --busy-timeout 1 >add3.out 2>&1 || rc=$?
+    kill -CONT $stopped; stopped=""
+    if [ "$rc" -eq 124 ]; then fail "store add hung on a stopped server (killed after 120 s)"
+    elif [ "$rc" -ne 2 ]; then fail "store add exited $rc on a stopped server, expected 2: $(cat add3.out)"
+    else echo "ok  a server stopped before the add: exit 2: $(head -c 300 add3.out)"; fi
     # (A failed first add on SQLite leaving no store file: class full-disk.)
     ;;
 

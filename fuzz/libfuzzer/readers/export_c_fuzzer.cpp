@@ -16,6 +16,11 @@
 // and every identifier and punctuator outside string literals is one those programs hold. A usage error (std::invalid_argument)
 // or a file that cannot be written (std::runtime_error) is a clean refusal; anything else
 // escapes.
+//
+// IPCHECK_EXPORT_C_KEEP=<folder> (the sample step of CTest's parser-fuzz:export_c,
+// compile_export_c_sample.sh): every program that passes the oracles is also written there as
+// <hash>.c, distinct programs only, at most IPCHECK_EXPORT_C_KEEP_MAX (default 20), so that a
+// sample of them can be built with the command each program prints.
 #include <unistd.h>
 
 #include <cstddef>
@@ -24,6 +29,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -237,6 +243,23 @@ const Reference& reference() {
   return r;
 }
 
+// The sample kept for building (IPCHECK_EXPORT_C_KEEP); nothing when the variable is unset.
+void keep(const std::string& program) {
+  static const char* const folder = std::getenv("IPCHECK_EXPORT_C_KEEP");
+  if (!folder || !*folder) return;
+  static const std::size_t most = [] {
+    const char* v = std::getenv("IPCHECK_EXPORT_C_KEEP_MAX");
+    return v && *v ? static_cast<std::size_t>(std::strtoul(v, nullptr, 10)) : std::size_t{20};
+  }();
+  static std::set<std::size_t> kept;
+  const std::size_t h = std::hash<std::string>{}(program);
+  if (kept.size() >= most || kept.count(h)) return;
+  kept.insert(h);
+  char name[32];
+  std::snprintf(name, sizeof name, "%016zx.c", h);
+  write(fs::path(folder) / name, program);
+}
+
 void check_program(const std::string& program) {
   if (program.empty()) return;
   const Lexed l = lex(program);
@@ -252,6 +275,7 @@ void check_program(const std::string& program) {
     std::fprintf(stderr, "export_c_fuzzer: the exported program holds the finding's text as code: %s\n", broken.c_str());
     std::abort();
   }
+  keep(program);
 }
 
 }  // namespace
