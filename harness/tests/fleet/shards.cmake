@@ -123,7 +123,7 @@ endif()
 # this selection: a glob also matches a dotted suffix of an id).
 execute_process(COMMAND "${IPCHECK}" report diff "${OUT}/whole/results.json" "${OUT}/merged.json"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0 OR NOT out MATCHES "\nresult: (no changes|0 regressions(, [0-9]+ observation changes?)?)\n")
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\nresult: (no changes: |0 regressions(, [0-9]+ observation changes?)?\n)")
   message(FATAL_ERROR "diff of the run and the merged shards: exit ${rc}, not 'no changes' or observation changes alone:\n${out}${err}")
 endif()
 
