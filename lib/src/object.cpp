@@ -1,7 +1,8 @@
 // Exportable objects, the exporter's side (object.hpp says how objects and imports work):
 // an object's two memfds made, mapped and sealed; exports published in and revoked from its
 // control page; and this process's identity, which stamps every export. The importer's side,
-// which proves an export live before it maps anything, is object_import.cpp.
+// which proves an export live before it maps anything, is object_import.cpp (with what
+// object_export_read.cpp reads of the export).
 #include "object.hpp"
 
 #include <fcntl.h>

@@ -1,7 +1,7 @@
-// What object.cpp (the exporter's side) and object_import.cpp (the importer's side) share:
-// this process's identity, which stamps its exports and which an importer checks, and its
-// own objects by data inode (a self-import reads its control page directly). Private to
-// lib/src.
+// What object.cpp (the exporter's side) and the importer's side (object_import.cpp,
+// object_export_read.cpp) share: this process's identity, which stamps its exports and which
+// an importer checks, and its own objects by data inode (a self-import reads its control page
+// directly). Private to lib/src.
 #pragma once
 
 #include <sys/stat.h>

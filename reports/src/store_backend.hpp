@@ -58,11 +58,12 @@ std::unique_ptr<StoreBackend> open_sqlite_store(const std::string& path, bool cr
 std::unique_ptr<StoreBackend> open_postgresql_store(const std::string& uri, const std::string& shown, bool create,
                                                     int target, double busy_timeout_s);
 
-// Connection strings (store.cpp; libpq's parser in store_postgresql.cpp): the keywords libpq
-// keeps secret (those PQconninfoParse marks with dispchar '*': password, sslpassword; a fixed
-// list without libpq), the secret values libpq reads from a URI or keyword string (none
-// without libpq, or when it cannot parse it), every text of a string that must never show
-// (raw and decoded), and the password of a URI's user:PASSWORD@ as written (decoded).
+// Connection strings (store.cpp; libpq's parser in store_postgresql_connection.cpp): the
+// keywords libpq keeps secret (those PQconninfoParse marks with dispchar '*': password,
+// sslpassword; a fixed list without libpq), the secret values libpq reads from a URI or
+// keyword string (none without libpq, or when it cannot parse it), every text of a string
+// that must never show (raw and decoded), and the password of a URI's user:PASSWORD@ as
+// written (decoded).
 const std::vector<std::string>& conninfo_secret_keywords();
 std::vector<std::string> conninfo_secrets_by_libpq(const std::string& conninfo);
 std::vector<std::string> conninfo_secret_texts(const std::string& conninfo);

@@ -118,6 +118,8 @@ struct Config {
 
 // Names of the extension functions the driver can offer (IPCHECK_ZE_EXTENSIONS).
 const std::vector<std::string>& offerable_extensions();
+// `v` as one text, ", " between (for messages that list them).
+std::string join(const std::vector<std::string>& v);
 
 // ---------------------------------------------------------------- objects
 
