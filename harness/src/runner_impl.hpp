@@ -1,7 +1,8 @@
 // The runner's insides, shared by its files: runner.cpp (selection, the adapter probe, the
-// audit method), runner_case.cpp (CaseRun: spawn a case's roles, relay their messages,
-// barriers, deadlines, reaping), runner_outcome.cpp (fault injection, leftovers, what a case
-// is judged by) and runner_suite.cpp (run_suite: jobs, shards, worker threads, the run's
+// audit method), runner_case.cpp (CaseRun: spawn a case's roles, watch them, barriers,
+// deadlines, reaping), runner_relay.cpp (CaseRun's handling of each role message: the relay to
+// a peer, start slots, checks, steps), runner_outcome.cpp (fault injection, leftovers, what a
+// case is judged by) and runner_suite.cpp (run_suite: jobs, shards, worker threads, the run's
 // record). Private to harness/src; the interface is ipcheck/runner.hpp.
 #pragma once
 

@@ -1,5 +1,5 @@
 // The channel's messages (ipcheck/channel.hpp): one struct per MsgType, each encoded to and
-// decoded from a Message in one place (harness/src/messages.cpp). Senders build a struct
+// decoded from a Message in one place (harness/src/messages*.cpp). Senders build a struct
 // (`channel.send(msg::Barrier{name})`); readers decode one (`msg::decode<msg::Release>(m)`),
 // which throws ChannelError naming the message, the field and the value found when the
 // packet is another type or a field is missing, extra or malformed.

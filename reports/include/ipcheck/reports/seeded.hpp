@@ -30,10 +30,11 @@ inline constexpr info kCatalog[] = {
      "Verdict.SigkillIsACrashUnlessTheMachinesRecordSaysOtherwise:RunnerVerdicts.ARoleThatKillsItselfWithSigkillIsCrash",
      "a role's death by SIGKILL is judged error (the machine ran out) without the machine's record: a runtime that "
      "kills its own process is excused"},
-    {"expectation_ignores_check", "harness/src/verdict.cpp covers_check", "Expectations.AnExpectedFailureNeverHidesANewOne",
+    {"expectation_ignores_check", "harness/src/verdict_expectations.cpp covers_check",
+     "Expectations.AnExpectedFailureNeverHidesANewOne",
      "an expectations line covers a failed check whatever its check= matcher says: a new failure hides behind a "
      "known one"},
-    {"coverage_ignores_failed_check", "harness/src/verdict.cpp fill_clause_coverage",
+    {"coverage_ignores_failed_check", "harness/src/verdict_coverage.cpp fill_clause_coverage",
      "Coverage.AFailedCheckFailsItsClauseOnly",
      "a clause whose check failed in a case is not counted failed there: the clause's coverage says pass"},
     {"rerun_pass_is_pass", "harness/src/verdict.cpp combine_attempts", "Attempts.FailedThenPassedIsFlakyWithEveryAttemptKept",
