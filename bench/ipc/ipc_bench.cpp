@@ -23,7 +23,8 @@
 // Each has "<adapter>/floor/<verb>/<size>" beside it; the label names the floor.
 //
 // This file holds the command line, the producer and main; the consumer is
-// ipc_bench_consumer.cpp's, and ipc_bench.hpp what both share.
+// ipc_bench_consumer.cpp's (its set-up; ipc_bench_timed.cpp and ipc_bench_counted.cpp its
+// two phases, ipc_bench_consumer.hpp what they share), and ipc_bench.hpp what both share.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>

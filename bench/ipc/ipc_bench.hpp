@@ -1,7 +1,7 @@
 // What the two processes of ipcheck-bench-ipc share (ipc_bench.cpp: the command line, the
-// producer and main; ipc_bench_consumer.cpp: the consumer): the socket's descriptor, the
-// sizes, the command line, the control page and its futex words, the adapter's start.
-// Private to bench/ipc.
+// producer and main; ipc_bench_consumer.cpp with ipc_bench_timed.cpp and ipc_bench_counted.cpp:
+// the consumer): the socket's descriptor, the sizes, the command line, the control page and
+// its futex words, the adapter's start. Private to bench/ipc.
 #pragma once
 
 #include <linux/futex.h>
