@@ -256,18 +256,6 @@ Outcome SyclAdapter::lacking(const char* verb, const char* member) const {
                           std::string("sycl: ") + verb + ": SYCL " + release_ + "'s libsycl.so.9 exports no " + demangled);
 }
 
-Outcome SyclAdapter::unknown(const char* verb, const char* kind, ObjectId id) const {
-  return Outcome::failure(Errc::invalid, std::string("sycl: ") + verb + ": " + std::to_string(id) + " is not a live " +
-                                             kind + " of this adapter (released already?)");
-}
-
-Outcome SyclAdapter::device_at(int index) const {
-  if (index < 0 || static_cast<std::size_t>(index) >= devices_.size())
-    return Outcome::failure(Errc::invalid, "sycl: device index " + std::to_string(index) + " is not one of the " +
-                                               std::to_string(devices_.size()) + " devices");
-  return Outcome::success();
-}
-
 // ---------------------------------------------------------------- information
 
 // "Intel(R) oneAPI DPC++/C++ Compiler 2026.2.0 (2026.2.0.20261001)": the compiler that built

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ipcheck/adapter.hpp"
+#include "ipcheck/level_zero_shaped.hpp"
 #include "ipcheck/sycl/sycl_api.hpp"
 
 namespace ipcheck::sycl_adapter {
@@ -51,69 +52,28 @@ class Runtime {
   std::vector<std::string> lacks_;
 };
 
-class SyclAdapter final : public Adapter {
+// Physical memory and events: objects SYCL hands out by value; the adapter keeps its copies (one
+// per reference it holds), and the entry goes with the last.
+struct SyclHeld {
+  std::vector<SyclObject> copies;
+  int device = 0;
+  bool opened = false;
+};
+
+// Devices are dpctl's device refs (sycl::device*); exports keep SYCL's handle until the put.
+class SyclAdapter final : public toolkit::LevelZeroShaped<void*, SyclHeld, SyclHeld, IpcHandle> {
  public:
-  SyclAdapter() { adapter_name_ = "sycl"; }
+  SyclAdapter() : LevelZeroShaped("sycl", "sycl: ") {}
   ~SyclAdapter() override;
 
-  // ---- set-up (sycl_adapter.cpp)
-  Outcome init(const AdapterConfig& config) override;
-  AdapterInfo info() override;
-  std::size_t device_count() override { return devices_.size(); }
-
-  // ---- memory (sycl_memory.cpp)
-  Result<DevPtr> alloc(int device, std::size_t bytes, MemKind kind) override;
-  Outcome free(DevPtr p) override;
-  Outcome write(DevPtr dst, std::span<const std::byte> src) override;
-  Outcome read(DevPtr src, std::span<std::byte> dst) override;
-  Result<Exported> mem_get(DevPtr p) override;
-  Outcome mem_put(ObjectId id) override;
-  Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags) override;
-  Outcome mem_close(DevPtr p) override;
-
-  // ---- physical memory and virtual ranges (sycl_memory.cpp)
-  std::size_t phys_granularity(int device) override;
-  Result<ObjectId> phys_create(int device, std::size_t bytes, bool ipc) override;
-  Result<Exported> phys_get(ObjectId pm) override;
-  Outcome phys_put(ObjectId id) override;
-  Result<ObjectId> phys_open(std::span<const std::byte> bytes, int fd, int device) override;
-  // SYCL has no close for an opened physical_mem: its last copy going is the close.
-  Outcome phys_close(ObjectId pm) override;
-  Outcome phys_retain(ObjectId pm) override;
-  Outcome phys_release(ObjectId pm) override;
-  Result<std::size_t> phys_size(ObjectId pm) override;
-  Result<bool> phys_ipc_enabled(ObjectId pm) override;
-  Result<DevPtr> vm_reserve(int device, std::size_t bytes) override;
-  Outcome vm_free(DevPtr p, std::size_t bytes) override;
-  Outcome vm_map(DevPtr p, std::size_t bytes, ObjectId pm, std::size_t offset) override;
-  Outcome vm_unmap(DevPtr p, std::size_t bytes) override;
-
-  // ---- events (sycl_events.cpp)
-  Result<ObjectId> event_create(int device, EventFlags flags) override;
-  Result<Exported> event_get(ObjectId ev) override;
-  Outcome event_put(ObjectId id) override;
-  Result<ObjectId> event_open(std::span<const std::byte> bytes, int fd, int device) override;
-  // enqueue_signal_event on the device's queue, then the queue's wait.
-  Outcome event_signal(ObjectId ev) override;
-  // SYCL has no call that resets an event: not_implemented, naming why.
-  Outcome event_reset(ObjectId ev) override;
-  Result<bool> event_query(ObjectId ev) override;
-  // SYCL's wait has no timeout: the wait polls the command execution status.
-  Result<bool> event_wait(ObjectId ev, std::chrono::nanoseconds timeout) override;
-  Outcome event_retain(ObjectId ev) override;
-  Outcome event_release(ObjectId ev) override;
-
-  // The impl pointer of the SYCL object (physical_mem, event): SYCL's identity.
-  Result<std::uint64_t> native_identity(ObjectId id) override;
-  Outcome native(const std::string& what, const std::map<std::string, std::string>& args) override;
+  // Defined in sycl_adapter.cpp (init, info), sycl_memory.cpp (USM memory and ipc::memory,
+  // physical memory and ipc::physical_memory, virtual ranges) and sycl_events.cpp (events,
+  // native identities and calls).
+  IPCHECK_LEVEL_ZERO_SHAPED_VERBS
+  IPCHECK_LEVEL_ZERO_SHAPED_RANGE_VERBS
 
  private:
-  // An object SYCL hands out by value: the adapter's copies (one per reference it holds).
-  struct Held {
-    std::vector<SyclObject> copies;
-    int device = 0;
-    bool opened = false;
-  };
+  using Held = SyclHeld;
   struct Alloc {
     int device = 0;
     bool opened = false;  // from ipc open: closed with close, never freed
@@ -134,25 +94,18 @@ class SyclAdapter final : public Adapter {
   }
   Outcome thrown(const char* call, std::exception_ptr e) const;
   Outcome lacking(const char* verb, const char* member) const;
-  Outcome unknown(const char* verb, const char* kind, ObjectId id) const;
-  Outcome device_at(int index) const;
   int device_of(DevPtr p) const;
   Outcome copy(void* dst, const void* src, std::size_t n, int device, const char* what);
   Outcome read_options(const AdapterConfig& config, std::string& release, std::string& l0);
   std::string library_release() const;  // the compiler identification libsycl carries
-  Held* held(std::map<ObjectId, Held>& in, ObjectId id);
 
   Runtime api_;
   bool initialised_ = false;
   std::string release_, release_dir_, l0_request_;
   void* device_vector_ = nullptr;
-  std::vector<void*> devices_;        // dpctl's device refs (sycl::device*)
   std::vector<SyclObject*> queues_;   // one per device
   SyclObject* ctx_ = nullptr;         // one context over every device
-  ObjectId next_id_ = 1;
   std::map<DevPtr, Alloc> allocs_;
-  std::map<ObjectId, IpcHandle> mem_exports_, phys_exports_, event_exports_;
-  std::map<ObjectId, Held> phys_, events_;
   // Whether the memory verbs use ipc::memory (2026.2.0) or ipc_memory (both releases).
   bool ipc_namespace_ = false;
 };

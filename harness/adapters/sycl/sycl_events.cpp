@@ -1,7 +1,5 @@
 // The `sycl` adapter's event verbs (SYCL's reusable events: make_event with enable_ipc, their
 // copies the references) and its native calls.
-#include <thread>
-
 #include "sycl_adapter.hpp"
 
 namespace ipcheck::sycl_adapter {
@@ -16,7 +14,7 @@ Result<ObjectId> SyclAdapter::event_create(int device, EventFlags flags) {
   Outcome o = guarded("make_event", [&] { api_.make_event(reinterpret_cast<SyclObject*>(storage), ctx_, bits); });
   if (!o.ok()) return {o};
   auto* got = reinterpret_cast<SyclObject*>(storage);
-  const ObjectId id = next_id_++;
+  const ObjectId id = new_id();
   events_[id] = Held{{std::move(*got)}, device, false};
   got->~SyclObject();
   return {o, id};
@@ -24,26 +22,19 @@ Result<ObjectId> SyclAdapter::event_create(int device, EventFlags flags) {
 
 Result<Exported> SyclAdapter::event_get(ObjectId ev) {
   if (!api_.ipc_event_get) return {lacking("event_get", "ipc_event_get")};
-  Held* e = held(events_, ev);
+  Held* e = event(ev);
   if (!e) return {unknown("event_get", "event", ev)};
   IpcHandle h;
   Outcome o = guarded("ipc::event::get", [&] { h = api_.ipc_event_get(&e->copies.front()); });
   if (!o.ok()) return {o};
-  Exported x;
-  x.id = next_id_++;
-  x.bytes.assign(h.data, h.data + h.size);
-  event_exports_[x.id] = h;
-  return {o, std::move(x)};
+  return {o, keep_export(event_exports_, h, h.data, h.size)};
 }
 
 Outcome SyclAdapter::event_put(ObjectId id) {
   if (!api_.ipc_event_put) return lacking("event_put", "ipc_event_put");
-  auto it = event_exports_.find(id);
-  if (it == event_exports_.end())
-    return Outcome::failure(Errc::invalid, "sycl: event_put: export id " + std::to_string(id) + " is not a live export");
-  IpcHandle h = it->second;
-  event_exports_.erase(it);
-  return guarded("ipc::event::put", [&] { api_.ipc_event_put(&h, ctx_); });
+  return put_export(event_exports_, id, "event_put", /*keep_on_failure=*/false, [&](IpcHandle h) {
+    return guarded("ipc::event::put", [&] { api_.ipc_event_put(&h, ctx_); });
+  });
 }
 
 Result<ObjectId> SyclAdapter::event_open(std::span<const std::byte> bytes, int, int device) {
@@ -56,15 +47,16 @@ Result<ObjectId> SyclAdapter::event_open(std::span<const std::byte> bytes, int, 
   });
   if (!o.ok()) return {o};
   auto* got = reinterpret_cast<SyclObject*>(storage);
-  const ObjectId id = next_id_++;
+  const ObjectId id = new_id();
   events_[id] = Held{{std::move(*got)}, device, true};
   got->~SyclObject();
   return {o, id};
 }
 
+// enqueue_signal_event on the device's queue, then the queue's wait.
 Outcome SyclAdapter::event_signal(ObjectId ev) {
   if (!api_.signal_event) return lacking("event_signal", "signal_event");
-  Held* e = held(events_, ev);
+  Held* e = event(ev);
   if (!e) return unknown("event_signal", "event", ev);
   const SyclObject* q = queues_[static_cast<std::size_t>(e->device)];
   Outcome o = guarded("enqueue_signal_event", [&] {
@@ -76,46 +68,43 @@ Outcome SyclAdapter::event_signal(ObjectId ev) {
   return o;
 }
 
+// SYCL has no call that resets an event: not_implemented, naming why.
 Outcome SyclAdapter::event_reset(ObjectId ev) {
-  if (!held(events_, ev)) return unknown("event_reset", "event", ev);
+  if (!event(ev)) return unknown("event_reset", "event", ev);
   return Outcome::failure(Errc::not_implemented, "sycl: SYCL has no call that resets an event");
 }
 
 Result<bool> SyclAdapter::event_query(ObjectId ev) {
-  Held* e = held(events_, ev);
+  Held* e = event(ev);
   if (!e) return {unknown("event_query", "event", ev)};
   const int status = api_.DPCTLEvent_GetCommandExecutionStatus(&e->copies.front());
   return {Outcome::runtime_success("event::get_info<command_execution_status>"), status == kDpctlComplete};
 }
 
+// SYCL's wait has no timeout: the wait polls the command execution status.
 Result<bool> SyclAdapter::event_wait(ObjectId ev, std::chrono::nanoseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    Result<bool> r = event_query(ev);
-    if (!r.ok() || r.value) return r;
-    if (std::chrono::steady_clock::now() >= until) return r;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+  return toolkit::poll_until(std::chrono::steady_clock::now() + timeout, [&] { return event_query(ev); });
 }
 
 Outcome SyclAdapter::event_retain(ObjectId ev) {
-  Held* e = held(events_, ev);
-  if (!e) return unknown("event_retain", "event", ev);
-  e->copies.push_back(e->copies.front());
-  return Outcome::runtime_success("event copy");
+  return on_event("event_retain", ev, [](Held& e) {
+    e.copies.push_back(e.copies.front());
+    return Outcome::runtime_success("event copy");
+  });
 }
 
 Outcome SyclAdapter::event_release(ObjectId ev) {
-  Held* e = held(events_, ev);
-  if (!e) return unknown("event_release", "event", ev);
-  e->copies.pop_back();
-  if (e->copies.empty()) events_.erase(ev);
-  return Outcome::runtime_success("event::~event");
+  return on_event("event_release", ev, [&](Held& e) {
+    e.copies.pop_back();
+    if (e.copies.empty()) events_.erase(ev);
+    return Outcome::runtime_success("event::~event");
+  });
 }
 
+// The impl pointer of the SYCL object (physical_mem, event): SYCL's identity.
 Result<std::uint64_t> SyclAdapter::native_identity(ObjectId id) {
-  if (Held* p = held(phys_, id)) return {Outcome::success(), reinterpret_cast<std::uint64_t>(p->copies.front().impl.get())};
-  if (Held* e = held(events_, id)) return {Outcome::success(), reinterpret_cast<std::uint64_t>(e->copies.front().impl.get())};
+  if (Held* p = phys(id)) return {Outcome::success(), reinterpret_cast<std::uint64_t>(p->copies.front().impl.get())};
+  if (Held* e = event(id)) return {Outcome::success(), reinterpret_cast<std::uint64_t>(e->copies.front().impl.get())};
   return {unknown("native_identity", "physical memory or event", id)};
 }
 

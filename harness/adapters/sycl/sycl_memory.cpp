@@ -14,13 +14,6 @@ namespace {
 constexpr const char* kDpctlNoDetail =
     " (dpctl caught SYCL's exception and returned nothing; DPCTL_VERBOSITY=error prints its message)";
 
-Exported exported_of(ObjectId id, const IpcHandle& h) {
-  Exported e;
-  e.id = id;
-  e.bytes.assign(h.data, h.data + h.size);
-  return e;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- USM memory
@@ -101,19 +94,15 @@ Result<Exported> SyclAdapter::mem_get(DevPtr p) {
                                          hex(reinterpret_cast<std::uint64_t>(h.data)) + ", " + std::to_string(h.size) +
                                          " bytes)",
                                      0, "empty handle")};
-  const ObjectId id = next_id_++;
-  mem_exports_[id] = h;
-  return {o, exported_of(id, h)};
+  return {o, keep_export(mem_exports_, h, h.data, h.size)};
 }
 
+// Put frees the data whatever it answers: the entry goes either way (every put).
 Outcome SyclAdapter::mem_put(ObjectId id) {
-  auto it = mem_exports_.find(id);
-  if (it == mem_exports_.end())
-    return Outcome::failure(Errc::invalid, "sycl: mem_put: export id " + std::to_string(id) + " is not a live export");
-  const char* call = ipc_namespace_ ? "ipc::memory::put" : "ipc_memory::put";
-  IpcHandle h = it->second;
-  mem_exports_.erase(it);  // put frees the data whatever it answers
-  return guarded(call, [&] { (ipc_namespace_ ? api_.ipc_mem_put : api_.ipc_memory_put)(&h, ctx_); });
+  return put_export(mem_exports_, id, "mem_put", /*keep_on_failure=*/false, [&](IpcHandle h) {
+    const char* call = ipc_namespace_ ? "ipc::memory::put" : "ipc_memory::put";
+    return guarded(call, [&] { (ipc_namespace_ ? api_.ipc_mem_put : api_.ipc_memory_put)(&h, ctx_); });
+  });
 }
 
 Result<DevPtr> SyclAdapter::mem_open(std::span<const std::byte> bytes, int, int device, std::uint64_t flags) {
@@ -144,11 +133,6 @@ Outcome SyclAdapter::mem_close(DevPtr p) {
 
 // ---------------------------------------------------------------- physical memory
 
-SyclAdapter::Held* SyclAdapter::held(std::map<ObjectId, Held>& in, ObjectId id) {
-  auto it = in.find(id);
-  return it == in.end() ? nullptr : &it->second;
-}
-
 std::size_t SyclAdapter::phys_granularity(int device) {
   if (!device_at(device).ok()) return 0;
   std::size_t g = 0;
@@ -167,31 +151,26 @@ Result<ObjectId> SyclAdapter::phys_create(int device, std::size_t bytes, bool ip
     api_.phys_create(&pm, devices_[static_cast<std::size_t>(device)], ctx_, bytes, ipc);
   });
   if (!o.ok()) return {o};
-  const ObjectId id = next_id_++;
+  const ObjectId id = new_id();
   phys_[id] = Held{{pm}, device, false};
   return {o, id};
 }
 
 Result<Exported> SyclAdapter::phys_get(ObjectId pm) {
   if (!api_.ipc_phys_get) return {lacking("phys_get", "ipc_phys_get")};
-  Held* p = held(phys_, pm);
+  Held* p = phys(pm);
   if (!p) return {unknown("phys_get", "physical memory", pm)};
   IpcHandle h;
   Outcome o = guarded("ipc::physical_memory::get", [&] { h = api_.ipc_phys_get(&p->copies.front()); });
   if (!o.ok()) return {o};
-  const ObjectId id = next_id_++;
-  phys_exports_[id] = h;
-  return {o, exported_of(id, h)};
+  return {o, keep_export(phys_exports_, h, h.data, h.size)};
 }
 
 Outcome SyclAdapter::phys_put(ObjectId id) {
   if (!api_.ipc_phys_put) return lacking("phys_put", "ipc_phys_put");
-  auto it = phys_exports_.find(id);
-  if (it == phys_exports_.end())
-    return Outcome::failure(Errc::invalid, "sycl: phys_put: export id " + std::to_string(id) + " is not a live export");
-  IpcHandle h = it->second;
-  phys_exports_.erase(it);
-  return guarded("ipc::physical_memory::put", [&] { api_.ipc_phys_put(&h, ctx_); });
+  return put_export(phys_exports_, id, "phys_put", /*keep_on_failure=*/false, [&](IpcHandle h) {
+    return guarded("ipc::physical_memory::put", [&] { api_.ipc_phys_put(&h, ctx_); });
+  });
 }
 
 Result<ObjectId> SyclAdapter::phys_open(std::span<const std::byte> bytes, int, int device) {
@@ -206,46 +185,44 @@ Result<ObjectId> SyclAdapter::phys_open(std::span<const std::byte> bytes, int, i
   });
   if (!o.ok()) return {o};
   SyclObject* got = reinterpret_cast<SyclObject*>(storage);
-  const ObjectId id = next_id_++;
+  const ObjectId id = new_id();
   phys_[id] = Held{{std::move(*got)}, device, true};
   if (made) got->~SyclObject();
   return {o, id};
 }
 
+// SYCL has no close for an opened physical_mem: its last copy going is the close.
 Outcome SyclAdapter::phys_close(ObjectId pm) {
-  Held* p = held(phys_, pm);
-  if (!p) return unknown("phys_close", "physical memory", pm);
-  if (!p->opened)
-    return Outcome::failure(Errc::invalid, "sycl: phys_close: object " + std::to_string(pm) +
-                                               " was created here, not opened; release it with phys_release");
+  if (Outcome o = closable(pm); !o.ok()) return o;
   return phys_release(pm);
 }
 
+// A copy of a physical_mem is a reference to it.
 Outcome SyclAdapter::phys_retain(ObjectId pm) {
-  Held* p = held(phys_, pm);
-  if (!p) return unknown("phys_retain", "physical memory", pm);
-  p->copies.push_back(p->copies.front());  // a copy of a physical_mem is a reference to it
-  return Outcome::runtime_success("physical_mem copy");
+  return on_phys("phys_retain", pm, [](Held& p) {
+    p.copies.push_back(p.copies.front());
+    return Outcome::runtime_success("physical_mem copy");
+  });
 }
 
 Outcome SyclAdapter::phys_release(ObjectId pm) {
-  Held* p = held(phys_, pm);
-  if (!p) return unknown("phys_release", "physical memory", pm);
-  // ~physical_mem is noexcept(false): the last copy's release may throw SYCL's error.
-  Outcome o = guarded("physical_mem::~physical_mem", [&] { p->copies.pop_back(); });
-  if (p->copies.empty()) phys_.erase(pm);
-  return o;
+  return on_phys("phys_release", pm, [&](Held& p) {
+    // ~physical_mem is noexcept(false): the last copy's release may throw SYCL's error.
+    Outcome o = guarded("physical_mem::~physical_mem", [&] { p.copies.pop_back(); });
+    if (p.copies.empty()) phys_.erase(pm);
+    return o;
+  });
 }
 
 Result<std::size_t> SyclAdapter::phys_size(ObjectId pm) {
-  Held* p = held(phys_, pm);
-  if (!p) return {unknown("phys_size", "physical memory", pm)};
-  return {Outcome::runtime_success("physical_mem::size"), api_.phys_size(&p->copies.front())};
+  return on_phys("phys_size", pm, [&](Held& p) {
+    return Result<std::size_t>{Outcome::runtime_success("physical_mem::size"), api_.phys_size(&p.copies.front())};
+  });
 }
 
 Result<bool> SyclAdapter::phys_ipc_enabled(ObjectId pm) {
   if (!api_.phys_ipc_enabled) return {lacking("phys_ipc_enabled", "phys_ipc_enabled")};
-  Held* p = held(phys_, pm);
+  Held* p = phys(pm);
   if (!p) return {unknown("phys_ipc_enabled", "physical memory", pm)};
   return {Outcome::runtime_success("physical_mem::ipc_enabled"), api_.phys_ipc_enabled(&p->copies.front())};
 }
@@ -262,7 +239,7 @@ Outcome SyclAdapter::vm_free(DevPtr p, std::size_t bytes) {
 }
 
 Outcome SyclAdapter::vm_map(DevPtr p, std::size_t bytes, ObjectId pm, std::size_t offset) {
-  Held* h = held(phys_, pm);
+  Held* h = phys(pm);
   if (!h) return unknown("vm_map", "physical memory", pm);
   void* at = nullptr;
   Outcome o = guarded("physical_mem::map", [&] {

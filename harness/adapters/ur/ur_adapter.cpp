@@ -360,19 +360,6 @@ Outcome UrAdapter::call(const char* function, ur_result_t r, const std::string& 
   return Outcome::runtime_failure(function, errc_of(r), msg, static_cast<long long>(r), name_of(r));
 }
 
-Outcome UrAdapter::unknown(const char* verb, const char* kind, ObjectId id) const {
-  return Outcome::failure(Errc::invalid, std::string("ur: ") + verb + ": " + std::to_string(id) + " is not a live " +
-                                             kind + " of this adapter (released already?)");
-}
-
-Outcome UrAdapter::device_at(int index, ur_device_handle_t& out) const {
-  if (index < 0 || static_cast<std::size_t>(index) >= devices_.size())
-    return Outcome::failure(Errc::invalid, "ur: device index " + std::to_string(index) + " is not one of the " +
-                                               std::to_string(devices_.size()) + " devices");
-  out = devices_[static_cast<std::size_t>(index)];
-  return Outcome::success();
-}
-
 // ---------------------------------------------------------------- information
 
 std::string UrAdapter::platform_text(ur_platform_info_t what) const {

@@ -22,7 +22,7 @@ Result<ObjectId> UrAdapter::event_create(int device, EventFlags flags) {
   if (flags.profiling) desc.flags |= UR_EXP_EVENT_FLAG_ENABLE_PROFILING;
   ur_event_handle_t h = nullptr;
   if (Outcome o = call("urEventCreateExp", api_.urEventCreateExp(ctx_, dev, &desc, &h)); !o.ok()) return {o};
-  const ObjectId id = next_id_++;
+  const ObjectId id = new_id();
   events_[id] = Ev{h, device, false, 1};
   return {Outcome::runtime_success("urEventCreateExp"), id};
 }
@@ -38,22 +38,14 @@ Result<Exported> UrAdapter::event_get(ObjectId ev) {
   if (!data || size == 0)
     return {Outcome::failure(Errc::other, "urIPCGetEventHandleExp succeeded without handle data", 0,
                              "UR_RESULT_SUCCESS")};
-  Exported x;
-  x.id = next_id_++;
-  const auto* b = static_cast<const std::byte*>(data);
-  x.bytes.assign(b, b + size);
-  event_exports_[x.id] = Export{data};
-  return {Outcome::runtime_success("urIPCGetEventHandleExp"), std::move(x)};
+  return {Outcome::runtime_success("urIPCGetEventHandleExp"), keep_export(event_exports_, Export{data}, data, size)};
 }
 
 Outcome UrAdapter::event_put(ObjectId id) {
   if (!api_.urIPCPutEventHandleExp) return api_.lacking("event_put", "urIPCPutEventHandleExp");
-  auto it = event_exports_.find(id);
-  if (it == event_exports_.end())
-    return Outcome::failure(Errc::invalid, "ur: event_put: export id " + std::to_string(id) + " is not a live export");
-  const Outcome o = call("urIPCPutEventHandleExp", api_.urIPCPutEventHandleExp(ctx_, it->second.data));
-  event_exports_.erase(it);
-  return o;
+  return put_export(event_exports_, id, "event_put", /*keep_on_failure=*/false, [&](const Export& x) {
+    return call("urIPCPutEventHandleExp", api_.urIPCPutEventHandleExp(ctx_, x.data));
+  });
 }
 
 Result<ObjectId> UrAdapter::event_open(std::span<const std::byte> bytes, int, int device) {
@@ -65,11 +57,13 @@ Result<ObjectId> UrAdapter::event_open(std::span<const std::byte> bytes, int, in
                        api_.urIPCOpenEventHandleExp(ctx_, bytes.empty() ? nullptr : bytes.data(), bytes.size(), &h));
       !o.ok())
     return {o};
-  const ObjectId id = next_id_++;
+  const ObjectId id = new_id();
   events_[id] = Ev{h, device, true, 1};
   return {Outcome::runtime_success("urIPCOpenEventHandleExp"), id};
 }
 
+// urEnqueueEventsWaitWithBarrierExt on the device's queue with the event as the one it signals
+// (UR's way to signal a reusable event), then urQueueFinish.
 Outcome UrAdapter::event_signal(ObjectId ev) {
   Ev* e = event(ev);
   if (!e) return unknown("event_signal", "event", ev);
@@ -89,6 +83,7 @@ Outcome UrAdapter::event_signal(ObjectId ev) {
   return call("urQueueFinish", api_.urQueueFinish(q));
 }
 
+// UR has no call that resets an event: not_implemented, naming why.
 Outcome UrAdapter::event_reset(ObjectId ev) {
   if (!event(ev)) return unknown("event_reset", "event", ev);
   return Outcome::failure(Errc::not_implemented,
@@ -112,6 +107,10 @@ Result<bool> UrAdapter::event_query(ObjectId ev) {
   return {o, status == UR_EVENT_STATUS_COMPLETE};
 }
 
+// urEventWait has no timeout. A wait of kBlockingWaitFrom or longer (a wait for a signal the
+// case expects) is urEventWait itself, on a thread of its own (blocking_wait), so that a runtime
+// whose wait wakes late is timed; a shorter one (a check that nothing signaled yet) polls
+// UR_EVENT_INFO_COMMAND_EXECUTION_STATUS, leaving no thread blocked behind.
 Result<bool> UrAdapter::event_wait(ObjectId ev, std::chrono::nanoseconds timeout) {
   Ev* e = event(ev);
   if (!e) return {unknown("event_wait", "event", ev)};
@@ -121,12 +120,8 @@ Result<bool> UrAdapter::event_wait(ObjectId ev, std::chrono::nanoseconds timeout
     if (!r.ok() || r.value) return r;
     return blocking_wait(*e, deadline);
   }
-  for (;;) {
-    auto r = event_query(ev);
-    if (!r.ok() || r.value) return r;
-    if (std::chrono::steady_clock::now() >= deadline) return {Outcome::runtime_success("urEventGetInfo"), false};
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+  // Past the deadline the last query's answer: urEventGetInfo's success, not signaled.
+  return toolkit::poll_until(deadline, [&] { return event_query(ev); });
 }
 
 // urEventWait on a thread of its own (it has no timeout), the event retained for it: how
@@ -164,26 +159,18 @@ Result<bool> UrAdapter::blocking_wait(Ev& e, std::chrono::steady_clock::time_poi
 }
 
 Outcome UrAdapter::event_retain(ObjectId ev) {
-  Ev* e = event(ev);
-  if (!e) return unknown("event_retain", "event", ev);
-  const Outcome o = call("urEventRetain", api_.urEventRetain(e->handle));
-  if (o.ok()) ++e->refs;
-  return o;
+  return on_event("event_retain", ev, [&](Ev& e) {
+    return follow_count(events_, ev, call("urEventRetain", api_.urEventRetain(e.handle)), 1);
+  });
 }
 
 Outcome UrAdapter::event_release(ObjectId ev) {
-  Ev* e = event(ev);
-  if (!e) return unknown("event_release", "event", ev);
-  const Outcome o = call("urEventRelease", api_.urEventRelease(e->handle));
-  if (o.ok() && --e->refs == 0) events_.erase(ev);
-  return o;
+  return on_event("event_release", ev, [&](Ev& e) {
+    return follow_count(events_, ev, call("urEventRelease", api_.urEventRelease(e.handle)), -1);
+  });
 }
 
-UrAdapter::Ev* UrAdapter::event(ObjectId id) {
-  auto it = events_.find(id);
-  return it == events_.end() ? nullptr : &it->second;
-}
-
+// The ur_event_handle_t or ur_physical_mem_handle_t UR returned for the object.
 Result<std::uint64_t> UrAdapter::native_identity(ObjectId id) {
   if (Ev* e = event(id))
     return {Outcome::runtime_success(e->opened ? "urIPCOpenEventHandleExp" : "urEventCreateExp"),

@@ -1,5 +1,6 @@
-// The `ur` adapter's memory verbs: USM allocations and their IPC handles (UMF under UR),
-// physical memory with its IPC handles, and virtual ranges.
+// The `ur` adapter's memory verbs: USM allocations and their IPC handles (UMF under UR), and
+// physical memory with its IPC handles (virtual ranges: the toolkit's LevelZeroRanges, over
+// urVirtualMem*).
 #include <unistd.h>
 
 #include <cstring>
@@ -76,22 +77,14 @@ Result<Exported> UrAdapter::mem_get(DevPtr p) {
     return {Outcome::failure(Errc::other, "urIPCGetMemHandleExp succeeded without handle data (data " +
                                               hex(reinterpret_cast<std::uint64_t>(data)) + ", " + std::to_string(size) +
                                               " bytes)", 0, "UR_RESULT_SUCCESS")};
-  Exported e;
-  e.id = next_id_++;
-  const auto* b = static_cast<const std::byte*>(data);
-  e.bytes.assign(b, b + size);
-  mem_exports_[e.id] = Export{data};
-  return {Outcome::runtime_success("urIPCGetMemHandleExp"), std::move(e)};
+  return {Outcome::runtime_success("urIPCGetMemHandleExp"), keep_export(mem_exports_, Export{data}, data, size)};
 }
 
+// UR frees the handle data at a put, whatever it answers: the entry goes either way (every put).
 Outcome UrAdapter::mem_put(ObjectId id) {
-  auto it = mem_exports_.find(id);
-  if (it == mem_exports_.end())
-    return Outcome::failure(Errc::invalid, "ur: mem_put: export id " + std::to_string(id) + " is not a live export");
-  // UR frees the handle data at a put, whatever it answers: the entry goes either way.
-  const Outcome o = call("urIPCPutMemHandleExp", api_.urIPCPutMemHandleExp(ctx_, it->second.data));
-  mem_exports_.erase(it);
-  return o;
+  return put_export(mem_exports_, id, "mem_put", /*keep_on_failure=*/false, [&](const Export& x) {
+    return call("urIPCPutMemHandleExp", api_.urIPCPutMemHandleExp(ctx_, x.data));
+  });
 }
 
 Result<DevPtr> UrAdapter::mem_open(std::span<const std::byte> bytes, int, int device, std::uint64_t flags) {
@@ -132,7 +125,7 @@ Result<ObjectId> UrAdapter::phys_create(int device, std::size_t bytes, bool ipc)
   ur_physical_mem_handle_t h = nullptr;
   if (Outcome o = call("urPhysicalMemCreate", api_.urPhysicalMemCreate(ctx_, dev, bytes, &props, &h)); !o.ok())
     return {o};
-  const ObjectId id = next_id_++;
+  const ObjectId id = new_id();
   phys_[id] = Phys{h, false, 1};
   return {Outcome::runtime_success("urPhysicalMemCreate"), id};
 }
@@ -149,22 +142,14 @@ Result<Exported> UrAdapter::phys_get(ObjectId pm) {
   if (!data || size == 0)
     return {Outcome::failure(Errc::other, "urIPCGetPhysMemHandleExp succeeded without handle data", 0,
                              "UR_RESULT_SUCCESS")};
-  Exported e;
-  e.id = next_id_++;
-  const auto* b = static_cast<const std::byte*>(data);
-  e.bytes.assign(b, b + size);
-  phys_exports_[e.id] = Export{data};
-  return {Outcome::runtime_success("urIPCGetPhysMemHandleExp"), std::move(e)};
+  return {Outcome::runtime_success("urIPCGetPhysMemHandleExp"), keep_export(phys_exports_, Export{data}, data, size)};
 }
 
 Outcome UrAdapter::phys_put(ObjectId id) {
   if (!api_.urIPCPutPhysMemHandleExp) return api_.lacking("phys_put", "urIPCPutPhysMemHandleExp");
-  auto it = phys_exports_.find(id);
-  if (it == phys_exports_.end())
-    return Outcome::failure(Errc::invalid, "ur: phys_put: export id " + std::to_string(id) + " is not a live export");
-  const Outcome o = call("urIPCPutPhysMemHandleExp", api_.urIPCPutPhysMemHandleExp(ctx_, it->second.data));
-  phys_exports_.erase(it);
-  return o;
+  return put_export(phys_exports_, id, "phys_put", /*keep_on_failure=*/false, [&](const Export& x) {
+    return call("urIPCPutPhysMemHandleExp", api_.urIPCPutPhysMemHandleExp(ctx_, x.data));
+  });
 }
 
 Result<ObjectId> UrAdapter::phys_open(std::span<const std::byte> bytes, int, int device) {
@@ -177,39 +162,30 @@ Result<ObjectId> UrAdapter::phys_open(std::span<const std::byte> bytes, int, int
                        api_.urIPCOpenPhysMemHandleExp(ctx_, dev, data.empty() ? nullptr : data.data(), data.size(), &h));
       !o.ok())
     return {o};
-  const ObjectId id = next_id_++;
+  const ObjectId id = new_id();
   phys_[id] = Phys{h, true, 1};
   return {Outcome::runtime_success("urIPCOpenPhysMemHandleExp"), id};
 }
 
 Outcome UrAdapter::phys_close(ObjectId pm) {
   if (!api_.urIPCClosePhysMemHandleExp) return api_.lacking("phys_close", "urIPCClosePhysMemHandleExp");
-  Phys* p = phys(pm);
-  if (!p) return unknown("phys_close", "physical memory", pm);
-  if (!p->opened)
-    return Outcome::failure(Errc::invalid, "ur: phys_close: object " + std::to_string(pm) +
-                                               " was created here, not opened; release it with phys_release");
+  if (Outcome o = closable(pm); !o.ok()) return o;
   // UR's close releases one reference (v2: urPhysicalMemRelease): an object retained after its
   // open stays live until its last release.
-  const Outcome o = call("urIPCClosePhysMemHandleExp", api_.urIPCClosePhysMemHandleExp(ctx_, p->handle));
-  if (o.ok() && --p->refs == 0) phys_.erase(pm);
-  return o;
+  const Outcome o = call("urIPCClosePhysMemHandleExp", api_.urIPCClosePhysMemHandleExp(ctx_, phys(pm)->handle));
+  return follow_count(phys_, pm, o, -1);
 }
 
 Outcome UrAdapter::phys_retain(ObjectId pm) {
-  Phys* p = phys(pm);
-  if (!p) return unknown("phys_retain", "physical memory", pm);
-  const Outcome o = call("urPhysicalMemRetain", api_.urPhysicalMemRetain(p->handle));
-  if (o.ok()) ++p->refs;
-  return o;
+  return on_phys("phys_retain", pm, [&](Phys& p) {
+    return follow_count(phys_, pm, call("urPhysicalMemRetain", api_.urPhysicalMemRetain(p.handle)), 1);
+  });
 }
 
 Outcome UrAdapter::phys_release(ObjectId pm) {
-  Phys* p = phys(pm);
-  if (!p) return unknown("phys_release", "physical memory", pm);
-  const Outcome o = call("urPhysicalMemRelease", api_.urPhysicalMemRelease(p->handle));
-  if (o.ok() && --p->refs == 0) phys_.erase(pm);
-  return o;
+  return on_phys("phys_release", pm, [&](Phys& p) {
+    return follow_count(phys_, pm, call("urPhysicalMemRelease", api_.urPhysicalMemRelease(p.handle)), -1);
+  });
 }
 
 Result<std::size_t> UrAdapter::phys_size(ObjectId pm) {
@@ -231,32 +207,6 @@ Result<bool> UrAdapter::phys_ipc_enabled(ObjectId pm) {
       api_.urPhysicalMemGetInfo(p->handle, UR_PHYSICAL_MEM_INFO_PROPERTIES, sizeof props, &props, nullptr),
       "UR_PHYSICAL_MEM_INFO_PROPERTIES");
   return {o, (props.flags & UR_PHYSICAL_MEM_FLAG_ENABLE_IPC) != 0};
-}
-
-Result<DevPtr> UrAdapter::vm_reserve(int, std::size_t bytes) {
-  void* p = nullptr;
-  const Outcome o = call("urVirtualMemReserve", api_.urVirtualMemReserve(ctx_, nullptr, bytes, &p));
-  return {o, reinterpret_cast<DevPtr>(p)};
-}
-
-Outcome UrAdapter::vm_free(DevPtr p, std::size_t bytes) {
-  return call("urVirtualMemFree", api_.urVirtualMemFree(ctx_, ptr(p), bytes));
-}
-
-Outcome UrAdapter::vm_map(DevPtr p, std::size_t bytes, ObjectId pm, std::size_t offset) {
-  Phys* ph = phys(pm);
-  if (!ph) return unknown("vm_map", "physical memory", pm);
-  return call("urVirtualMemMap",
-              api_.urVirtualMemMap(ctx_, ptr(p), bytes, ph->handle, offset, UR_VIRTUAL_MEM_ACCESS_FLAG_READ_WRITE));
-}
-
-Outcome UrAdapter::vm_unmap(DevPtr p, std::size_t bytes) {
-  return call("urVirtualMemUnmap", api_.urVirtualMemUnmap(ctx_, ptr(p), bytes));
-}
-
-UrAdapter::Phys* UrAdapter::phys(ObjectId id) {
-  auto it = phys_.find(id);
-  return it == phys_.end() ? nullptr : &it->second;
 }
 
 }  // namespace ipcheck::ur_adapter

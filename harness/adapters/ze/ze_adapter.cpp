@@ -242,19 +242,6 @@ Outcome ZeAdapter::newer_missing(const char* function, const char* version, cons
           " does not export it and the driver does not offer it through zeDriverGetExtensionFunctionAddress");
 }
 
-Outcome ZeAdapter::unknown(const char* verb, const char* kind, ObjectId id) const {
-  return Outcome::failure(Errc::invalid, std::string(verb) + ": " + std::to_string(id) + " is not a live " + kind +
-                                             " of this adapter (released already?)");
-}
-
-Outcome ZeAdapter::device_at(int index, ze_device_handle_t& out) const {
-  if (index < 0 || static_cast<std::size_t>(index) >= devices_.size())
-    return Outcome::failure(Errc::invalid, "device index " + std::to_string(index) + " is not one of the " +
-                                               std::to_string(devices_.size()) + " devices");
-  out = devices_[static_cast<std::size_t>(index)];
-  return Outcome::success();
-}
-
 ze_context_handle_t ZeAdapter::context_for(bool via_driver) const {
   return via_driver ? static_cast<ze_context_handle_t>(api_.translate(ZEL_HANDLE_CONTEXT, ctx_)) : ctx_;
 }
@@ -308,7 +295,7 @@ bool ZeAdapter::can_export_event(int device) {
   auto e = event_get(ev.value);
   if (e.ok()) {
     event_put(e.value.id);
-    pool_exports_.erase(e.value.id);
+    event_exports_.erase(e.value.id);
   }
   event_release(ev.value);
   return e.ok();

@@ -14,6 +14,7 @@
 
 #include "ipcheck/adapter.hpp"
 #include "ipcheck/adapter_toolkit.hpp"
+#include "ipcheck/level_zero_shaped.hpp"
 #include "ipcref/unique_fd.hpp"
 #include "ze_loader.hpp"
 
@@ -53,93 +54,45 @@ struct PhysHandle {
 };
 static_assert(sizeof(PhysHandle) == kPhysHandleSize);
 
-class ZeAdapter final : public Adapter {
- public:
-  ZeAdapter() { adapter_name_ = "ze"; }
+// The adapter's physical memory and events: Level Zero has no reference counts for either, and
+// API 1.4 no event without a pool, so the adapter keeps a count per object (as Unified
+// Runtime does) and gives each event a one-event pool.
+struct ZeEvent {
+  ze_event_pool_handle_t pool = nullptr;
+  ze_event_handle_t event = nullptr;
+  bool opened = false;
+  int refs = 1;
+};
+struct ZePhys {
+  ze_physical_mem_handle_t handle = nullptr;
+  std::size_t size = 0;
+  bool ipc = false;
+  bool opened = false;
+  int refs = 1;
+};
 
+// Exports keep what their put needs: the memory's and the event pool's IPC handles, and the
+// physical memory's exported descriptor. Virtual ranges are the toolkit's, over zeVirtualMem*.
+class ZeAdapter;
+using ZeShaped = toolkit::LevelZeroShaped<ze_device_handle_t, ZePhys, ZeEvent, ze_ipc_mem_handle_t, unique_fd,
+                                          ze_ipc_event_pool_handle_t>;
+
+class ZeAdapter final : public toolkit::LevelZeroRanges<ZeAdapter, ZeShaped> {
+ public:
+  ZeAdapter() : LevelZeroRanges("ze", "") {}
   ~ZeAdapter() override;
 
-  // ---------------------------------------------------------------- set-up
-
-  Outcome init(const AdapterConfig& config) override;
-  AdapterInfo info() override;
-
-  std::size_t device_count() override { return devices_.size(); }
-
-  // ---------------------------------------------------------------- memory
-
-  Result<DevPtr> alloc(int device, std::size_t bytes, MemKind kind) override;
-
-  Outcome free(DevPtr p) override { return call("zeMemFree", api_.zeMemFree(ctx_, ptr(p))); }
-
-  // Host <-> device through an immediate (synchronous) command list of the memory's device.
-  Outcome write(DevPtr dst, std::span<const std::byte> src) override;
-  Outcome read(DevPtr src, std::span<std::byte> dst) override;
-  Result<Exported> mem_get(DevPtr p) override;
-  Outcome mem_put(ObjectId id) override;
-  Result<DevPtr> mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags) override;
-
-  Outcome mem_close(DevPtr p) override { return call("zeMemCloseIpcHandle", api_.zeMemCloseIpcHandle(ctx_, ptr(p))); }
-
-  // ---------------------------------------------------------------- physical memory
-
-  std::size_t phys_granularity(int device) override;
-  Result<ObjectId> phys_create(int device, std::size_t bytes, bool ipc) override;
-  Result<Exported> phys_get(ObjectId pm) override;
-
-  // Put releases the exported descriptor the way Level Zero 1.6 describes it (zeMemPutIpcHandle
-  // of zeMemGetIpcHandleFromFileDescriptorExp(fd)) when both functions are there, and closes
-  // it, as Unified Runtime's adapter does for DMA-BUF exports. Without them the close alone
-  // is the release: the driver keeps its export until the object is destroyed.
-  Outcome phys_put(ObjectId id) override;
-  Result<ObjectId> phys_open(std::span<const std::byte> bytes, int fd, int device) override;
-  Outcome phys_close(ObjectId pm) override;
-  Outcome phys_retain(ObjectId pm) override;
-  Outcome phys_release(ObjectId pm) override;
-  Result<std::size_t> phys_size(ObjectId pm) override;
-  Result<bool> phys_ipc_enabled(ObjectId pm) override;
-  Result<DevPtr> vm_reserve(int, std::size_t bytes) override;
-  Outcome vm_free(DevPtr p, std::size_t bytes) override;
-  Outcome vm_map(DevPtr p, std::size_t bytes, ObjectId pm, std::size_t offset) override;
-  Outcome vm_unmap(DevPtr p, std::size_t bytes) override;
-
-  // ---------------------------------------------------------------- events
-
-  Result<ObjectId> event_create(int device, EventFlags flags) override;
-  Result<Exported> event_get(ObjectId ev) override;
-  Outcome event_put(ObjectId id) override;
-  Result<ObjectId> event_open(std::span<const std::byte> bytes, int fd, int device) override;
-  Outcome event_signal(ObjectId ev) override;
-  Outcome event_reset(ObjectId ev) override;
-  Result<bool> event_query(ObjectId ev) override;
-  Result<bool> event_wait(ObjectId ev, std::chrono::nanoseconds timeout) override;
-  Outcome event_retain(ObjectId ev) override;
-  Outcome event_release(ObjectId ev) override;
-
-  // The ze_event_handle_t or ze_physical_mem_handle_t Level Zero returned for the object.
-  Result<std::uint64_t> native_identity(ObjectId id) override;
-
-  // ---------------------------------------------------------------- native calls
-
-  Outcome native(const std::string& what, const std::map<std::string, std::string>& args) override;
+  // Defined in ze_adapter.cpp (init, info), ze_memory.cpp (memory, physical memory) and
+  // ze_events.cpp (events, native identities and calls).
+  IPCHECK_LEVEL_ZERO_SHAPED_VERBS
 
  private:
+  friend class toolkit::LevelZeroRanges<ZeAdapter, ZeShaped>;
   static constexpr ze_external_memory_type_flags_t kPhysExportType = ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD;
   static constexpr std::uintptr_t kReserveHint = 0x600000000000ull;
 
-  struct Ev {
-    ze_event_pool_handle_t pool = nullptr;
-    ze_event_handle_t event = nullptr;
-    bool opened = false;
-    int refs = 1;
-  };
-  struct Phys {
-    ze_physical_mem_handle_t handle = nullptr;
-    std::size_t size = 0;
-    bool ipc = false;
-    bool opened = false;
-    int refs = 1;
-  };
+  using Ev = ZeEvent;
+  using Phys = ZePhys;
 
   static void* ptr(DevPtr p) { return reinterpret_cast<void*>(p); }
   // Whether the loader's validation layer checks parameters; init (first of all verbs) reads it.
@@ -149,12 +102,19 @@ class ZeAdapter final : public Adapter {
   // Decided by the runtime: Level Zero answered.
   Outcome call(const char* function, ze_result_t r, const std::string& what = {});
   Outcome newer_missing(const char* function, const char* version, const char* verb) const;
-  Outcome unknown(const char* verb, const char* kind, ObjectId id) const;
-  Outcome device_at(int index, ze_device_handle_t& out) const;
+  // The zeVirtualMem* calls the toolkit's virtual-range verbs make.
+  auto virtual_mem() {
+    static constexpr const char* kNames[] = {"zeVirtualMemReserve", "zeVirtualMemFree", "zeVirtualMemMap",
+                                             "zeVirtualMemUnmap"};
+    // The 1.8 loader's validation layer refuses pStart == nullptr, which the specification
+    // allows ("implementation will choose"): with it on, a reserve passes a hint the driver may
+    // ignore.
+    const void* hint = validation_on() ? reinterpret_cast<const void*>(kReserveHint) : nullptr;
+    return toolkit::virtual_mem_calls(ctx_, hint, api_.zeVirtualMemReserve, api_.zeVirtualMemFree, api_.zeVirtualMemMap,
+                                      api_.zeVirtualMemUnmap, ZE_MEMORY_ACCESS_ATTRIBUTE_READWRITE, kNames);
+  }
   ze_context_handle_t context_for(bool via_driver) const;
   ze_physical_mem_handle_t phys_for(bool via_driver, ze_physical_mem_handle_t h) const;
-  Phys* phys(ObjectId id);
-  Ev* event(ObjectId id);
   Outcome drop_phys(ObjectId id);
   Outcome create_event(Ev& e);
   Outcome drop_event(Ev& e);
@@ -199,18 +159,11 @@ class ZeAdapter final : public Adapter {
   Loader api_;
   int driver_index_ = 0;
   ze_driver_handle_t driver_ = nullptr;
-  std::vector<ze_device_handle_t> devices_;
   std::vector<ze_command_list_handle_t> lists_;
   ze_context_handle_t ctx_ = nullptr;
   bool fd_first_ = true;
   bool validation_ = false;  // the validation layer checks parameters (validation_on)
   std::string layout_;
-  ObjectId next_id_ = 1;
-  std::map<ObjectId, ze_ipc_mem_handle_t> mem_exports_;
-  std::map<ObjectId, ze_ipc_event_pool_handle_t> pool_exports_;
-  std::map<ObjectId, unique_fd> phys_exports_;
-  std::map<ObjectId, Phys> phys_;
-  std::map<ObjectId, Ev> events_;
   std::vector<std::map<std::string, bool>> aspects_;
   std::vector<std::map<std::string, std::string>> aspect_errors_;  // per device: a query that answered an error
 };

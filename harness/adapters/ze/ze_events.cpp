@@ -34,7 +34,7 @@ Result<ObjectId> ZeAdapter::event_create(int device, EventFlags flags) {
     api_.zeEventPoolDestroy(e.pool);
     return {o};
   }
-  const ObjectId id = next_id_++;
+  const ObjectId id = new_id();
   events_[id] = e;
   return {Outcome::runtime_success(e.opened ? "zeEventPoolOpenIpcHandle" : "zeEventPoolCreate"), id};
 }
@@ -44,24 +44,19 @@ Result<Exported> ZeAdapter::event_get(ObjectId ev) {
   if (!e) return {unknown("event_get", "event", ev)};
   ze_ipc_event_pool_handle_t h{};
   if (Outcome o = call("zeEventPoolGetIpcHandle", api_.zeEventPoolGetIpcHandle(e->pool, &h)); !o.ok()) return {o};
-  Exported x;
-  x.id = next_id_++;
-  x.bytes.assign(reinterpret_cast<const std::byte*>(h.data), reinterpret_cast<const std::byte*>(h.data) + sizeof h.data);
+  Exported x = keep_export(event_exports_, h, h.data, sizeof h.data);
   // Event pool handles follow the memory convention (compute-runtime: the pool's dma-buf leads).
   if (fd_first_) x.fd = ze_ipcheck::fd_of(x.bytes);
-  pool_exports_[x.id] = h;
   return {Outcome::runtime_success("zeEventPoolGetIpcHandle"), std::move(x)};
 }
 
+// A put that fails leaves the export live.
 Outcome ZeAdapter::event_put(ObjectId id) {
-  auto it = pool_exports_.find(id);
-  if (it == pool_exports_.end())
-    return Outcome::failure(Errc::invalid, "event_put: export id " + std::to_string(id) + " is not a live export");
-  if (!api_.zeEventPoolPutIpcHandle) return newer_missing("zeEventPoolPutIpcHandle", "1.6", "event_put");
-  auto& f = api_.zeEventPoolPutIpcHandle;
-  const Outcome o = call("zeEventPoolPutIpcHandle", f.fn(context_for(f.via_driver), it->second));
-  if (o.ok()) pool_exports_.erase(it);
-  return o;
+  return put_export(event_exports_, id, "event_put", /*keep_on_failure=*/true, [&](const ze_ipc_event_pool_handle_t& h) {
+    if (!api_.zeEventPoolPutIpcHandle) return newer_missing("zeEventPoolPutIpcHandle", "1.6", "event_put");
+    auto& f = api_.zeEventPoolPutIpcHandle;
+    return call("zeEventPoolPutIpcHandle", f.fn(context_for(f.via_driver), h));
+  });
 }
 
 Result<ObjectId> ZeAdapter::event_open(std::span<const std::byte> bytes, int fd, int device) {
@@ -77,21 +72,17 @@ Result<ObjectId> ZeAdapter::event_open(std::span<const std::byte> bytes, int fd,
     api_.zeEventPoolCloseIpcHandle(e.pool);
     return {o};
   }
-  const ObjectId id = next_id_++;
+  const ObjectId id = new_id();
   events_[id] = e;
   return {Outcome::runtime_success(e.opened ? "zeEventPoolOpenIpcHandle" : "zeEventPoolCreate"), id};
 }
 
 Outcome ZeAdapter::event_signal(ObjectId ev) {
-  Ev* e = event(ev);
-  if (!e) return unknown("event_signal", "event", ev);
-  return call("zeEventHostSignal", api_.zeEventHostSignal(e->event));
+  return on_event("event_signal", ev, [&](Ev& e) { return call("zeEventHostSignal", api_.zeEventHostSignal(e.event)); });
 }
 
 Outcome ZeAdapter::event_reset(ObjectId ev) {
-  Ev* e = event(ev);
-  if (!e) return unknown("event_reset", "event", ev);
-  return call("zeEventHostReset", api_.zeEventHostReset(e->event));
+  return on_event("event_reset", ev, [&](Ev& e) { return call("zeEventHostReset", api_.zeEventHostReset(e.event)); });
 }
 
 Result<bool> ZeAdapter::event_query(ObjectId ev) {
@@ -112,21 +103,18 @@ Result<bool> ZeAdapter::event_wait(ObjectId ev, std::chrono::nanoseconds timeout
 }
 
 Outcome ZeAdapter::event_retain(ObjectId ev) {
-  Ev* e = event(ev);
-  if (!e) return unknown("event_retain", "event", ev);
-  ++e->refs;
-  return Outcome::success();
+  return on_event("event_retain", ev, [](Ev& e) {
+    ++e.refs;
+    return Outcome::success();
+  });
 }
 
 Outcome ZeAdapter::event_release(ObjectId ev) {
-  Ev* e = event(ev);
-  if (!e) return unknown("event_release", "event", ev);
-  if (--e->refs > 0) return Outcome::success();
-  const Outcome o = drop_event(*e);
-  events_.erase(ev);
-  return o;
+  if (!event(ev)) return unknown("event_release", "event", ev);
+  return drop_reference(events_, ev, [&](Ev& e) { return drop_event(e); });
 }
 
+// The ze_event_handle_t or ze_physical_mem_handle_t Level Zero returned for the object.
 Result<std::uint64_t> ZeAdapter::native_identity(ObjectId id) {
   if (Ev* e = event(id)) return {Outcome::runtime_success("zeEventCreate"), reinterpret_cast<std::uint64_t>(e->event)};
   if (Phys* p = phys(id)) return {Outcome::runtime_success("zePhysicalMemCreate"), reinterpret_cast<std::uint64_t>(p->handle)};
@@ -144,11 +132,6 @@ Outcome ZeAdapter::native(const std::string& what, const std::map<std::string, s
                             "parameter validation is off: null_argument needs ZE_ENABLE_VALIDATION_LAYER=1 and "
                             "ZE_ENABLE_PARAMETER_VALIDATION=1");
   return null_argument(verb, arg);
-}
-
-ZeAdapter::Ev* ZeAdapter::event(ObjectId id) {
-  auto it = events_.find(id);
-  return it == events_.end() ? nullptr : &it->second;
 }
 
 Outcome ZeAdapter::create_event(Ev& e) {

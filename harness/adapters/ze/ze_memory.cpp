@@ -1,5 +1,6 @@
 // The `ze` adapter's memory verbs: allocations, memory IPC handles (both conventions),
-// physical memory with its own export record, virtual ranges, and the descriptors they move.
+// physical memory with its own export record, and the descriptors they move (virtual ranges:
+// the toolkit's LevelZeroRanges, over zeVirtualMem*).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
@@ -22,6 +23,9 @@
 
 namespace ipcheck::ze {
 
+// Host <-> device memory moves through an immediate (synchronous) command list of the memory's
+// device.
+
 Result<DevPtr> ZeAdapter::alloc(int device, std::size_t bytes, MemKind kind) {
   ze_device_handle_t dev = nullptr;
   if (Outcome o = device_at(device, dev); !o.ok()) return {o};
@@ -38,6 +42,8 @@ Result<DevPtr> ZeAdapter::alloc(int device, std::size_t bytes, MemKind kind) {
   }
   return {o, reinterpret_cast<DevPtr>(p)};
 }
+
+Outcome ZeAdapter::free(DevPtr p) { return call("zeMemFree", api_.zeMemFree(ctx_, ptr(p))); }
 
 Outcome ZeAdapter::write(DevPtr dst, std::span<const std::byte> src) {
   ze_command_list_handle_t l = nullptr;
@@ -59,7 +65,7 @@ Result<Exported> ZeAdapter::mem_get(DevPtr p) {
   ze_ipc_mem_handle_t h{};
   if (Outcome o = call("zeMemGetIpcHandle", api_.zeMemGetIpcHandle(ctx_, ptr(p), &h)); !o.ok()) return {o};
   Exported e;
-  e.id = next_id_++;
+  e.id = new_id();
   e.bytes.assign(reinterpret_cast<const std::byte*>(h.data), reinterpret_cast<const std::byte*>(h.data) + sizeof h.data);
   if (fd_first_) {
     if (auto o = descriptor_of(h, e.fd); !o.ok()) return {o};
@@ -68,15 +74,13 @@ Result<Exported> ZeAdapter::mem_get(DevPtr p) {
   return {Outcome::runtime_success("zeMemGetIpcHandle"), std::move(e)};
 }
 
+// A put that fails leaves the export live.
 Outcome ZeAdapter::mem_put(ObjectId id) {
-  auto it = mem_exports_.find(id);
-  if (it == mem_exports_.end())
-    return Outcome::failure(Errc::invalid, "mem_put: export id " + std::to_string(id) + " is not a live export");
-  if (!api_.zeMemPutIpcHandle) return newer_missing("zeMemPutIpcHandle", "1.6", "mem_put");
-  auto& f = api_.zeMemPutIpcHandle;
-  const Outcome o = call("zeMemPutIpcHandle", f.fn(context_for(f.via_driver), it->second));
-  if (o.ok()) mem_exports_.erase(it);
-  return o;
+  return put_export(mem_exports_, id, "mem_put", /*keep_on_failure=*/true, [&](const ze_ipc_mem_handle_t& h) {
+    if (!api_.zeMemPutIpcHandle) return newer_missing("zeMemPutIpcHandle", "1.6", "mem_put");
+    auto& f = api_.zeMemPutIpcHandle;
+    return call("zeMemPutIpcHandle", f.fn(context_for(f.via_driver), h));
+  });
 }
 
 Result<DevPtr> ZeAdapter::mem_open(std::span<const std::byte> bytes, int fd, int device, std::uint64_t flags) {
@@ -93,6 +97,8 @@ Result<DevPtr> ZeAdapter::mem_open(std::span<const std::byte> bytes, int fd, int
                          api_.zeMemOpenIpcHandle(ctx_, dev, h, static_cast<ze_ipc_memory_flags_t>(flags), &p));
   return {o, reinterpret_cast<DevPtr>(p)};
 }
+
+Outcome ZeAdapter::mem_close(DevPtr p) { return call("zeMemCloseIpcHandle", api_.zeMemCloseIpcHandle(ctx_, ptr(p))); }
 
 Outcome ZeAdapter::list_for(DevPtr p, ze_command_list_handle_t& out) {
   std::size_t index = 0;
@@ -156,7 +162,7 @@ Result<ObjectId> ZeAdapter::phys_create(int device, std::size_t bytes, bool ipc)
   ze_physical_mem_desc_t desc{ZE_STRUCTURE_TYPE_PHYSICAL_MEM_DESC, ipc ? &exp : nullptr, 0, bytes};
   ze_physical_mem_handle_t h = nullptr;
   if (Outcome o = call("zePhysicalMemCreate", api_.zePhysicalMemCreate(ctx_, dev, &desc, &h)); !o.ok()) return {o};
-  const ObjectId id = next_id_++;
+  const ObjectId id = new_id();
   phys_[id] = Phys{h, bytes, ipc, false, 1};
   return {Outcome::runtime_success("zePhysicalMemCreate"), id};
 }
@@ -189,30 +195,28 @@ Result<Exported> ZeAdapter::phys_get(ObjectId pm) {
     ph.ino = st.st_ino;
     ph.dev = st.st_dev;
   }
-  Exported e;
-  e.id = next_id_++;
-  e.bytes.resize(sizeof ph);
-  std::memcpy(e.bytes.data(), &ph, sizeof ph);
+  Exported e = keep_export(phys_exports_, unique_fd(out.fd), &ph, sizeof ph);
   e.fd = fd_first_ ? out.fd : -1;
-  phys_exports_.emplace(e.id, unique_fd(out.fd));
   return {Outcome::runtime_success("zePhysicalMemGetProperties"), std::move(e)};
 }
 
+// Put releases the exported descriptor the way Level Zero 1.6 describes it (zeMemPutIpcHandle
+// of zeMemGetIpcHandleFromFileDescriptorExp(fd)) when both functions are there, and closes it,
+// as Unified Runtime's adapter does for DMA-BUF exports. Without them the close alone is the
+// release: the driver keeps its export until the object is destroyed.
 Outcome ZeAdapter::phys_put(ObjectId id) {
-  auto it = phys_exports_.find(id);
-  if (it == phys_exports_.end())
-    return Outcome::failure(Errc::invalid, "phys_put: export id " + std::to_string(id) + " is not a live export");
-  Outcome o;
-  auto& to_handle = api_.zeMemGetIpcHandleFromFileDescriptorExp;
-  auto& put = api_.zeMemPutIpcHandle;
-  if (to_handle && put) {
-    ze_ipc_mem_handle_t h{};
-    o = call("zeMemGetIpcHandleFromFileDescriptorExp",
-             to_handle.fn(context_for(to_handle.via_driver), static_cast<uint64_t>(it->second.get()), &h));
-    if (o.ok()) o = call("zeMemPutIpcHandle", put.fn(context_for(put.via_driver), h));
-  }
-  phys_exports_.erase(it);
-  return o;
+  return put_export(phys_exports_, id, "phys_put", /*keep_on_failure=*/false, [&](const unique_fd& fd) {
+    Outcome o;
+    auto& to_handle = api_.zeMemGetIpcHandleFromFileDescriptorExp;
+    auto& put = api_.zeMemPutIpcHandle;
+    if (to_handle && put) {
+      ze_ipc_mem_handle_t h{};
+      o = call("zeMemGetIpcHandleFromFileDescriptorExp",
+               to_handle.fn(context_for(to_handle.via_driver), static_cast<uint64_t>(fd.get()), &h));
+      if (o.ok()) o = call("zeMemPutIpcHandle", put.fn(context_for(put.via_driver), h));
+    }
+    return o;
+  });
 }
 
 Result<ObjectId> ZeAdapter::phys_open(std::span<const std::byte> bytes, int fd, int device) {
@@ -234,25 +238,21 @@ Result<ObjectId> ZeAdapter::phys_open(std::span<const std::byte> bytes, int fd, 
   ze_physical_mem_handle_t h = nullptr;
   // The driver keeps what it needs from the descriptor; ours closes when `local` goes.
   if (Outcome o = call("zePhysicalMemCreate", api_.zePhysicalMemCreate(ctx_, dev, &desc, &h)); !o.ok()) return {o};
-  const ObjectId id = next_id_++;
+  const ObjectId id = new_id();
   phys_[id] = Phys{h, ph.size, true, true, 1};
   return {Outcome::runtime_success("zePhysicalMemCreate"), id};
 }
 
 Outcome ZeAdapter::phys_close(ObjectId pm) {
-  Phys* p = phys(pm);
-  if (!p) return unknown("phys_close", "physical memory", pm);
-  if (!p->opened)
-    return Outcome::failure(Errc::invalid, "phys_close: object " + std::to_string(pm) +
-                                               " was created here, not opened; release it with phys_release");
+  if (Outcome o = closable(pm); !o.ok()) return o;
   return drop_phys(pm);
 }
 
 Outcome ZeAdapter::phys_retain(ObjectId pm) {
-  Phys* p = phys(pm);
-  if (!p) return unknown("phys_retain", "physical memory", pm);
-  ++p->refs;
-  return Outcome::success();
+  return on_phys("phys_retain", pm, [](Phys& p) {
+    ++p.refs;
+    return Outcome::success();
+  });
 }
 
 Outcome ZeAdapter::phys_release(ObjectId pm) {
@@ -272,47 +272,15 @@ Result<std::size_t> ZeAdapter::phys_size(ObjectId pm) {
   return {o, static_cast<std::size_t>(props.size)};
 }
 
+// Level Zero has no query: the creation descriptor.
 Result<bool> ZeAdapter::phys_ipc_enabled(ObjectId pm) {
-  Phys* p = phys(pm);
-  if (!p) return {unknown("phys_ipc_enabled", "physical memory", pm)};
-  return {Outcome::success(), p->ipc};  // Level Zero has no query: the creation descriptor
-}
-
-Result<DevPtr> ZeAdapter::vm_reserve(int, std::size_t bytes) {
-  void* p = nullptr;
-  // The 1.8 loader's validation layer refuses pStart == nullptr, which the specification
-  // allows ("implementation will choose"): with it on, pass a hint the driver may ignore.
-  const void* hint = validation_on() ? reinterpret_cast<const void*>(kReserveHint) : nullptr;
-  const Outcome o = call("zeVirtualMemReserve", api_.zeVirtualMemReserve(ctx_, hint, bytes, &p));
-  return {o, reinterpret_cast<DevPtr>(p)};
-}
-
-Outcome ZeAdapter::vm_free(DevPtr p, std::size_t bytes) {
-  return call("zeVirtualMemFree", api_.zeVirtualMemFree(ctx_, ptr(p), bytes));
-}
-
-Outcome ZeAdapter::vm_map(DevPtr p, std::size_t bytes, ObjectId pm, std::size_t offset) {
-  Phys* ph = phys(pm);
-  if (!ph) return unknown("vm_map", "physical memory", pm);
-  return call("zeVirtualMemMap",
-              api_.zeVirtualMemMap(ctx_, ptr(p), bytes, ph->handle, offset, ZE_MEMORY_ACCESS_ATTRIBUTE_READWRITE));
-}
-
-Outcome ZeAdapter::vm_unmap(DevPtr p, std::size_t bytes) {
-  return call("zeVirtualMemUnmap", api_.zeVirtualMemUnmap(ctx_, ptr(p), bytes));
-}
-
-ZeAdapter::Phys* ZeAdapter::phys(ObjectId id) {
-  auto it = phys_.find(id);
-  return it == phys_.end() ? nullptr : &it->second;
+  return on_phys("phys_ipc_enabled", pm, [](Phys& p) { return Result<bool>{Outcome::success(), p.ipc}; });
 }
 
 Outcome ZeAdapter::drop_phys(ObjectId id) {
-  Phys& p = phys_.at(id);
-  if (--p.refs > 0) return Outcome::success();
-  const Outcome o = call("zePhysicalMemDestroy", api_.zePhysicalMemDestroy(ctx_, p.handle));
-  phys_.erase(id);
-  return o;
+  return drop_reference(phys_, id, [&](Phys& p) {
+    return call("zePhysicalMemDestroy", api_.zePhysicalMemDestroy(ctx_, p.handle));
+  });
 }
 
 Outcome ZeAdapter::take_descriptor(const PhysHandle& ph, int received, unique_fd& out) {
