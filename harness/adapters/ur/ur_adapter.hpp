@@ -111,6 +111,8 @@ class UrAdapter final : public Adapter {
   // The ur_event_handle_t or ur_physical_mem_handle_t UR returned for the object.
   Result<std::uint64_t> native_identity(ObjectId id) override;
   Outcome native(const std::string& what, const std::map<std::string, std::string>& args) override;
+  // mem_open and phys_open hand UR a copy of the bytes (open_copy_): that copy, as UR left it.
+  OpenInput last_open_input(const std::string& verb, std::span<const std::byte> given) override;
 
  private:
   struct Phys {
@@ -168,6 +170,7 @@ class UrAdapter final : public Adapter {
   std::map<ObjectId, Export> mem_exports_, phys_exports_, event_exports_;
   std::map<ObjectId, Phys> phys_;
   std::map<ObjectId, Ev> events_;
+  std::vector<std::byte> open_copy_;  // what the last mem_open or phys_open handed UR (UR may write it)
 };
 
 }  // namespace ipcheck::ur_adapter

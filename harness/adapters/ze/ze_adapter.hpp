@@ -122,6 +122,9 @@ class ZeAdapter final : public Adapter {
   // ---------------------------------------------------------------- native calls
 
   Outcome native(const std::string& what, const std::map<std::string, std::string>& args) override;
+  // Memory and event handles reach Level Zero by value; phys_open hands zePhysicalMemCreate an
+  // import descriptor of its own making (phys_import_): that descriptor, as the driver left it.
+  OpenInput last_open_input(const std::string& verb, std::span<const std::byte> given) override;
 
  private:
   static constexpr ze_external_memory_type_flags_t kPhysExportType = ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD;
@@ -213,6 +216,8 @@ class ZeAdapter final : public Adapter {
   std::map<ObjectId, Ev> events_;
   std::vector<std::map<std::string, bool>> aspects_;
   std::vector<std::map<std::string, std::string>> aspect_errors_;  // per device: a query that answered an error
+  ze_external_memory_import_fd_t phys_import_{};  // the last phys_open's import descriptor, and as handed over
+  std::vector<std::byte> phys_import_handed_;
 };
 
 }  // namespace ipcheck::ze
