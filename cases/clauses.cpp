@@ -123,6 +123,9 @@ const ClauseRegistration catalog{{
     {"ur.event.open.repeat", Level::must, "UR exp-inter-process-communication, urIPC*EventHandleExp",
      "several opens of one handle give distinct event objects, each released on its own", "",
      "UR exp-inter-process-communication.yml (scripts/core), urIPCOpenEventHandleExp: \"The returned event is a normal ur_event_handle_t with an initial reference count of 1.\" (each open returns its own event, released on its own)"},
+    {"ur.event.open.no_support", Level::must, "UR exp-inter-process-communication, urIPC*EventHandleExp",
+     "an open of real event handle bytes in a process whose context has no device with event IPC (as its support query reports), and which created no event before, fails with UNSUPPORTED_FEATURE (feature_not_supported): never success, never a crash", "",
+     "UR exp-inter-process-communication.yml (scripts/core), urIPCOpenEventHandleExp, returns UR_RESULT_ERROR_UNSUPPORTED_FEATURE: \"A device in `hContext` does not support event IPC, as reported by $X_DEVICE_INFO_IPC_EVENT_SUPPORT_EXP.\""},
     {"ur.event.put.producer_alive", Level::must, "UR exp-inter-process-communication, urIPC*EventHandleExp",
      "put leaves the producer's event alive and usable", "",
      "UR exp-inter-process-communication.yml (scripts/core), urIPCPutEventHandleExp: \"This does not destroy the source event and does not affect event objects already opened with urIPCOpenEventHandleExp.\""},
@@ -178,6 +181,10 @@ const ClauseRegistration catalog{{
      "when the driver call under a runtime's free, put, close or context release fails, the verb answers an error or succeeds having done its work another way, a retry after the failure works, nothing is left behind, and the process does not abort", ""},
     {"rb.capability_missing", Level::must, "ipcheck robustness profile",
      "a runtime started on a driver without an optional capability (regular command queues, an extension) starts or refuses cleanly, and what it then offers works; a crash or an abort is a verdict", ""},
+    // Added for issue 43 item 3: an open that writes into its input went unseen (the ur
+    // adapter passes UR a copy and never looked at it again).
+    {"rb.open.input_unchanged", Level::must, "ipcheck robustness profile",
+     "an open (memory, physical memory, event) leaves its input as it was handed over: the handle bytes (or the adapter's copy of them, or the import descriptor an adapter makes in their place) read the same after the call; a runtime that writes into them corrupts a handle its caller may open again or pass on", ""},
     {"ur.device.support_query", Level::must, "UR EXP-INTER-PROCESS-COMMUNICATION.rst, Support (and the runtime's own IPC queries under it)",
      "each IPC support query of each device (memory, physical memory, events) answers a value; an error in its place is kept and judged, never read as \"no\"", "",
      "UR EXP-INTER-PROCESS-COMMUNICATION.rst, Support: \"Adapters which support inter-process sharing of memory allocations must return true for the UR_DEVICE_INFO_IPC_MEMORY_SUPPORT_EXP device info query.\"; scripts/core/exp-inter-process-communication.yml: \"[ur_bool_t] returns true if the device supports inter-process communicable memory handles\""},

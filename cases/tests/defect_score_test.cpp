@@ -44,20 +44,22 @@ const std::vector<std::string> kOpenMemory = {
     "robustness.realloc.fresh", "robustness.open.after_free.*", "robustness.open.exporter_gone.memory.*",
     "robustness.put.revokes.memory*", "robustness.open.cross_device.memory",
     "robustness.open.cross_kind*", "robustness.open.forged_range.memory*", "robustness.put.one_export.memory",
-    "robustness.revoke.tamper.memory", "multi_device.memory.other_device"};
+    "robustness.revoke.tamper.memory", "multi_device.memory.other_device", "robustness.open.input_unchanged.memory"};
 // On ze an event is an event pool: an ipcref memory allocation the driver opens and maps.
 const std::vector<std::string> kOpenPoolsOnZe = {"event.*", "robustness.close.double.event",
                                                  "robustness.open.cross_device.event", "robustness.open.garbage.event*",
                                                  "robustness.open.exporter_gone.event.*", "robustness.open.cross_kind.*",
                                                  "robustness.put.revokes.event*", "robustness.put.one_export.event", "robustness.revoke.tamper.event",
-                                                 "robustness.close.no_leak.event", "multi_device.event.other_device"};
+                                                 "robustness.close.no_leak.event", "multi_device.event.other_device",
+                                                 "robustness.open.input_unchanged.event"};
 // Every case that opens a physical object and maps or identifies it by its size.
 const std::vector<std::string> kOpenPhysical = {
     "physical.*", "robustness.close.no_leak.physical", "robustness.open.garbage.physical*",
     "robustness.put.revokes.physical*", "robustness.open.exporter_gone.physical.*", "robustness.close.double.physical",
     "robustness.open.cross_device.physical",
     "robustness.open.forged_range.physical*", "robustness.put.one_export.physical", "robustness.open.cross_kind*",
-    "robustness.revoke.tamper.physical", "robustness.producer.crash.physical", "multi_device.physical.other_device"};
+    "robustness.revoke.tamper.physical", "robustness.producer.crash.physical", "multi_device.physical.other_device",
+    "robustness.open.input_unchanged.physical"};
 
 // The cases that need a device with the physical-memory IPC aspect.
 const std::vector<std::string> kPhysicalAspect = {"physical.*", "robustness.*physical*", "robustness.open.cross_kind*",
@@ -174,6 +176,12 @@ const std::map<std::string, const char*>& unreachable_on_ze() {
                              "from ipcref's query (ipc_properties_fail scores ur.device.support_query on ze)"},
       {"close_ignores_refcount", "the ze adapter keeps the reference count Level Zero lacks: ipcref's physical "
                                  "close is called once, after the last release"},
+      {"open_writes_handle", "a ze_ipc_mem_handle_t reaches the driver by value: ipcref's open writes into the "
+                             "driver's own copy of the record, which nothing reads again (phys_import_writes_fd "
+                             "scores rb.open.input_unchanged on ze)"},
+      {"event_open_unchecked_before_create", "libze_ipcheck's events are slots of an event pool in ipcref memory, "
+                                             "and the driver refuses a context without event IPC before ipcref is "
+                                             "asked (pool_open_without_support scores ur.event.open.no_support on ze)"},
       {"open_ignores_kind", "the driver's handle codec carries its own kind and refuses another kind's handle "
                             "before ipcref's import (pool_opens_as_memory scores rb.open.cross_kind on ze)"},
       {"put_revokes_all", "the driver counts gets per exported pointer: the case's two exports of one allocation "

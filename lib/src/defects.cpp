@@ -75,6 +75,14 @@ constexpr info kCatalog[] = {
     {id::aspect_query_fails, "aspect_query_fails", "ur.device.support_query",
      "the physical-memory IPC support query of a device fails (device::has(ipc_physical_memory) throws "
      "device_lost) where it should answer yes or no"},
+    {id::open_writes_handle, "open_writes_handle", "rb.open.input_unchanged",
+     "a memory open that took the exporter's descriptor clears the descriptor field of the handle bytes it was "
+     "given (a runtime that marks a handle consumed in its caller's buffer): the open works, the caller's handle "
+     "no longer does"},
+    {id::event_open_unchecked_before_create, "event_open_unchecked_before_create", "ur.event.open.no_support",
+     "event::open checks the device's ipc_event aspect only once this process has created an event (the check "
+     "lives in the set-up the first create runs): a process that never created one opens event handles on a "
+     "device without event IPC"},
 };
 
 [[maybe_unused]] id parse_env() noexcept {

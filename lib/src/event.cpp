@@ -2,6 +2,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 
 #include "ipcref/defects.hpp"
@@ -39,6 +40,12 @@ event insert(std::unique_ptr<event_object> obj) {
   return e;
 }
 
+// Whether this process has created an event (seeded defect event_open_unchecked_before_create).
+std::atomic<bool>& created_an_event() {
+  static std::atomic<bool> created{false};
+  return created;
+}
+
 }  // namespace
 
 event event_create(const context& ctx, const device& dev, event_properties props) {
@@ -48,6 +55,7 @@ event event_create(const context& ctx, const device& dev, event_properties props
                              "(clause ur.event.create.profiling_ipc); drop one of them");
   if (props.enable_ipc && !dev.has(aspect::ipc_event))
     sys::fail(errc::feature_not_supported, cat("event_create: device '", dev.name(), "' lacks aspect ipc_event"));
+  created_an_event().store(true);
   auto obj = std::make_unique<event_object>();
   obj->ctx = ctx.id();
   obj->device = dev.index();
@@ -175,7 +183,10 @@ void put(handle& h, const context& ctx) {
 
 ipcref::event open(std::span<const std::byte> data, const context& ctx, const device& dev, const open_options& opts) {
   detail::require_device_in(ctx, dev, "event::open", "ur.event.open");
-  if (!dev.has(aspect::ipc_event))
+  // Seeded defect: the support check sits in the set-up a first create runs, so a process
+  // that never created an event opens handles on a device without event IPC.
+  const bool checks = !defects::is(defects::id::event_open_unchecked_before_create) || created_an_event().load();
+  if (checks && !dev.has(aspect::ipc_event))
     sys::fail(errc::feature_not_supported, cat("event::open: device '", dev.name(), "' lacks aspect ipc_event"));
   detail::imported_object imp =
       detail::import_object(data, record::kind::event, "event::open", "ur.event.open.size", opts);

@@ -2,6 +2,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include <cstring>
 #include <utility>
 
 #include "ipcref/defects.hpp"
@@ -197,6 +198,10 @@ void* try_open(std::span<const std::byte> data, const context& ctx, const device
   }
   sys::mapping map(base, len);
   void* ptr = static_cast<char*>(base) + lead + in_page;
+  // Seeded defect: the open marks the handle consumed in its caller's buffer (the record's
+  // exporter descriptor field, bytes 12..15, cleared), bytes the caller handed over as const.
+  if (defects::is(defects::id::open_writes_handle) && data.size() >= 16)
+    std::memset(const_cast<std::byte*>(data.data()) + 12, 0, 4);
   if (defects::is(defects::id::leak_fd_per_open)) (void)obj.fd.release();
   auto& r = reg();
   std::lock_guard lock(r.lock);

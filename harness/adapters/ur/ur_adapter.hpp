@@ -86,6 +86,8 @@ class UrAdapter final : public toolkit::LevelZeroRanges<UrAdapter, UrShaped> {
 
   // event_wait blocks in urEventWait from this timeout on; a shorter wait polls.
   static constexpr std::chrono::seconds kBlockingWaitFrom{1};
+  // mem_open and phys_open hand UR a copy of the bytes (open_copy_): that copy, as UR left it.
+  OpenInput last_open_input(const std::string& verb, std::span<const std::byte> given) override;
 
  private:
   friend class toolkit::LevelZeroRanges<UrAdapter, UrShaped>;
@@ -130,6 +132,7 @@ class UrAdapter final : public toolkit::LevelZeroRanges<UrAdapter, UrShaped> {
   ur_context_handle_t ctx_ = nullptr;
   std::string l0_request_;  // the l0 option as given (v1, v2, auto)
   toolkit::OneapiRelease release_;  // the oneAPI release named by release= (its own UR is loaded first)
+  std::vector<std::byte> open_copy_;  // what the last mem_open or phys_open handed UR (UR may write it)
 };
 
 }  // namespace ipcheck::ur_adapter

@@ -95,11 +95,17 @@ Result<DevPtr> UrAdapter::mem_open(std::span<const std::byte> bytes, int, int de
   ur_device_handle_t dev = nullptr;
   if (Outcome o = device_at(device, dev); !o.ok()) return {o};
   // UR takes the data by non-const pointer: a copy of exactly the bytes given.
-  std::vector<std::byte> data(bytes.begin(), bytes.end());
+  std::vector<std::byte>& data = open_copy_;
+  data.assign(bytes.begin(), bytes.end());
   void* p = nullptr;
   const Outcome o = call("urIPCOpenMemHandleExp",
                          api_.urIPCOpenMemHandleExp(ctx_, dev, data.empty() ? nullptr : data.data(), data.size(), &p));
   return {o, reinterpret_cast<DevPtr>(p)};
+}
+
+Adapter::OpenInput UrAdapter::last_open_input(const std::string& verb, std::span<const std::byte> given) {
+  if (verb == "mem_open" || verb == "phys_open") return {"the copy of the handle bytes handed to UR", {}, open_copy_};
+  return {{}, {}, given};  // event_open hands UR the caller's bytes themselves
 }
 
 Outcome UrAdapter::mem_close(DevPtr p) { return call("urIPCCloseMemHandleExp", api_.urIPCCloseMemHandleExp(ctx_, ptr(p))); }
@@ -156,7 +162,8 @@ Result<ObjectId> UrAdapter::phys_open(std::span<const std::byte> bytes, int, int
   if (!api_.urIPCOpenPhysMemHandleExp) return {api_.lacking("phys_open", "urIPCOpenPhysMemHandleExp")};
   ur_device_handle_t dev = nullptr;
   if (Outcome o = device_at(device, dev); !o.ok()) return {o};
-  std::vector<std::byte> data(bytes.begin(), bytes.end());
+  std::vector<std::byte>& data = open_copy_;
+  data.assign(bytes.begin(), bytes.end());
   ur_physical_mem_handle_t h = nullptr;
   if (Outcome o = call("urIPCOpenPhysMemHandleExp",
                        api_.urIPCOpenPhysMemHandleExp(ctx_, dev, data.empty() ? nullptr : data.data(), data.size(), &h));

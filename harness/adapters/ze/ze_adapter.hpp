@@ -85,6 +85,9 @@ class ZeAdapter final : public toolkit::LevelZeroRanges<ZeAdapter, ZeShaped> {
   // Defined in ze_adapter.cpp (init, info), ze_memory.cpp (memory, physical memory) and
   // ze_events.cpp (events, native identities and calls).
   IPCHECK_LEVEL_ZERO_SHAPED_VERBS
+  // Memory and event handles reach Level Zero by value; phys_open hands zePhysicalMemCreate an
+  // import descriptor of its own making (phys_import_): that descriptor, as the driver left it.
+  OpenInput last_open_input(const std::string& verb, std::span<const std::byte> given) override;
 
  private:
   friend class toolkit::LevelZeroRanges<ZeAdapter, ZeShaped>;
@@ -166,6 +169,8 @@ class ZeAdapter final : public toolkit::LevelZeroRanges<ZeAdapter, ZeShaped> {
   std::string layout_;
   std::vector<std::map<std::string, bool>> aspects_;
   std::vector<std::map<std::string, std::string>> aspect_errors_;  // per device: a query that answered an error
+  ze_external_memory_import_fd_t phys_import_{};  // the last phys_open's import descriptor, and as handed over
+  std::vector<std::byte> phys_import_handed_;
 };
 
 }  // namespace ipcheck::ze

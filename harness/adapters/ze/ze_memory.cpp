@@ -220,6 +220,7 @@ Outcome ZeAdapter::phys_put(ObjectId id) {
 }
 
 Result<ObjectId> ZeAdapter::phys_open(std::span<const std::byte> bytes, int fd, int device) {
+  phys_import_handed_.clear();
   ze_device_handle_t dev = nullptr;
   if (Outcome o = device_at(device, dev); !o.ok()) return {o};
   if (bytes.size() != kPhysHandleSize)
@@ -232,8 +233,9 @@ Result<ObjectId> ZeAdapter::phys_open(std::span<const std::byte> bytes, int fd, 
     return {Outcome::failure(Errc::invalid, "phys_open: the bytes are not a version 1 ze physical memory handle")};
   unique_fd local;
   if (Outcome o = take_descriptor(ph, fd, local); !o.ok()) return {o};
-  ze_external_memory_import_fd_t imp{ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMPORT_FD, nullptr, kPhysExportType,
-                                     local.get()};
+  ze_external_memory_import_fd_t& imp = phys_import_;
+  imp = {ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMPORT_FD, nullptr, kPhysExportType, local.get()};
+  phys_import_handed_.assign(reinterpret_cast<const std::byte*>(&imp), reinterpret_cast<const std::byte*>(&imp + 1));
   ze_physical_mem_desc_t desc{ZE_STRUCTURE_TYPE_PHYSICAL_MEM_DESC, &imp, 0, ph.size};
   ze_physical_mem_handle_t h = nullptr;
   // The driver keeps what it needs from the descriptor; ours closes when `local` goes.
@@ -241,6 +243,12 @@ Result<ObjectId> ZeAdapter::phys_open(std::span<const std::byte> bytes, int fd, 
   const ObjectId id = new_id();
   phys_[id] = Phys{h, ph.size, true, true, 1};
   return {Outcome::runtime_success("zePhysicalMemCreate"), id};
+}
+
+Adapter::OpenInput ZeAdapter::last_open_input(const std::string& verb, std::span<const std::byte> given) {
+  if (verb != "phys_open" || phys_import_handed_.empty()) return {{}, {}, given};
+  return {"the import descriptor (ze_external_memory_import_fd_t) handed to zePhysicalMemCreate", phys_import_handed_,
+          std::as_bytes(std::span(&phys_import_, 1))};
 }
 
 Outcome ZeAdapter::phys_close(ObjectId pm) {

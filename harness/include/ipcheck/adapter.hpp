@@ -243,6 +243,23 @@ class Adapter {
   // kDefaultOpenFlags for what the API's plain open passes.
   virtual Outcome native(const std::string& what, const std::map<std::string, std::string>& args);
 
+  // The input the last open (`verb`: "mem_open", "phys_open" or "event_open") handed the
+  // runtime, read back after that call: `now` is what it holds now (a view valid until this
+  // adapter's next call), `handed` what it held when handed over. An adapter that hands the
+  // runtime the caller's bytes themselves answers them (the default: `given`, with `handed`
+  // empty, so the caller compares `now` with its own copy of what it received); one that hands
+  // over a copy (ur) or a descriptor of its own making in their place (ze's physical import)
+  // answers that, so a write the runtime made into its input is seen (rb.open.input_unchanged).
+  struct OpenInput {
+    std::string what;               // "" for the handle bytes themselves, else what it is
+    std::vector<std::byte> handed;  // empty: the caller's bytes as they were when it called
+    std::span<const std::byte> now;
+  };
+  virtual OpenInput last_open_input(const std::string& verb, std::span<const std::byte> given) {
+    (void)verb;
+    return {{}, {}, given};
+  }
+
  protected:
   Outcome missing(const char* verb) const;
   std::string adapter_name_;

@@ -43,6 +43,8 @@ enum class id : int {
   fast_no_kind,            // a remembered export opens through any kind's verb
   reopen_replaces_live_mapping, // an open of a new export of the same exporter remaps the importer's earlier, live mappings onto it
   aspect_query_fails,      // the physical IPC support query fails (device::has(ipc_physical_memory) throws device_lost)
+  open_writes_handle,      // a memory open writes into the handle bytes it was given (clears their descriptor field)
+  event_open_unchecked_before_create, // event::open checks the device's ipc_event aspect only once the process created an event
 };
 
 struct info {

@@ -214,6 +214,9 @@ ze_result_t ZE_APICALL EventPoolOpenIpcHandle(ze_context_handle_t hContext, ze_i
     Device* dev = nullptr;
     for (auto* d : c->devices)
       if (!dev && d->dev.has(ipcref::aspect::ipc_event)) dev = d;
+    // Seeded defect: no device of the context has event IPC, and the pool opens on the first.
+    if (!dev && !c->devices.empty() && ze_ipcheck::defects::is(ze_ipcheck::defects::id::pool_open_without_support))
+      dev = c->devices.front();
     if (!dev)
       fail(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, cat(fn, ": no device of the context has aspect ipc_event"));
     const DecodedHandle h = decode_handle(std::as_bytes(std::span(hIpc.data)), fn);
@@ -445,6 +448,8 @@ ze_result_t ZE_APICALL EventCounterBasedOpenIpcHandle(ze_context_handle_t hConte
     Device* dev = nullptr;
     for (auto* d : c->devices)
       if (!dev && d->dev.has(ipcref::aspect::ipc_event)) dev = d;
+    if (!dev && !c->devices.empty() && ze_ipcheck::defects::is(ze_ipcheck::defects::id::pool_open_without_support))
+      dev = c->devices.front();
     if (!dev) fail(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, cat(fn, ": no device of the context has aspect ipc_event"));
     std::array<std::byte, ze_ipcheck::kHandleSize> record{};
     std::memcpy(record.data(), hIpc.data, record.size());

@@ -47,6 +47,10 @@ ze_result_t ZE_APICALL PhysicalMemCreate(ze_context_handle_t hContext, ze_device
       const auto record = read_external_descriptor(import->fd, ze_ipcheck::ExternalKind::physical_memory, fn);
       obj->pm = ipcref::ipc::physical_memory::open(record, *c->ctx, dev->dev, {});
       obj->imported = true;
+      // Seeded defect: the import marks the caller's descriptor taken, in the const import
+      // descriptor it was handed (fd set to -1), as if it had consumed it.
+      if (ze_ipcheck::defects::is(ze_ipcheck::defects::id::phys_import_writes_fd))
+        const_cast<ze_external_memory_import_fd_t*>(import)->fd = -1;
       const std::size_t size = ipcref::physical_size(obj->pm);
       if (ze_ipcheck::defects::is(ze_ipcheck::defects::id::phys_import_trusts_size)) {
         obj->claimed = desc->size;

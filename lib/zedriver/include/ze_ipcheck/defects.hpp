@@ -22,6 +22,8 @@ enum class id : int {
   context_create_fails,          // zeContextCreate(Ex) fails: no runtime over the driver starts
   open_replaces_earlier_mapping, // zeMemOpenIpcHandle remaps the earlier open mappings of the same exporter onto the new one
   ipc_properties_fail,           // zeDeviceGetExternalMemoryProperties answers DEVICE_LOST instead of the export types
+  phys_import_writes_fd,         // zePhysicalMemCreate writes -1 into the fd of the const import descriptor it was handed
+  pool_open_without_support,     // zeEventPoolOpenIpcHandle (and the counter-based open) open where no device of the context has event IPC
 };
 
 struct info {
@@ -57,6 +59,12 @@ inline constexpr info kCatalog[] = {
     {id::ipc_properties_fail, "ipc_properties_fail", "ur.device.support_query",
      "the physical-memory support query zeDeviceGetExternalMemoryProperties answers ZE_RESULT_ERROR_DEVICE_LOST "
      "instead of the export types"},
+    {id::phys_import_writes_fd, "phys_import_writes_fd", "rb.open.input_unchanged",
+     "zePhysicalMemCreate importing an external descriptor writes -1 into the fd of the const "
+     "ze_external_memory_import_fd_t it was handed (marking the descriptor taken in its caller's structure)"},
+    {id::pool_open_without_support, "pool_open_without_support", "ur.event.open.no_support",
+     "zeEventPoolOpenIpcHandle and zeEventCounterBasedOpenIpcHandle, in a context where no device has event IPC, "
+     "open the handle on the context's first device instead of answering ZE_RESULT_ERROR_UNSUPPORTED_FEATURE"},
 };
 
 // Every defect of the catalog, whether or not this build compiles them in.
