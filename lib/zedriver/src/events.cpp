@@ -10,6 +10,7 @@
 
 #include "entries.hpp"
 #include "ipcref/record.hpp"
+#include "ze_ipcheck/defects.hpp"
 #include "state.hpp"
 
 namespace zedriver {
