@@ -65,12 +65,21 @@ const std::vector<std::string> kOpenPhysical = {
 const std::vector<std::string> kPhysicalAspect = {"physical.*", "robustness.*physical*", "robustness.open.cross_kind*",
                                                   "multi_device.physical.*"};
 
+// A pattern list and more patterns.
+std::vector<std::string> with(std::vector<std::string> v, std::initializer_list<const char*> more) {
+  v.insert(v.end(), more.begin(), more.end());
+  return v;
+}
+
 const std::map<std::string, Collateral>& collateral() {
   static const std::map<std::string, Collateral> c = {
       {"open_same_mapping",
        {{}, "a repeated open returns the first mapping", {"event.open.repeat"}}},  // three opens of one pool: one mapping
       {"close_keeps_mapping",
        {kOpenMemory, "every case that closes an opened mapping keeps it: its role audit finds it", kOpenPoolsOnZe}},
+      {"open_writes_handle",
+       {with(kOpenMemory, {"robustness.close.no_leak.memory"}), "the open clears the record's descriptor field in the caller's bytes, so any later open of those "
+                     "bytes (a repeated, concurrent, warm or after-close open, a successor's) fails ipcref's checksum"}},
       {"leak_fd_per_open",
        {kOpenMemory, "every case that opens memory leaks a descriptor: its role audit finds it", kOpenPoolsOnZe}},
       {"skip_token_check",
