@@ -225,6 +225,13 @@ Scoring ze_scoring() {
   return s;
 }
 
+// Cases run side by side in each scoring run: they mostly wait (on peers, signals and the
+// seeded hangs' timeouts), so more than the machine's cores. IPCHECK_SCORE_JOBS overrides.
+int score_jobs() {
+  if (const char* e = std::getenv("IPCHECK_SCORE_JOBS"); e && std::atoi(e) > 0) return std::atoi(e);
+  return 4;
+}
+
 RunOptions options_for(const Scoring& sc, const Seeded* defect) {
   RunOptions o;
   o.adapter = sc.adapter;
@@ -237,7 +244,7 @@ RunOptions options_for(const Scoring& sc, const Seeded* defect) {
 #endif
   }
   if (defect) o.env.push_back(defect->variable + "=" + defect->name);
-  o.jobs = 2;
+  o.jobs = score_jobs();
   o.timeout_s = 10;  // a seeded hang is caught as a timeout, not waited out
   o.inactivity_s = 10;
   o.grace_s = 0.5;
