@@ -34,7 +34,8 @@ PAYLOAD = (
 # Fields whose values are names from a fixed list (statuses, levels, ...): the reader
 # refuses any other value, so the payload goes only into free text.
 ENUMS = {"schema", "status", "level", "verdict", "result", "decided_by", "from", "to", "expected_status", "outcome",
-         "better", "encoding", "kind", "audit", "transport", "unit", "start", "profile", "expected"}
+         "better", "encoding", "kind", "audit", "transport", "unit", "start", "profile", "expected",
+         "basis_kind"}
 
 
 def hostile(doc, key=None):
