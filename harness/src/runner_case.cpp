@@ -424,6 +424,14 @@ CaseResult CaseRun::run() {
   timeline_.exited = seconds_since(start_);
   if (inject_) check_leftovers();
   classify();
+  if (pool_) {
+    // Which of its roles a kept process served, or why none could (runner_pool.hpp).
+    json kept = json::array();
+    for (const auto& r : roles_)
+      if (r.reused) kept.push_back(r.name);
+    const std::string fresh = reuse_ ? std::string() : fresh_process_reason(def_, inject_);
+    result_.audit["reuse"] = fresh.empty() ? json{{"kept_roles", kept}} : json{{"fresh", fresh}};
+  }
   hand_back_parked();
   if (held_back_s_ >= 1) result_.audit["held_back_s"] = static_cast<int>(held_back_s_ * 10) / 10.0;
   if (const double runner = std::max(runner_stopped_s_, runner_starved_s_); runner >= kRunnerHeldS)
