@@ -1,8 +1,9 @@
 # Reusing role processes (--reuse-roles yes) must not change what a run finds: runs the
 # catalog with fresh processes only and with kept roles, and fails when `ipcheck report diff`
-# finds any change of status, observation or clause between them, when a case's findings
-# (leaks, stray processes) or check results differ, when the run with reuse reused no role
-# (the check would be empty), or when it left a descriptor or a process behind.
+# finds any change of status or clause between them, when a case's findings (leaks, stray
+# processes) differ, when a check's result or an observation differs in a case kept roles may
+# serve, when the run with reuse reused no role (the check would be empty), or when it left a
+# descriptor or a process behind.
 #
 # cmake -DIPCHECK=<ipcheck> -DOUT=<dir> [-DADAPTER=ref] [-DENV_VARS=K=V@@K=V] [-DJOBS=2] -P reuse_check.cmake
 cmake_policy(SET CMP0057 NEW)  # if(IN_LIST)
@@ -76,7 +77,7 @@ if(nobs GREATER 0)
 endif()
 
 # What each case found and checked: its findings and its checks' results, in both runs.
-function(case_facts json out)
+function(case_facts json fresh_ids out)
   string(JSON ncases LENGTH "${json}" cases)
   set(facts "")
   math(EXPR last "${ncases} - 1")
@@ -93,9 +94,15 @@ function(case_facts json out)
         string(APPEND line " finding=${item}")
       endforeach()
     endif()
-    # Its checks in no particular order: two roles' checks interleave as they come.
+    # Its checks in no particular order: two roles' checks interleave as they come. A case
+    # that starts fresh processes in both runs is held to its status and findings only: a
+    # check before a skip may depend on the machine's timing and pids (robustness.open.pid_reuse).
     set(checks "")
-    string(JSON nc ERROR_VARIABLE none LENGTH "${c}" checks)
+    if(id IN_LIST fresh_ids)
+      set(nc 0)
+    else()
+      string(JSON nc ERROR_VARIABLE none LENGTH "${c}" checks)
+    endif()
     if(NOT none AND nc GREATER 0)
       math(EXPR lc "${nc} - 1")
       foreach(k RANGE ${lc})
@@ -115,8 +122,20 @@ function(case_facts json out)
   list(SORT facts)
   set(${out} "${facts}" PARENT_SCOPE)
 endfunction()
-case_facts("${_results_no}" _facts_no)
-case_facts("${_results_yes}" _facts_yes)
+# The cases the run with reuse started fresh by rule (audit.reuse.fresh).
+set(_fresh_ids "")
+string(JSON _n LENGTH "${_results_yes}" cases)
+math(EXPR _last "${_n} - 1")
+foreach(i RANGE ${_last})
+  string(JSON c GET "${_results_yes}" cases ${i})
+  string(JSON fresh ERROR_VARIABLE none GET "${c}" audit reuse fresh)
+  if(NOT none)
+    string(JSON id GET "${c}" id)
+    list(APPEND _fresh_ids "${id}")
+  endif()
+endforeach()
+case_facts("${_results_no}" "${_fresh_ids}" _facts_no)
+case_facts("${_results_yes}" "${_fresh_ids}" _facts_yes)
 if(NOT _facts_no STREQUAL _facts_yes)
   foreach(line IN LISTS _facts_yes)
     if(NOT line IN_LIST _facts_no)
