@@ -302,6 +302,7 @@ void life_consumer(Role& r) {
 
 IPCHECK_CASE(Case("event.lifetime", "Observes whether an opened event keeps working after the producer releases it and exits")
                  .clause(kLife)
+                 .fresh_process("it observes the event after the producer's process has exited")
                  .role("producer", life_producer)
                  .role("consumer", life_consumer));
 

@@ -58,6 +58,10 @@ Options run_cli_options() {
       .value("--hold-runtime", "yes|no",
              "keep one process with the adapter initialised through the run, so each role starts for less (the "
              "adapter's own: cuda and ur yes, others no)")
+      .value("--reuse-roles", "yes|no",
+             "let a role process that finished a case cleanly serve the next case that allows it, instead of "
+             "starting (and making a context) anew; robustness cases, fault injection, failpoints and a case that "
+             "asks get fresh processes (the adapter's own: cuda and ur yes, others no; docs/gpus.md)")
       .value("--timeout", "S", "seconds a case may take; given, it also limits the cases that ask for more (stress: 600)", "60")
       .value("--inactivity", "S",
              "seconds without any message or output before a case times out, counting only time its roles could "
@@ -111,6 +115,11 @@ RunOptions read_run_options(const Options& o) {
     const std::string v = o.get("--hold-runtime");
     if (v != "yes" && v != "no") throw UsageError("--hold-runtime '" + v + "' is neither yes nor no; give --hold-runtime yes or no");
     r.hold_runtime = v == "yes" ? 1 : 0;
+  }
+  if (o.has("--reuse-roles")) {
+    const std::string v = o.get("--reuse-roles");
+    if (v != "yes" && v != "no") throw UsageError("--reuse-roles '" + v + "' is neither yes nor no; give --reuse-roles yes or no");
+    r.reuse_roles = v == "yes" ? 1 : 0;
   }
   r.timeout_s = o.get_double("--timeout", 0.1, 86400);
   r.timeout_caps_cases = o.has("--timeout");

@@ -327,6 +327,11 @@ Case& Case::events() {
   return *this;
 }
 
+Case& Case::fresh_process(std::string why) {
+  def.fresh_process = why.empty() ? "it asks for fresh processes" : std::move(why);
+  return *this;
+}
+
 Case& Case::needs(Precondition precondition) {
   def.preconditions.push_back(std::move(precondition));
   def.runtime_needs.push_back(false);

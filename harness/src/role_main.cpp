@@ -509,6 +509,64 @@ std::string limits_too_low() {
   return {};
 }
 
+namespace {
+
+// One case's role in this process, from its start document to its done. `warm`: a kept role
+// (--reuse-roles) whose adapter an earlier case of the same configuration initialised: it is
+// not started again, and the audit's baseline is this case's own, taken where a fresh
+// process takes it. Returns the exit code where the role ends here (it said why, or cannot
+// go on); nothing once it has said done and may serve another case.
+std::optional<int> serve_case(Channel& ch, TracingAdapter& adapter, AdapterConfig& config, const std::string& adapter_name,
+                              const std::string& limits, const std::string& case_id, const std::string& role_name,
+                              json& start, bool warm, FailpointArm& failpoints) {
+  const CaseDef* def = find_case(case_id);
+  int index = 0;
+  const RoleDef* rd = def ? def->role_for(role_name, &index) : nullptr;
+  if (!rd) {
+    std::fprintf(stderr, "role: case '%s' has no role '%s'\n", case_id.c_str(), role_name.c_str());
+    send_done(ch, true, "no such case or role");
+    return 2;
+  }
+  RoleImpl role(ch, adapter, role_name, rd->name, index, adapter_name, start);
+  if (!warm) {
+    config.events = def->uses_events();
+    if (const auto ended = init_role_adapter(ch, role, adapter, config, adapter_name, limits, start.value("start_slot", false)))
+      return *ended;
+  } else if (config.events != def->uses_events()) {
+    return role_fault(ch, role, "a kept role started its adapter for another use of the event verbs");
+  }
+  adapter.reset_calls();  // each case's audit counts its own verb calls
+  // The case's preconditions, judged again here: a run without a probe (or a role started
+  // on its own) skips where the runner would have.
+  // (The adapter's info is asked for only where the case has preconditions: on ref it costs
+  // a tenth of a role's start.)
+  bool by_runtime = false;
+  if (const auto why = def->preconditions.empty() ? std::nullopt : def->unmet(adapter_name, adapter.info(), &by_runtime))
+    return role_skips(ch, role, *why, by_runtime ? "runtime" : "");
+
+  // proc: the role audits itself; bpf: the runner's tracer watches from outside, and the
+  // role only marks where its body starts and ends and reports its verb calls.
+  const std::string method = start.value("audit", "proc");
+  const bool self_audit = method == "proc";
+  ProcSnapshot before;
+  if (self_audit) {
+    before = take_proc_snapshot();
+    if (!before.error.empty()) return role_fault(ch, role, "the role's audit cannot read /proc: " + before.error);
+  }
+  failpoints.arm();
+  const BodyEnd end = run_role_body(*rd, role, role_name);
+  if (method == "bpf") ch.send(msg::Audit{json{{"method", "bpf"}, {"verbs", adapter.calls()}}});
+  if (self_audit) {
+    const ProcSnapshot after = take_proc_snapshot();
+    if (!after.error.empty()) return role_fault(ch, role, "the role's audit cannot read /proc after the body: " + after.error);
+    ch.send(msg::Audit{proc_audit_doc(before, after, adapter)});
+  }
+  send_done(ch, end.aborted, end.message);
+  return std::nullopt;
+}
+
+}  // namespace
+
 int role_main(const std::vector<std::string>& args) {
   const RoleArgs a = parse_role_args(args);
   Channel ch{unique_fd(3)};
@@ -532,45 +590,20 @@ int role_main(const std::vector<std::string>& args) {
 
   if (a.case_id == kInfoCase) return answer_info(ch, adapter, config, a.adapter, limits, start.value("hold", false));
 
-  const CaseDef* def = find_case(a.case_id);
-  if (def) config.events = def->uses_events();
-  int index = 0;
-  const RoleDef* rd = def ? def->role_for(a.role, &index) : nullptr;
-  if (!rd) {
-    std::fprintf(stderr, "role: case '%s' has no role '%s'\n", a.case_id.c_str(), a.role.c_str());
-    send_done(ch, true, "no such case or role");
-    return 2;
+  std::string case_id = a.case_id, role_name = a.role;
+  for (bool warm = false;; warm = true) {
+    if (const auto ended = serve_case(ch, adapter, config, a.adapter, limits, case_id, role_name, start, warm, failpoints))
+      return *ended;
+    // Kept for another case (--reuse-roles): the next start document names its case and
+    // role. Whatever the last case still sent this role is read and dropped on the way; the
+    // runner's closing the channel ends the role as a fresh one ends after its done.
+    if (!start.value("reuse", false)) return 0;
+    json next;
+    if (!receive_start(ch, next)) return 0;
+    case_id = next.value("case", "");
+    role_name = next.value("role", "");
+    start = std::move(next);
   }
-  RoleImpl role(ch, adapter, a.role, rd->name, index, a.adapter, start);
-  if (const auto ended = init_role_adapter(ch, role, adapter, config, a.adapter, limits, start.value("start_slot", false)))
-    return *ended;
-  // The case's preconditions, judged again here: a run without a probe (or a role started
-  // on its own) skips where the runner would have.
-  // (The adapter's info is asked for only where the case has preconditions: on ref it costs
-  // a tenth of a role's start.)
-  bool by_runtime = false;
-  if (const auto why = def->preconditions.empty() ? std::nullopt : def->unmet(a.adapter, adapter.info(), &by_runtime))
-    return role_skips(ch, role, *why, by_runtime ? "runtime" : "");
-
-  // proc: the role audits itself; bpf: the runner's tracer watches from outside, and the
-  // role only marks where its body starts and ends and reports its verb calls.
-  const std::string method = start.value("audit", "proc");
-  const bool self_audit = method == "proc";
-  ProcSnapshot before;
-  if (self_audit) {
-    before = take_proc_snapshot();
-    if (!before.error.empty()) return role_fault(ch, role, "the role's audit cannot read /proc: " + before.error);
-  }
-  failpoints.arm();
-  const BodyEnd end = run_role_body(*rd, role, a.role);
-  if (method == "bpf") ch.send(msg::Audit{json{{"method", "bpf"}, {"verbs", adapter.calls()}}});
-  if (self_audit) {
-    const ProcSnapshot after = take_proc_snapshot();
-    if (!after.error.empty()) return role_fault(ch, role, "the role's audit cannot read /proc after the body: " + after.error);
-    ch.send(msg::Audit{proc_audit_doc(before, after, adapter)});
-  }
-  send_done(ch, end.aborted, end.message);
-  return 0;
 }
 
 FailpointsFired failpoints_fired() { return FailpointArm::current ? FailpointArm::current->fired() : FailpointsFired{}; }

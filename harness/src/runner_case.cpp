@@ -23,9 +23,11 @@ namespace ipcheck {
 
 namespace runner_detail {
 
-CaseRun::CaseRun(const CaseDef& def, const RunOptions& opt, const InjectPoint* inject, Admission* admission, int device)
+CaseRun::CaseRun(const CaseDef& def, const RunOptions& opt, const InjectPoint* inject, Admission* admission, int device,
+                 RolePool* pool)
     : def_(def), opt_(opt), inject_(inject), adapter_(find_adapter(opt.adapter)),
-      tracer_(opt.audit == "bpf" ? opt.auditor : nullptr), admission_(admission), device_(device), env_(opt.env) {
+      tracer_(opt.audit == "bpf" ? opt.auditor : nullptr), admission_(admission), device_(device), pool_(pool),
+      env_(opt.env) {
   if (!adapter_) throw std::invalid_argument("unknown adapter '" + opt.adapter + "'");
   // A case placed on one device of several sees only that one; where the adapter has no
   // device mask its roles see (and start on) every device.
@@ -33,6 +35,10 @@ CaseRun::CaseRun(const CaseDef& def, const RunOptions& opt, const InjectPoint* i
     if (std::string mask = pinned_device_mask(opt.adapter, device_, opt.env); !mask.empty()) env_.push_back(std::move(mask));
     else device_ = -1;
   }
+  reuse_ = pool_ && fresh_process_reason(def_, inject_).empty();
+  if (reuse_)
+    pool_key_ = role_pool_key(opt_, opt_.role_executable.empty() ? role_executable_for(opt_.adapter) : opt_.role_executable,
+                              env_, device_, def_.uses_events());
 }
 
 RoleState* CaseRun::role(const std::string& name) {
@@ -46,7 +52,9 @@ bool CaseRun::all_exited() const {
   // may hold the pipe open for ever.
   const auto now = Clock::now();
   for (const auto& r : roles_)
-    if (r.started && (!r.exit || (r.proc.output_open() && now - r.exit_time < std::chrono::seconds(1)))) return false;
+    if (r.started && !r.parked &&
+        (!r.exit || (r.proc.output_open() && now - r.exit_time < std::chrono::seconds(1))))
+      return false;
   return true;
 }
 
@@ -62,10 +70,28 @@ void CaseRun::spawn_all() {
     // An expendable role's death is the case's to observe (wait_exit), not a crash.
     r.expected_death = std::find(def_.expendable.begin(), def_.expendable.end(), r.base) != def_.expendable.end();
     r.deferred = rd && rd->on_demand;
-    if (!r.deferred) start_role(r);
+    if (r.deferred) continue;
+    if (auto kept = reuse_ ? pool_->take(pool_key_) : std::nullopt) {
+      // A kept role: started, its hello said, its adapter initialised (runner_pool.hpp).
+      r.proc = std::move(kept->proc);
+      r.channel = std::move(kept->channel);
+      r.proc.begin_reuse();
+      r.verb_mark = std::move(kept->verb_mark);
+      r.started = r.hello = r.reused = true;
+      // The outside audit follows it for this case as for a fresh process (role_spawned,
+      // role_hello) and ends with its done (CaseRun::park_or_end).
+      if (tracer_) {
+        tracer_->role_spawned(r.proc.pid(), def_.id, r.name);
+        tracer_->role_hello(r.proc.pid(), r.verb_mark);
+      }
+      continue;
+    }
+    start_role(r);
+    if (pool_ && r.started) pool_->note_fresh();
   }
   // Every role forked first, then each exec confirmed: the execs run side by side.
   for (auto& r : roles_) confirm_role(r);
+  start_when_all_hello();  // every role a kept one: nobody else to wait for
 }
 
 void CaseRun::start_role(RoleState& r) {
@@ -186,7 +212,7 @@ void CaseRun::reap(RoleState& r) {
       }
     }
   }
-  if (tracer_) {
+  if (tracer_ && !r.audit_collected) {
     // Every process of the role is gone: what the tracer saw is complete.
     RoleEnd end;
     end.how = r.exit->describe();
@@ -398,6 +424,15 @@ CaseResult CaseRun::run() {
   timeline_.exited = seconds_since(start_);
   if (inject_) check_leftovers();
   classify();
+  if (pool_) {
+    // Which of its roles a kept process served, or why none could (runner_pool.hpp).
+    json kept = json::array();
+    for (const auto& r : roles_)
+      if (r.reused) kept.push_back(r.name);
+    const std::string fresh = reuse_ ? std::string() : fresh_process_reason(def_, inject_);
+    result_.audit["reuse"] = fresh.empty() ? json{{"kept_roles", kept}} : json{{"fresh", fresh}};
+  }
+  hand_back_parked();
   if (held_back_s_ >= 1) result_.audit["held_back_s"] = static_cast<int>(held_back_s_ * 10) / 10.0;
   if (const double runner = std::max(runner_stopped_s_, runner_starved_s_); runner >= kRunnerHeldS)
     result_.audit["runner_held_s"] = static_cast<int>(runner * 10) / 10.0;

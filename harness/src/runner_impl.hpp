@@ -26,6 +26,7 @@
 #include "ipcheck/runner.hpp"
 #include "ipcheck/spawn.hpp"
 #include "runner_admission.hpp"
+#include "runner_pool.hpp"
 
 namespace ipcheck::runner_detail {
 
@@ -47,9 +48,12 @@ inline std::vector<std::string> role_args(const RunOptions& o, const std::string
 }
 
 // With an injection point every role announces its steps (the runner notes the case's IPC
-// objects at each) and knows which role dies where.
-inline json start_document(const RunOptions& o, const json& peers, const InjectPoint* inject) {
+// objects at each) and knows which role dies where. `reuse`: a role that finishes its case
+// cleanly waits for another start document instead of exiting (runner_pool.hpp); a kept
+// role's start document names its case and role too (CaseRun::post_start).
+inline json start_document(const RunOptions& o, const json& peers, const InjectPoint* inject, bool reuse = false) {
   return {{"peers", peers},
+          {"reuse", reuse},
           {"runner_pid", ::getpid()},
           {"transport", o.transport},
           {"adapter_options", o.adapter_options},
@@ -86,6 +90,12 @@ struct RoleState {
   json audit;
   bool audit_collected = false;  // the outside auditor has reported on (and forgotten) it
   std::vector<std::string> survivors;
+  // --reuse-roles: a kept process of an earlier case serves it (its adapter initialised, no
+  // hello of its own), and, once it said done cleanly, it is parked: ended for its case (its
+  // peers told it exited 0), alive for the next case (CaseRun::park).
+  bool reused = false;
+  bool parked = false;
+  std::string verb_mark;  // its hello's address of ipcheck_verb_mark (the outside audit's)
   // Its start slot (runner_admission.hpp): asked for once the role has prepared its adapter
   // (want_start), granted when free (start_granted), held until it says initialised.
   std::uint64_t start_ticket = 0;  // its place in the queue: asked, not granted yet (0: none)
@@ -132,8 +142,9 @@ class CaseRun {
  public:
   // `admission`: what the run's cases share (start slots, devices), or null for a case run
   // on its own; `device`: the device its roles see (-1: every device).
+  // `pool`: the run's kept roles (--reuse-roles), or null where every role starts fresh.
   CaseRun(const CaseDef& def, const RunOptions& opt, const InjectPoint* inject, Admission* admission = nullptr,
-          int device = -1);
+          int device = -1, RolePool* pool = nullptr);
 
   // A role the outside auditor still follows (the run was abandoned) is forgotten; start
   // slots still held are given back.
@@ -165,6 +176,13 @@ class CaseRun {
   // Decodes a role's message and acts on it; throws ChannelError on one it cannot decode.
   void handle(RoleState& r, Message& m);
   void on_hello(RoleState& r, Message& m);
+  // Sends the start document once every role started has said hello (a kept role has).
+  void start_when_all_hello();
+  // A role that said done cleanly in a case that reuses roles: kept for the next case where
+  // nothing it did speaks against it, else told to exit.
+  void park_or_end(RoleState& r);
+  // After the verdict: parked roles of a passed case go to the pool, the others are ended.
+  void hand_back_parked();
   void post_start(RoleState& r, const msg::Start& start);
   // The role asked for a start slot: it queues, and has it when one is free.
   void on_want_start(RoleState& r);
@@ -216,6 +234,9 @@ class CaseRun {
   Clock::time_point last_activity_{};
   Admission* admission_;
   int device_;
+  RolePool* pool_;
+  bool reuse_ = false;     // its roles may come from the pool and go back to it
+  std::string pool_key_;   // which kept roles can serve it (role_pool_key)
   std::vector<std::string> env_;  // the roles' environment: the run's, and the device mask of a placed case
   double silent_s_ = 0;           // time the roles could run without a message or output
   double held_back_s_ = 0;        // time the machine held them back (the reason of a timeout says)

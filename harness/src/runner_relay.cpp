@@ -4,6 +4,8 @@
 // deadlines are runner_case.cpp's.
 #include <algorithm>
 #include <string>
+#include <cstdio>
+#include <cstdlib>
 
 #include "ipcheck/verdict.hpp"
 #include "runner_impl.hpp"
@@ -22,7 +24,12 @@ void CaseRun::on_hello(RoleState& r, Message& m) {
     return;
   }
   r.hello = true;
+  r.verb_mark = hello.verb_mark;
   if (tracer_) tracer_->role_hello(r.proc.pid(), hello.verb_mark);
+  start_when_all_hello();
+}
+
+void CaseRun::start_when_all_hello() {
   // The peers are the roles started so far (an on-demand role's start comes later). Where
   // starts are limited, the role asks for its slot once its adapter is prepared.
   const bool slots = admission_ && admission_->starts_per_device() > 0;
@@ -30,13 +37,15 @@ void CaseRun::on_hello(RoleState& r, Message& m) {
     json peers = json::object();
     for (const auto& x : roles_)
       if (x.started) peers[x.name] = x.proc.pid();
-    json doc = start_document(opt_, peers, inject_);
+    json doc = start_document(opt_, peers, inject_, reuse_);
     if (slots) doc["start_slot"] = true;
     return msg::Start{std::move(doc)};
   };
   if (start_sent_) {
-    post_start(r, start());  // an on-demand role, started after the others
-  } else if (std::all_of(roles_.begin(), roles_.end(), [](const RoleState& x) { return !x.started || x.hello; })) {
+    for (auto& x : roles_)
+      if (x.started && x.hello && !x.start_posted) post_start(x, start());  // an on-demand role, started after the others
+  } else if (std::all_of(roles_.begin(), roles_.end(), [](const RoleState& x) { return !x.started || x.hello; }) &&
+             std::any_of(roles_.begin(), roles_.end(), [](const RoleState& x) { return x.started; })) {
     start_sent_ = true;
     timeline_.hello = seconds_since(start_);
     const msg::Start first = start();  // the same for every role
@@ -47,7 +56,15 @@ void CaseRun::on_hello(RoleState& r, Message& m) {
 
 // A role reads nothing before its start: what was sent to it earlier follows the start.
 void CaseRun::post_start(RoleState& r, const msg::Start& start) {
-  r.post(start);
+  if (r.reused) {
+    // A kept role learns which case and role it serves now (a fresh one has them in argv).
+    msg::Start mine = start;
+    mine.doc["case"] = def_.id;
+    mine.doc["role"] = r.name;
+    r.post(mine);
+  } else {
+    r.post(start);
+  }
   r.start_posted = true;
   for (auto& d : r.held) r.post(d);
   r.held.clear();
@@ -193,7 +210,49 @@ void CaseRun::on_done(RoleState& r, const msg::Done& d) {
   timeline_.done = seconds_since(start_);
   r.aborted = d.aborted;
   r.done_message = d.message;
+  if (reuse_) park_or_end(r);
   release_barriers();
+}
+
+void CaseRun::park_or_end(RoleState& r) {
+  const bool clean = !r.aborted && r.done_message.empty() && !r.skipped && !r.expected_death && !r.cut_short &&
+                     !terminating_ && harness_errors_.empty() && r.held.empty() && !r.exit;
+  if (!clean || !r.proc.group_survivors().empty()) {
+    // Told to exit as a fresh role does after its done; reaped, and its group looked at, as one.
+    r.channel = Channel();
+    return;
+  }
+  if (tracer_) {
+    // The body is over: what the tracer saw of this case is complete (what the role holds now
+    // is what a fresh role holds when it exits after its done).
+    r.audit = tracer_->role_ended(r.proc.pid(), r.audit, RoleEnd{"exit 0", false, false});
+    r.audit_collected = true;
+  }
+  if (!r.audit.is_object() || !r.audit.value("leaks", json::array()).empty()) {
+    r.channel = Channel();  // it left something open: not to serve another case
+    return;
+  }
+  // Ended for its case as a fresh role that exits 0 after its done: its peers are told so.
+  r.parked = true;
+  r.exit = ExitStatus{true, 0, 0};
+  r.exit_time = Clock::now();
+  r.duration_s = seconds_since(r.proc.started());
+  r.outbox.clear();  // what was still for it was this case's: it goes nowhere
+  release_start(r);
+  if (kill_when_blocked_ == &r) kill_when_blocked_ = nullptr;
+  broadcast(msg::PeerExit{r.name, r.exit->describe()}, &r);
+}
+
+void CaseRun::hand_back_parked() {
+  for (auto& r : roles_) {
+    if (!r.parked) continue;
+    r.parked = false;
+    PooledRole kept{std::move(r.proc), std::move(r.channel), r.verb_mark};
+    // Only a role every part of whose case passed serves another case; the others are told
+    // to exit and reaped (their group killed if they outlive a grace).
+    if (result_.status == Status::pass && !interrupted_) pool_->give(pool_key_, std::move(kept));
+    else end_kept_role(kept);
+  }
 }
 
 void CaseRun::handle(RoleState& r, Message& m) {

@@ -89,8 +89,9 @@ class SuiteWorkers {
  public:
   SuiteWorkers(const RunOptions& o, const std::vector<SuiteJob>& jobs, const std::string& limits,
                const AdapterProbe& probe, std::optional<verdict::ExpectationUse>& expected,
-               std::vector<CaseResult>& cases, Admission& admission)
-      : o_(o), jobs_(jobs), limits_(limits), probe_(probe), expected_(expected), cases_(cases), admission_(admission) {}
+               std::vector<CaseResult>& cases, Admission& admission, RolePool* pool)
+      : o_(o), jobs_(jobs), limits_(limits), probe_(probe), expected_(expected), cases_(cases), admission_(admission),
+        pool_(pool) {}
 
   // Runs every job on up to `n` workers (this thread one of them); returns why fewer ran, if they did.
   std::string run(int n);
@@ -109,6 +110,7 @@ class SuiteWorkers {
   std::optional<verdict::ExpectationUse>& expected_;
   std::vector<CaseResult>& cases_;
   Admission& admission_;
+  RolePool* pool_;  // kept roles (--reuse-roles), or null
   std::vector<std::size_t> order_;  // start_order of jobs_
   std::mutex lock_;
   std::size_t next_ = 0, finished_ = 0;
@@ -131,7 +133,7 @@ CaseResult SuiteWorkers::attempt(const SuiteJob& job, bool alone) {
   const int device = admission_.place(job.def->all_devices);
   CaseResult res;
   try {
-    res = CaseRun(*job.def, o_, job.inject ? &*job.inject : nullptr, &admission_, device).run();
+    res = CaseRun(*job.def, o_, job.inject ? &*job.inject : nullptr, &admission_, device, pool_).run();
   } catch (const std::exception& e) {
     res = not_run(job, Status::error, std::string("the runner failed running this case: ") + e.what());
   }
@@ -329,8 +331,19 @@ reports::Results run_suite(const RunOptions& options) {
     if (probe.info.devices[d].value("aspects", json()) == probe.info.devices[0].value("aspects", json()))
       placeable.push_back(static_cast<int>(d));
   Admission admission(devices, starts, placeable);
-  SuiteWorkers workers(o, jobs, limits, probe, expected, results.cases, admission);
+  // Kept roles (--reuse-roles): asked for, or the adapter's choice, unless the run rules it out.
+  const bool reuse_asked = o.reuse_roles < 0 ? cost.reuse_roles : o.reuse_roles > 0;
+  const std::string reuse_blocked = reuse_asked ? run_reuse_blocked(o) : std::string();
+  const bool reuse = reuse_asked && reuse_blocked.empty();
+  results.run.options["reuse_roles"] = reuse ? "yes" : "no";
+  if (!reuse_blocked.empty()) results.run.options["reuse_roles_off"] = reuse_blocked;
+  // As many idle roles of one configuration as the cases running at once may want, and a few more.
+  std::optional<RolePool> pool;
+  if (reuse) pool.emplace(static_cast<std::size_t>(std::max(1, o.jobs)) * 3 + 2);
+  SuiteWorkers workers(o, jobs, limits, probe, expected, results.cases, admission, pool ? &*pool : nullptr);
   const std::string fewer_workers = workers.run(std::max(1, std::min<int>(o.jobs, static_cast<int>(jobs.size()))));
+  // Idle roles are told to exit and reaped before the orphans and the descriptors are counted.
+  const int kept_unclean = pool ? pool->shutdown() : 0;
   const bool held = static_cast<bool>(probe.hold);
   probe.hold.reset();  // before the orphans are reaped and the descriptors counted
   const std::vector<std::string> orphans = reap_orphans();
@@ -347,7 +360,16 @@ reports::Results run_suite(const RunOptions& options) {
                                       {"adapter_starts", st.starts},
                                       {"adapter_init_s", std::round(st.init_s * 1000) / 1000},
                                       {"adapter_init_max_s", std::round(st.init_max_s * 1000) / 1000},
-                                      {"waited_for_start_s", std::round(st.waited_s * 1000) / 1000}};
+                                      {"waited_for_start_s", std::round(st.waited_s * 1000) / 1000},
+                                      {"reuse_roles", reuse}};
+  if (pool) {
+    // Role processes started for a case, and role starts served by a kept process instead.
+    results.run.runner["scheduling"]["role_starts_fresh"] = pool->fresh();
+    results.run.runner["scheduling"]["role_starts_reused"] = pool->reused();
+    if (pool->died_idle() > 0) results.run.runner["scheduling"]["kept_roles_died_idle"] = pool->died_idle();
+    if (kept_unclean > 0)
+      results.run.runner["scheduling"]["kept_roles_unclean_exit"] = kept_unclean;
+  }
 
   if (!fewer_workers.empty()) results.run.runner["note"] = fewer_workers;
   if (expected) note_expectations(results, *expectations, *expected, probe.info.driver_version);

@@ -342,6 +342,12 @@ bool RoleProcess::read_output() {
   }
 }
 
+void RoleProcess::begin_reuse() {
+  read_output();  // the pipe does not block: what is there now
+  tail_.clear();
+  started_ = std::chrono::steady_clock::now();
+}
+
 const std::optional<ExitStatus>& RoleProcess::poll_exit() {
   if (pid_ > 0 && !status_) {
     int status = 0;
@@ -401,7 +407,7 @@ std::vector<std::string> RoleProcess::group_survivors() {
   if (pid_ <= 0 || ::kill(-pid_, 0) != 0) return out;  // no member left: no /proc scan
   const pid_t self = ::getpid();
   procfs::for_each_pid([&](pid_t p) {
-    if (p == pid_ && status_) return;
+    if (p == pid_) return;  // the role itself (alive: a kept one; reaped: gone)
     const std::optional<std::string> fields = procfs::stat_after_comm(p);
     if (!fields) return;
     std::istringstream rest(*fields);

@@ -510,6 +510,59 @@ TEST_F(RunnerTest, HeldRuntimeLivesThroughTheRunAndEndsWithIt) {
   }
 }
 
+// Kept roles (--reuse-roles yes): a role of a passed case serves the next case, which says
+// so in its audit; a case's roles are still distinct processes; idle roles live between the
+// cases and end with the run, leaving no process and no descriptor behind.
+TEST_F(RunnerTest, KeptRolesServeTheNextCaseAndEndWithTheRun) {
+  RunOptions o = suite({"selftest.pass", "selftest.should", "selftest.needs.met"}, 1);
+  o.reuse_roles = 1;
+  std::vector<std::size_t> alive;
+  o.on_case_done = [&](const reports::CaseResult&, std::size_t, std::size_t) { alive.push_back(children_of_self().size()); };
+  const std::size_t fds = count_open_fds();
+  const reports::Results r = run_suite(o);
+  ASSERT_EQ(r.cases.size(), 3u);
+  for (const auto& c : r.cases) EXPECT_TRUE(c.status == Status::pass) << c.id << ": " << c.reason;
+  const auto& sched = r.run.runner.at("scheduling");
+  EXPECT_EQ(sched.at("reuse_roles"), true);
+  EXPECT_EQ(r.run.options.at("reuse_roles"), "yes");
+  EXPECT_GT(sched.at("role_starts_reused").get<int>(), 0);
+  EXPECT_EQ(r.cases[0].audit.at("reuse").at("kept_roles").size(), 0u) << "the first case has nothing to reuse";
+  EXPECT_GT(r.cases[1].audit.at("reuse").at("kept_roles").size(), 0u);
+  ASSERT_EQ(r.cases[0].roles.size(), 2u);
+  EXPECT_NE(r.cases[0].roles[0].pid, r.cases[0].roles[1].pid);
+  ASSERT_FALSE(alive.empty());
+  EXPECT_GT(alive[0], 0u) << "the roles of a passed case are kept while the run goes on";
+  EXPECT_EQ(children_of_self(), std::vector<pid_t>{}) << "kept roles outlived the run";
+  EXPECT_EQ(count_open_fds(), fds) << "kept roles left the runner holding descriptors";
+}
+
+// A role whose case failed or leaked serves no other case: the next one starts fresh. (The
+// catalog's order runs each bad case before selftest.needs.met.)
+TEST_F(RunnerTest, ARoleOfAFailedOrLeakingCaseIsNotKept) {
+  for (const char* bad : {"selftest.fail", "selftest.leak.fd"}) {
+    RunOptions o = suite({bad, "selftest.needs.met"}, 1);
+    o.reuse_roles = 1;
+    const reports::Results r = run_suite(o);
+    ASSERT_EQ(r.cases.size(), 2u);
+    ASSERT_EQ(r.cases[0].id, bad);
+    EXPECT_NE(r.cases[0].status, Status::pass) << bad;
+    EXPECT_EQ(r.cases[1].status, Status::pass) << r.cases[1].reason;
+    EXPECT_EQ(r.run.runner.at("scheduling").at("role_starts_reused"), 0) << bad;
+    EXPECT_EQ(r.cases[1].audit.at("reuse").at("kept_roles").size(), 0u) << bad;
+    EXPECT_EQ(children_of_self(), std::vector<pid_t>{});
+  }
+}
+
+// Without reuse, or for a case the rule keeps fresh, nothing is kept.
+TEST_F(RunnerTest, NoRoleIsKeptWithoutReuse) {
+  RunOptions o = suite({"selftest.pass", "selftest.should"}, 1);
+  o.reuse_roles = 0;
+  const reports::Results r = run_suite(o);
+  EXPECT_EQ(r.run.options.at("reuse_roles"), "no");
+  EXPECT_FALSE(r.run.runner.at("scheduling").contains("role_starts_reused"));
+  for (const auto& c : r.cases) EXPECT_FALSE(c.audit.contains("reuse")) << c.id;
+}
+
 // Start order: with several workers, cases that declare a longer limit start first (the
 // catalog's order among equals); with one, the catalog's order.
 TEST(StartOrder, LongCasesFirstWithSeveralWorkers) {

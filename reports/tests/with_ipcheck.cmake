@@ -101,6 +101,11 @@ add_test(NAME "ref-baseline:diff"
          COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DBASELINE=${_baseline}" "-DOUT=${_out}/ref-baseline" -DJOBS=2
                  -P "${_r}/baselines/check.cmake")
 set_tests_properties("ref-baseline:diff" PROPERTIES LABELS "reports;baseline;ref" TIMEOUT 600)
+# The catalog with fresh role processes and with kept ones (--reuse-roles) finds the same.
+add_test(NAME "ref-reuse:diff"
+         COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DOUT=${_out}/ref-reuse" -DJOBS=2
+                 -P "${_r}/baselines/reuse_check.cmake")
+set_tests_properties("ref-reuse:diff" PROPERTIES LABELS "reports;reuse;ref" TIMEOUT 600)
 add_custom_target(refresh-ref-baseline
                   COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DBASELINE=${_r}/baselines/ref-${PROJECT_VERSION}.json"
                           "-DOUT=${_out}/ref-refresh" -DJOBS=2 -P "${_r}/baselines/refresh.cmake"
@@ -116,6 +121,10 @@ if(TARGET ze_ipcheck)
            COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DBASELINE=${_ze_baseline}" "-DOUT=${_out}/ze-baseline"
                    -DADAPTER=ze "-DENV_VARS=${_ze_env}" -DJOBS=2 -P "${_r}/baselines/check.cmake")
   set_tests_properties("ze-baseline:diff" PROPERTIES LABELS "reports;baseline;ze" TIMEOUT 600)
+  add_test(NAME "ze-reuse:diff"
+           COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DOUT=${_out}/ze-reuse" -DADAPTER=ze "-DENV_VARS=${_ze_env}"
+                   -DJOBS=2 -P "${_r}/baselines/reuse_check.cmake")
+  set_tests_properties("ze-reuse:diff" PROPERTIES LABELS "reports;reuse;ze" TIMEOUT 600)
   add_custom_target(refresh-ze-baseline
                     COMMAND ${CMAKE_COMMAND} "-DIPCHECK=${_exe}" "-DBASELINE=${_ze_baseline}" "-DOUT=${_out}/ze-refresh"
                             -DADAPTER=ze "-DENV_VARS=${_ze_env}" -DJOBS=2 -P "${_r}/baselines/refresh.cmake"

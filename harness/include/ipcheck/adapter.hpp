@@ -293,6 +293,11 @@ struct AdapterDesc {
     // setting the device up (CUDA's cuInit: 320 ms alone, 26 ms beside another process)
     // then starts each role for less. --hold-runtime no turns it off.
     bool hold_runtime = false;
+    // A role process that finished a case cleanly serves the next case that may reuse one
+    // (same configuration; runner_pool.hpp) instead of exiting: its context is made once, not
+    // once per case. For runtimes whose context creation is a role's cost. --reuse-roles no
+    // turns it off.
+    bool reuse_roles = false;
   } cost;
   // The runtime throws C++ exceptions from a library linked with the shared libstdc++ and
   // libgcc_s (libsycl): its roles run the role program linked with them too

@@ -82,6 +82,9 @@ struct CaseDef {
   // that does not starts its adapter without events (AdapterConfig::events).
   bool events = false;
   bool uses_events() const;
+  // Why its roles need fresh processes even in a run that reuses roles (--reuse-roles;
+  // Case::fresh_process); "" leaves it to the runner's rule (runner_pool.hpp).
+  std::string fresh_process;
   // Failpoints of the layers under a role (ipcref/failpoints.hpp): role base name -> the
   // IPCHECK_FAILPOINTS spec its processes get (Case::failpoint), recorded in results.json.
   std::map<std::string, std::string> failpoints;
@@ -129,6 +132,10 @@ class Case {
   Case& all_devices();
   // Its roles use the event verbs though its id does not say so (CaseDef::uses_events).
   Case& events();
+  // Its roles start in fresh processes even where the run reuses roles (--reuse-roles):
+  // what it checks is a process's first use of the runtime, or it may leave the runtime
+  // changed for the next case. `why` is said in docs and kept in the catalog.
+  Case& fresh_process(std::string why);
   // Makes entry points of the layers under `role` (our Level Zero driver, ipcref) fail or
   // withhold a capability: `spec` is an IPCHECK_FAILPOINTS value (ipcref/failpoints.hpp,
   // lib/zedriver/README.md), checked here; a malformed one throws std::invalid_argument.

@@ -29,7 +29,7 @@ namespace ipcheck::msg {
 
 // The first field of every hello. Bump it whenever a message of this file, or of a protocol
 // in data messages, changes its fields.
-inline constexpr int kProtocolVersion = 5;  // 2: peer_start; 3: initialised; 4: want_start, start_granted; 5: skip's by
+inline constexpr int kProtocolVersion = 6;  // 2: peer_start; 3: initialised; 4: want_start, start_granted; 5: skip's by; 6: start's reuse, case and role (kept roles)
 
 struct Hello {
   static constexpr MsgType type = MsgType::hello;

@@ -37,6 +37,10 @@ struct RunOptions {
   // Keep the probe's process, its adapter initialised, through the run (AdapterDesc::Cost::
   // hold_runtime); -1: the adapter's choice, 0: no, 1: yes.
   int hold_runtime = -1;
+  // A role process that finished a case cleanly serves another case of the same configuration
+  // instead of exiting (AdapterDesc::Cost::reuse_roles; docs/gpus.md "Parallel runs on
+  // GPUs"); -1: the adapter's choice, 0: no, 1: yes.
+  int reuse_roles = -1;
   // A case that ends `timeout` while other cases ran (or the machine was busy) runs again
   // alone before the verdict stands (run_suite); false keeps the first verdict.
   bool rerun_timeouts_alone = true;

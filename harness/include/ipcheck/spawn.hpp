@@ -114,6 +114,9 @@ class RoleProcess {
   bool read_output();
   const std::string& output_tail() const noexcept { return tail_; }
   bool output_open() const noexcept { return static_cast<bool>(output_); }
+  // A kept role taken by another case (--reuse-roles): what it wrote so far is read and
+  // forgotten, and its time counts from now.
+  void begin_reuse();
 
   // Reaps the child if it has exited; the status once known.
   const std::optional<ExitStatus>& poll_exit();

@@ -40,6 +40,8 @@ class TracingAdapter final : public Adapter {
   explicit TracingAdapter(std::unique_ptr<Adapter> inner) : inner_(std::move(inner)) {}
 
   const std::map<std::string, unsigned long>& calls() const noexcept { return calls_; }
+  // A kept role's next case counts its own calls (--reuse-roles).
+  void reset_calls() noexcept { calls_.clear(); }
   Adapter& inner() noexcept { return *inner_; }
 
   Outcome prepare(const AdapterConfig& c) override;  // traced as part of init, not counted as a call
