@@ -61,7 +61,7 @@ Options run_cli_options() {
       .value("--reuse-roles", "yes|no",
              "let a role process that finished a case cleanly serve the next case that allows it, instead of "
              "starting (and making a context) anew; robustness cases, fault injection, failpoints and a case that "
-             "asks get fresh processes (the adapter's own: cuda and ur yes, others no; docs/gpus.md)")
+             "asks get fresh processes (default no: on cuda kept roles hid the event pool's leak; docs/gpus.md)")
       .value("--timeout", "S", "seconds a case may take; given, it also limits the cases that ask for more (stress: 600)", "60")
       .value("--inactivity", "S",
              "seconds without any message or output before a case times out, counting only time its roles could "

@@ -291,7 +291,7 @@ const AdapterRegistration registered_cuda{{"cuda",
                                },
                                // Context creation was the bottleneck on 2x H200: -j 8 ran slower than -j 2 and
                                // timed out two cases; two starts at once per GPU keep it busy, not thrashing.
-                               {.starts_per_device = 2, .jobs_per_device = 4, .hold_runtime = true, .reuse_roles = true}}};
+                               {.starts_per_device = 2, .jobs_per_device = 4, .hold_runtime = true}}};
 
 }  // namespace
 }  // namespace ipcheck::cuda_adapter

@@ -508,7 +508,7 @@ const AdapterRegistration registered_ur{{"ur",
                                            return value.empty() ? "give libur_loader.so.0's path" : "";
                                          },
                                          // Over CUDA a role's start creates a context, as cuda's does.
-                                         {.starts_per_device = 2, .jobs_per_device = 4, .hold_runtime = true, .reuse_roles = true}}};
+                                         {.starts_per_device = 2, .jobs_per_device = 4, .hold_runtime = true}}};
 
 }  // namespace
 }  // namespace ipcheck::ur_adapter
